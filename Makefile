@@ -1,0 +1,41 @@
+# bytewright: `make test` and `make bench` set everything up on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+build: venv
+	maturin develop --release --quiet
+
+lint: venv
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	ruff check python tests benchmarks
+	ruff format --check python tests benchmarks
+
+test-rust:
+	cargo test --workspace --exclude bytewright-python
+
+test-python: build
+	pytest
+
+test: lint test-rust test-python
+
+fmt: venv
+	cargo fmt --all
+	ruff format python tests benchmarks
+	ruff check --fix python tests benchmarks
+
+clean:
+	rm -rf target $(VENV) benchmarks/results

@@ -1,0 +1,1 @@
+//! The safe object-graph format behind `bytewright.pickle`.

@@ -1,0 +1,7 @@
+//! Python adapters for the wire codec core.
+
+use pyo3::prelude::*;
+
+pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! Schema compiler and pack/unpack VM for bytewright wire codecs.
