@@ -21,8 +21,8 @@ build: venv
 lint: venv
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	ruff check python tests benchmarks
-	ruff format --check python tests benchmarks
+	ruff check .
+	ruff format --check .
 
 test-rust:
 	cargo test --workspace --exclude bytewright-python
@@ -34,8 +34,8 @@ test: lint test-rust test-python
 
 fmt: venv
 	cargo fmt --all
-	ruff format python tests benchmarks
-	ruff check --fix python tests benchmarks
+	ruff format .
+	ruff check --fix .
 
 clean:
 	rm -rf target $(VENV) benchmarks/results
