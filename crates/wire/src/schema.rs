@@ -52,6 +52,20 @@ pub enum TypeDesc {
         order: Option<Order>,
     },
     Bool,
+    /// A bit field inside a group of adjacent bit fields (see [`StructDesc::bitorder`]).
+    Bits {
+        width: u8,
+        #[serde(default)]
+        signed: bool,
+        /// Decode as a bool (width 1).
+        #[serde(default)]
+        boolean: bool,
+    },
+    /// LEB128; `zigzag` maps signed values as protobuf does.
+    Varint {
+        #[serde(default)]
+        zigzag: bool,
+    },
     Bytes {
         len: LenDesc,
         #[serde(default)]
@@ -85,6 +99,29 @@ pub enum TypeDesc {
         #[serde(default)]
         default: Option<Box<TypeDesc>>,
     },
+    /// A struct being defined (recursion): refers to the enclosing struct with this `id`.
+    Ref {
+        id: u32,
+    },
+    /// Subclass dispatch: every case is a struct that starts with the same fields, `field`
+    /// among them at a fixed offset; its value selects the case.
+    Registry {
+        field: String,
+        cases: Vec<CaseDesc>,
+        #[serde(default)]
+        default: Option<Box<TypeDesc>>,
+    },
+}
+
+/// How adjacent bit fields are laid out in their group of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BitOrder {
+    /// Network order: the group is a big-endian number, the first field its top bits.
+    #[default]
+    Msb,
+    /// C-compiler order: the group is a little-endian number, the first field its low bits.
+    Lsb,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -94,6 +131,11 @@ pub struct StructDesc {
     pub name: String,
     #[serde(default)]
     pub order: Option<Order>,
+    #[serde(default)]
+    pub bitorder: BitOrder,
+    /// Pads the struct's end to a multiple of this many bytes.
+    #[serde(default)]
+    pub align: Option<u64>,
     pub fields: Vec<FieldDesc>,
 }
 
@@ -113,6 +155,10 @@ pub struct FieldDesc {
     /// The field is confined to a window of exactly this many bytes.
     #[serde(default)]
     pub size: Option<serde_json::Value>,
+    /// Zero padding before the field so it starts at a multiple of this many bytes
+    /// from the start of its struct.
+    #[serde(default)]
+    pub align: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -155,10 +201,20 @@ pub struct LimitsDesc {
     pub max_count: u64,
     #[serde(default = "default_max_len")]
     pub max_len: u64,
+    #[serde(default = "default_max_depth")]
+    pub max_depth: u32,
 }
 
 pub const DEFAULT_MAX_COUNT: u64 = 16 * 1024 * 1024;
 pub const DEFAULT_MAX_LEN: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_MAX_DEPTH: u32 = 64;
+/// The deepest nesting any codec allows, whatever its limits say: keeps the VM's native
+/// stack use bounded.
+pub const HARD_MAX_DEPTH: u32 = 1000;
+
+fn default_max_depth() -> u32 {
+    DEFAULT_MAX_DEPTH
+}
 
 fn default_max_count() -> u64 {
     DEFAULT_MAX_COUNT
@@ -172,6 +228,7 @@ impl Default for LimitsDesc {
         LimitsDesc {
             max_count: DEFAULT_MAX_COUNT,
             max_len: DEFAULT_MAX_LEN,
+            max_depth: DEFAULT_MAX_DEPTH,
         }
     }
 }
