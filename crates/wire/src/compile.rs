@@ -469,19 +469,25 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
                     plain.then_some((*s, f))
                 })
                 .collect();
+            // Look-ahead derivations solve at the derived field, so the rest must be known
+            // there: of `big - k + n`, only `n` (the later field) can be derived.
+            let eligible: Vec<(SlotRef, usize)> = if measure == Measure::Window {
+                eligible
+            } else {
+                eligible
+                    .into_iter()
+                    .filter(|&(target, f)| {
+                        local.iter().all(|s| {
+                            *s == target
+                                || step_of_field(steps, slots[s.idx as usize])
+                                    .is_some_and(|p| p < f)
+                        })
+                    })
+                    .collect()
+            };
             let [(target, f)] = eligible[..] else {
                 continue;
             };
-            // Look-ahead derivations solve at the derived field, so the rest must be known there.
-            if measure != Measure::Window {
-                let known = local.iter().all(|s| {
-                    *s == target
-                        || step_of_field(steps, slots[s.idx as usize]).is_some_and(|p| p < f)
-                });
-                if !known {
-                    continue;
-                }
-            }
             let Node::Scalar(scalar) = steps[f].node else {
                 continue;
             };

@@ -386,7 +386,7 @@ fn binop(op: BinOp, l: &Value, r: &Value) -> Result<Value, EvalError> {
 
 /// Parses the frontend's JSON form, resolving each name with `resolve`.
 ///
-/// Forms: `["name", s]`, `["int", i]`, `["bytes", [..]]`, `["bin", op, a, b]`,
+/// Forms: `["name", s]`, `["int", i]` (i a number, or a decimal string beyond 64 bits), `["bytes", [..]]`, `["bin", op, a, b]`,
 /// `["un", op, a]` (op: `-`, `~`, `not`), `["and", a, b]`, `["or", a, b]`, `["if", c, a, b]`.
 pub fn parse(
     v: &serde_json::Value,
@@ -409,7 +409,15 @@ pub fn parse(
             Expr::Slot(resolve(name)?, Arc::from(name))
         }
         "int" => {
-            let n: i128 = serde_json::from_value(arg(1)?.clone()).map_err(|e| e.to_string())?;
+            // Beyond the i64/u64 range JSON numbers lose precision, so the frontend sends the
+            // decimal digits as a string.
+            let a = arg(1)?;
+            let n: i128 = match a.as_str() {
+                Some(digits) => digits
+                    .parse()
+                    .map_err(|_| format!("invalid integer constant {digits:?}"))?,
+                None => serde_json::from_value(a.clone()).map_err(|e| e.to_string())?,
+            };
             Expr::Const(Value::Int(n))
         }
         "bytes" => {

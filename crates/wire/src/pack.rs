@@ -271,9 +271,9 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
             .src
             .field(obj, sp.sink_id, d.consumer)
             .map_err(|e| self.src_err(e))
-            .at_field(cname)?;
+            .at_sibling(cname)?;
         let Some(cv) = cv else {
-            return Err(self.invalid("missing field")).at_field(cname);
+            return Err(self.invalid("missing field")).at_sibling(cname);
         };
         let measured = match &d.measure {
             Measure::ByteLen(None) => self.src.bytes(&cv).map(<[u8]>::len),
@@ -282,7 +282,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
             Measure::Window => unreachable!("window sizes are back-patched"),
         }
         .map_err(|e| self.src_err(e))
-        .at_field(cname)?;
+        .at_sibling(cname)?;
         let target = SlotRef { up: 0, idx: slot };
         match d.expr.solve(target, measured as i128, &self.env) {
             Ok(Some(v)) => Ok(v),
@@ -477,9 +477,9 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
             Ok(Some(v)) => v,
             Ok(None) => {
                 return Err(self.invalid(format!("no integer value makes the window {size} bytes")))
-                    .at_field(name)
+                    .at_sibling(name)
             }
-            Err(e) => return Err(self.invalid(format!("cannot be derived: {e}"))).at_field(name),
+            Err(e) => return Err(self.invalid(format!("cannot be derived: {e}"))).at_sibling(name),
         };
         if let Some(g) = given {
             if g != v {
@@ -487,14 +487,14 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                     format!("is {g}, but the window packed to a size that needs {v} (leave it out to have it derived)"),
                     pos,
                 ))
-                .at_field(name);
+                .at_sibling(name);
             }
         }
         let mut tmp = [0u8; 8];
         let n = fill.scalar.size();
         encode_int(&mut tmp[..n], &fill.scalar, v)
             .map_err(|m| Error::invalid(format!("the derived value {m}"), pos))
-            .at_field(name)?;
+            .at_sibling(name)?;
         self.out.patch(pos, &tmp[..n]);
         self.env.set_abs(abs, Value::Int(v));
         Ok(())

@@ -116,10 +116,35 @@ pub struct FieldDesc {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "ConstRepr")]
 pub enum ConstDesc {
     Int(i128),
     Bytes(Vec<u8>),
+}
+
+/// The JSON form of a constant. Integers go through `serde_json::Number` because a constant
+/// nested in an internally tagged type is buffered by serde, which cannot hold an `i128`.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ConstRepr {
+    Int(serde_json::Number),
+    Bytes(Vec<u8>),
+}
+
+impl TryFrom<ConstRepr> for ConstDesc {
+    type Error = String;
+
+    fn try_from(r: ConstRepr) -> Result<Self, String> {
+        match r {
+            ConstRepr::Bytes(b) => Ok(ConstDesc::Bytes(b)),
+            ConstRepr::Int(n) => n
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| n.as_u64().map(i128::from))
+                .map(ConstDesc::Int)
+                .ok_or_else(|| format!("integer constant {n} is out of the i64/u64 range")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
