@@ -28,13 +28,25 @@ def test_present_and_absent():
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a conditional length field is never derived (compile.rs derive_fields skips "
-    "fields with when=), so it must be supplied",
-)
 def test_conditional_length_is_derived():
+    # name_len and name share their condition, so name_len is derived when present.
+    assert "name_len" in Opt.__bw_derived__
     assert Opt(flags=2, name="hi").pack() == b"\x02\x02hi"
+    assert Opt(flags=0, name="ignored").pack() == b"\x00"
+    assert Opt.unpack(b"\x02\x02hi").name_len == 2
+    with pytest.raises(bw.PackError) as ei:
+        Opt(flags=2, name_len=3, name="hi").pack()
+    assert ei.value.path == "name_len"
+
+
+def test_conditional_length_under_other_condition_is_not_derived():
+    class C(bw.Struct):
+        flags: bw.U8
+        n: bw.U8
+        data: bytes = bw.field(len="n", when="flags", default=b"")
+
+    assert "n" not in C.__bw_derived__
+    assert C(flags=1, n=2, data=b"ab").pack() == b"\x01\x02ab"
 
 
 def test_absent_field_value_not_written():

@@ -426,9 +426,6 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
     let step_of_field =
         |steps: &[FieldStep], field: u16| steps.iter().position(|s| s.field == field);
     for c in 0..steps.len() {
-        if steps[c].when.is_some() {
-            continue;
-        }
         let mut candidates: Vec<(Expr, Measure)> = Vec::new();
         match &steps[c].node {
             Node::Bytes {
@@ -460,8 +457,10 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
                 .filter_map(|s| {
                     let f = step_of_field(steps, slots[s.idx as usize])?;
                     let st = &steps[f];
+                    // A conditional field is derived only from a consumer under the same
+                    // condition: both are present (or absent) together.
                     let plain = matches!(st.node, Node::Scalar(Scalar::Int { .. }))
-                        && st.when.is_none()
+                        && st.when == steps[c].when
                         && st.konst.is_none()
                         && st.derive.is_none()
                         && f < c

@@ -817,3 +817,27 @@ fn compile_errors() {
     assert!(e.contains("S.m"), "{e}");
     assert!(Schema::from_json("{\"root\": {\"t\": \"nope\"}}").is_err());
 }
+
+#[test]
+fn conditional_length_is_derived_under_the_same_condition() {
+    let when = json!(["bin", "&", ["name", "flags"], ["int", 2]]);
+    let p = prog(st(
+        0,
+        "Opt",
+        None,
+        vec![
+            f("flags", u8t()),
+            json!({"name": "n", "type": u8t(), "when": when}),
+            json!({"name": "name", "type": {"t": "str", "len": name("n"), "encoding": "ascii"}, "when": when}),
+        ],
+    ));
+    assert!(p.structs[0].derived[1]);
+    let v = map(&[("flags", int(2)), ("name", Val::Str("hi".into()))]);
+    assert_eq!(round_trip(&p, &v), b"\x02\x02hi");
+    let v = map(&[("flags", int(0)), ("name", Val::Str("hi".into()))]);
+    assert_eq!(do_pack(&p, &v).unwrap(), b"\x00");
+    assert_eq!(
+        do_unpack(&p, b"\x00").unwrap().0,
+        map(&[("flags", int(0)), ("n", Val::None), ("name", Val::None)])
+    );
+}
