@@ -186,3 +186,14 @@ class FwdLater(bw.Struct):
 def test_forward_reference():
     assert FwdOuter(inner=FwdLater(v=3), n=4).pack() == b"\x03\x04"
     assert FwdOuter.unpack(b"\x03\x04") == FwdOuter(inner=FwdLater(v=3), n=4)
+
+
+def test_dict_codec_rejects_non_mappings():
+    codec = bw.compile(Record)
+    with pytest.raises(bw.PackError):
+        codec.pack([1, 2, 3])
+    with pytest.raises(bw.PackError) as ei:
+        codec.pack({"record_id": 1})
+    assert ei.value.path == "kind"
+    with pytest.raises(TypeError):
+        codec.unpack(None)

@@ -194,3 +194,27 @@ def test_wrong_python_type_is_pack_error():
     assert ei.value.path == "v"
     with pytest.raises(bw.PackError):
         one(bw.F64, None)(v="1.0").pack()
+
+
+def test_float_too_large_for_f32():
+    with pytest.raises(OverflowError):
+        struct.pack(">f", 1e40)
+    with pytest.raises(bw.PackError) as ei:
+        one(bw.F32, None)(v=1e40).pack()
+    assert ei.value.path == "v"
+    # Infinity is representable, as with struct.
+    assert one(bw.F32, None)(v=math.inf).pack() == struct.pack(">f", math.inf)
+
+
+def test_invalid_bool_byte():
+    cls = one(bw.Bool, None)
+    with pytest.raises(bw.DecodeError) as ei:
+        cls.unpack(b"\x02")
+    assert ei.value.path == "v" and ei.value.offset == 0
+
+
+def test_int_rejects_float_and_accepts_bool():
+    cls = one(bw.U8, None)
+    with pytest.raises(bw.PackError):
+        cls(v=2.0).pack()
+    assert cls(v=True).pack() == b"\x01"
