@@ -24,11 +24,6 @@ def test_module_level_string_annotations():
     assert Tree.unpack(data) == t
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="string annotations are resolved in the module's globals only, so a local class "
-    "naming another local class raises NameError on first use",
-)
 def test_local_classes_with_string_annotations():
     class Inner(bw.Struct):
         v: bw.U8
@@ -37,3 +32,12 @@ def test_local_classes_with_string_annotations():
         inner: Inner
 
     assert Outer(inner=Inner(v=1)).pack() == b"\x01"
+    assert Outer.unpack(b"\x02") == Outer(inner=Inner(v=2))
+
+
+def test_unknown_string_annotation_is_an_error_on_use():
+    class Outer(bw.Struct):
+        inner: Missing  # type: ignore[name-defined]  # noqa: F821
+
+    with pytest.raises(NameError):
+        Outer(inner=None)
