@@ -202,6 +202,7 @@ def test_float_too_large_for_f32():
     with pytest.raises(bw.PackError) as ei:
         one(bw.F32, None)(v=1e40).pack()
     assert ei.value.path == "v"
+    assert str(ei.value) == "v: 1e40 is too large for f32"
     # Infinity is representable, as with struct.
     assert one(bw.F32, None)(v=math.inf).pack() == struct.pack(">f", math.inf)
 

@@ -155,7 +155,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                 if width == 4 {
                     let g = f as f32;
                     if g.is_infinite() && f.is_finite() {
-                        return Err(self.invalid(format!("{f} is too large for f32")));
+                        return Err(self.invalid(format!("{f:?} is too large for f32")));
                     }
                     write_uint(self.out.slot(at, 4), u64::from(g.to_bits()), 4, big);
                 } else {
