@@ -64,7 +64,8 @@ def _resolve_fields(cls: type) -> tuple[StructField, ...]:
     own = cls.__dict__["__bw_declared__"]
     module = sys.modules.get(cls.__module__)
     globalns = dict(vars(module)) if module else {}
-    localns = {cls.__name__: cls}
+    # The namespace the class was defined in (a function's locals), then the class itself.
+    localns = {**cls.__dict__.get("__bw_localns__", {}), cls.__name__: cls}
 
     def resolve(ann: Any) -> Any:
         # String annotations (from __future__ import annotations) of this class only.
@@ -199,6 +200,11 @@ class StructMeta(type):
                     )
             declared.append((fname, ann, spec))
         ns["__slots__"] = tuple(f for f, _, spec in declared if not spec.is_pad)
+        if any(isinstance(ann, str) for _, ann, _ in declared):
+            # String annotations of a class defined in a function may name its local classes.
+            caller = sys._getframe(1)
+            if caller.f_locals is not caller.f_globals:
+                ns["__bw_localns__"] = dict(caller.f_locals)
         ns["__bw_declared__"] = tuple(declared)
         cls = super().__new__(mcls, name, bases, ns)
         inherited = next(

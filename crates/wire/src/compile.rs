@@ -627,9 +627,6 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
     let step_of_field =
         |steps: &[FieldStep], field: u16| steps.iter().position(|s| s.field == field);
     for c in 0..steps.len() {
-        if steps[c].when.is_some() {
-            continue;
-        }
         let mut candidates: Vec<(Expr, Measure)> = Vec::new();
         match &steps[c].node {
             Node::Bytes {
@@ -661,6 +658,8 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
                 .filter_map(|s| {
                     let f = step_of_field(steps, slots[s.idx as usize])?;
                     let st = &steps[f];
+                    // A conditional field is derived only from a consumer under the same
+                    // condition: both are present (or absent) together.
                     let numeric = match st.node {
                         Node::Scalar(Scalar::Int { .. } | Scalar::Bits { boolean: false, .. }) => {
                             true
@@ -670,7 +669,7 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
                         _ => false,
                     };
                     let plain = numeric
-                        && st.when.is_none()
+                        && st.when == steps[c].when
                         && st.konst.is_none()
                         && st.derive.is_none()
                         && f < c
@@ -678,19 +677,25 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
                     plain.then_some((*s, f))
                 })
                 .collect();
+            // Look-ahead derivations solve at the derived field, so the rest must be known
+            // there: of `big - k + n`, only `n` (the later field) can be derived.
+            let eligible: Vec<(SlotRef, usize)> = if measure == Measure::Window {
+                eligible
+            } else {
+                eligible
+                    .into_iter()
+                    .filter(|&(target, f)| {
+                        local.iter().all(|s| {
+                            *s == target
+                                || step_of_field(steps, slots[s.idx as usize])
+                                    .is_some_and(|p| p < f)
+                        })
+                    })
+                    .collect()
+            };
             let [(target, f)] = eligible[..] else {
                 continue;
             };
-            // Look-ahead derivations solve at the derived field, so the rest must be known there.
-            if measure != Measure::Window {
-                let known = local.iter().all(|s| {
-                    *s == target
-                        || step_of_field(steps, slots[s.idx as usize]).is_some_and(|p| p < f)
-                });
-                if !known {
-                    continue;
-                }
-            }
             let scalar = match steps[f].node {
                 Node::Scalar(sc) => sc,
                 Node::Varint { .. } => Scalar::Int {

@@ -220,7 +220,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 } else if width == 4 {
                     let g = f as f32;
                     if g.is_infinite() && f.is_finite() {
-                        return Err(self.invalid(format!("{f} is too large for f32")));
+                        return Err(self.invalid(format!("{f:?} is too large for f32")));
                     }
                     write_uint(self.out.slot(at, 4), u64::from(g.to_bits()), 4, big);
                 } else {
@@ -402,9 +402,9 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             .src
             .field(obj, sp.sink_id, d.consumer)
             .map_err(|e| self.src_err(e))
-            .at_field(cname)?;
+            .at_sibling(cname)?;
         let Some(cv) = cv else {
-            return Err(self.invalid("missing field")).at_field(cname);
+            return Err(self.invalid("missing field")).at_sibling(cname);
         };
         let measured = match &d.measure {
             Measure::ByteLen(None) => self.src.bytes(&cv).map(<[u8]>::len),
@@ -413,7 +413,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             Measure::Window => unreachable!("window sizes are back-patched"),
         }
         .map_err(|e| self.src_err(e))
-        .at_field(cname)?;
+        .at_sibling(cname)?;
         let target = SlotRef { up: 0, idx: slot };
         match d.expr.solve(target, measured as i128, self.env) {
             Ok(Some(v)) => Ok(v),
@@ -679,9 +679,9 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             Ok(Some(v)) => v,
             Ok(None) => {
                 return Err(self.invalid(format!("no integer value makes the window {size} bytes")))
-                    .at_field(name)
+                    .at_sibling(name)
             }
-            Err(e) => return Err(self.invalid(format!("cannot be derived: {e}"))).at_field(name),
+            Err(e) => return Err(self.invalid(format!("cannot be derived: {e}"))).at_sibling(name),
         };
         if let Some(g) = given {
             if g != v {
@@ -689,12 +689,12 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                     format!("is {g}, but the window packed to a size that needs {v} (leave it out to have it derived)"),
                     pos,
                 ))
-                .at_field(name);
+                .at_sibling(name);
             }
         }
         encode_int(self.out.slot(pos, fill.scalar.span()), &fill.scalar, v)
             .map_err(|m| Error::invalid(format!("the derived value {m}"), pos))
-            .at_field(name)?;
+            .at_sibling(name)?;
         self.env.set_abs(abs, Value::Int(v));
         Ok(())
     }

@@ -162,20 +162,36 @@ pub struct FieldDesc {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "ConstRepr")]
 pub enum ConstDesc {
-    #[serde(deserialize_with = "int128")]
     Int(i128),
     Bytes(Vec<u8>),
 }
 
-/// An integer from a JSON number, or from a decimal string when it exceeds 64 bits.
-pub fn int128<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i128, D::Error> {
-    use serde::de::Error;
-    let v = serde_json::Value::deserialize(d)?;
-    value_to_i128(&v).ok_or_else(|| D::Error::custom(format!("expected an integer, got {v}")))
+/// The JSON form of a constant. Integers go through `serde_json::Value` because a constant
+/// nested in an internally tagged type is buffered by serde, which cannot hold an `i128`;
+/// beyond 64 bits the frontend sends decimal digits as a string.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ConstRepr {
+    Int(serde_json::Value),
+    Bytes(Vec<u8>),
 }
 
+impl TryFrom<ConstRepr> for ConstDesc {
+    type Error = String;
+
+    fn try_from(r: ConstRepr) -> Result<Self, String> {
+        match r {
+            ConstRepr::Bytes(b) => Ok(ConstDesc::Bytes(b)),
+            ConstRepr::Int(v) => value_to_i128(&v)
+                .map(ConstDesc::Int)
+                .ok_or_else(|| format!("invalid integer constant {v}")),
+        }
+    }
+}
+
+/// An integer from a JSON number, or from a decimal string when it exceeds 64 bits.
 pub fn value_to_i128(v: &serde_json::Value) -> Option<i128> {
     match v {
         serde_json::Value::Number(n) => n

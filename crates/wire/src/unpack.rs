@@ -516,8 +516,30 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         let b = match self.take(run.size) {
             Ok(b) => b,
             Err(_) => {
-                // Blame the first field that does not fit.
                 let left = self.end - start;
+                // A constant that fits and does not match makes the input invalid, not short.
+                for it in run
+                    .items
+                    .iter()
+                    .take_while(|it| it.off + it.scalar.size() <= left)
+                {
+                    let (Some(k), Some(f)) = (&it.konst, it.field) else {
+                        continue;
+                    };
+                    let b = &self.buf[start + it.off..];
+                    if let Ok(Some(raw)) = read_scalar(&it.scalar, b) {
+                        if !konst_matches(k, &raw) {
+                            let msg = format!(
+                                "expected the constant {}, found {}",
+                                show_konst(k),
+                                show_raw(&raw)
+                            );
+                            return Err(Error::invalid(msg, start + it.off))
+                                .at_field(&sp.fields[f as usize]);
+                        }
+                    }
+                }
+                // Blame the first field that does not fit.
                 let it = run
                     .items
                     .iter()
