@@ -10,7 +10,10 @@ use bytewright_wire::digest::Algo;
 
 fn main() {
     let data = vec![0u8; 1 << 20];
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     println!("{:<14} {:>10} {:>12}", "algorithm", "MB/s", "us per MiB");
     for name in Algo::names() {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
@@ -29,6 +32,11 @@ fn main() {
             best = best.min(start.elapsed() / iters);
         }
         let secs = best.as_secs_f64();
-        println!("{:<14} {:>10.0} {:>12.1}", name, data.len() as f64 / secs / 1e6, secs * 1e6);
+        println!(
+            "{:<14} {:>10.0} {:>12.1}",
+            name,
+            data.len() as f64 / secs / 1e6,
+            secs * 1e6
+        );
     }
 }

@@ -430,12 +430,12 @@ fn ones_sum_le(data: &[u8]) -> u16 {
 // followed by `k` zero bytes.
 
 struct CrcTable {
-    t: [[u64; 256]; 8],
+    t: [[u64; 256]; 16],
 }
 
 impl CrcTable {
     fn build(width: u8, poly: u64, refin: bool) -> CrcTable {
-        let mut t = [[0u64; 256]; 8];
+        let mut t = [[0u64; 256]; 16];
         if refin {
             let p = reflect(poly, width);
             for (b, e) in t[0].iter_mut().enumerate() {
@@ -445,7 +445,7 @@ impl CrcTable {
                 }
                 *e = c;
             }
-            for k in 1..8 {
+            for k in 1..16 {
                 for b in 0..256 {
                     let prev = t[k - 1][b];
                     t[k][b] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
@@ -460,7 +460,7 @@ impl CrcTable {
                 }
                 *e = c;
             }
-            for k in 1..8 {
+            for k in 1..16 {
                 for b in 0..256 {
                     let prev = t[k - 1][b];
                     t[k][b] = (prev << 8) ^ t[0][(prev >> 56) as usize];
@@ -541,40 +541,11 @@ impl CrcState {
     #[inline]
     fn update(&mut self, data: &[u8]) {
         let t = &self.table.t;
-        let mut crc = self.reg;
-        let mut chunks = data.chunks_exact(8);
-        if self.params.refin {
-            for c in &mut chunks {
-                let x = crc ^ u64::from_le_bytes(c.try_into().unwrap());
-                crc = t[7][(x & 0xFF) as usize]
-                    ^ t[6][((x >> 8) & 0xFF) as usize]
-                    ^ t[5][((x >> 16) & 0xFF) as usize]
-                    ^ t[4][((x >> 24) & 0xFF) as usize]
-                    ^ t[3][((x >> 32) & 0xFF) as usize]
-                    ^ t[2][((x >> 40) & 0xFF) as usize]
-                    ^ t[1][((x >> 48) & 0xFF) as usize]
-                    ^ t[0][(x >> 56) as usize];
-            }
-            for &b in chunks.remainder() {
-                crc = (crc >> 8) ^ t[0][((crc ^ u64::from(b)) & 0xFF) as usize];
-            }
+        self.reg = if self.params.refin {
+            crc_update_refl(t, self.reg, data)
         } else {
-            for c in &mut chunks {
-                let x = crc ^ u64::from_be_bytes(c.try_into().unwrap());
-                crc = t[7][(x >> 56) as usize]
-                    ^ t[6][((x >> 48) & 0xFF) as usize]
-                    ^ t[5][((x >> 40) & 0xFF) as usize]
-                    ^ t[4][((x >> 32) & 0xFF) as usize]
-                    ^ t[3][((x >> 24) & 0xFF) as usize]
-                    ^ t[2][((x >> 16) & 0xFF) as usize]
-                    ^ t[1][((x >> 8) & 0xFF) as usize]
-                    ^ t[0][(x & 0xFF) as usize];
-            }
-            for &b in chunks.remainder() {
-                crc = (crc << 8) ^ t[0][((crc >> 56) ^ u64::from(b)) as usize];
-            }
-        }
-        self.reg = crc;
+            crc_update_aligned(t, self.reg, data)
+        };
     }
 
     fn finish(&self) -> u64 {
@@ -595,4 +566,58 @@ impl CrcState {
         };
         (v ^ p.xorout) & p.mask()
     }
+}
+
+/// Byte `i` (0 = least significant) of `v`, as a table index.
+#[inline(always)]
+fn byte(v: u64, i: u32) -> usize {
+    ((v >> (8 * i)) & 0xFF) as usize
+}
+
+/// Reflected register: the first byte of each block is the least significant.
+fn crc_update_refl(t: &[[u64; 256]; 16], mut crc: u64, data: &[u8]) -> u64 {
+    let mut chunks = data.chunks_exact(16);
+    for c in &mut chunks {
+        let x = crc ^ u64::from_le_bytes(c[..8].try_into().unwrap());
+        let y = u64::from_le_bytes(c[8..].try_into().unwrap());
+        crc = ((t[15][byte(x, 0)] ^ t[14][byte(x, 1)]) ^ (t[13][byte(x, 2)] ^ t[12][byte(x, 3)]))
+            ^ ((t[11][byte(x, 4)] ^ t[10][byte(x, 5)]) ^ (t[9][byte(x, 6)] ^ t[8][byte(x, 7)]))
+            ^ (((t[7][byte(y, 0)] ^ t[6][byte(y, 1)]) ^ (t[5][byte(y, 2)] ^ t[4][byte(y, 3)]))
+                ^ ((t[3][byte(y, 4)] ^ t[2][byte(y, 5)]) ^ (t[1][byte(y, 6)] ^ t[0][byte(y, 7)])));
+    }
+    let mut rest = chunks.remainder();
+    if rest.len() >= 8 {
+        let x = crc ^ u64::from_le_bytes(rest[..8].try_into().unwrap());
+        crc = ((t[7][byte(x, 0)] ^ t[6][byte(x, 1)]) ^ (t[5][byte(x, 2)] ^ t[4][byte(x, 3)]))
+            ^ ((t[3][byte(x, 4)] ^ t[2][byte(x, 5)]) ^ (t[1][byte(x, 6)] ^ t[0][byte(x, 7)]));
+        rest = &rest[8..];
+    }
+    for &b in rest {
+        crc = (crc >> 8) ^ t[0][byte(crc ^ u64::from(b), 0)];
+    }
+    crc
+}
+
+/// Register in the top `width` bits: the first byte of each block is the most significant.
+fn crc_update_aligned(t: &[[u64; 256]; 16], mut crc: u64, data: &[u8]) -> u64 {
+    let mut chunks = data.chunks_exact(16);
+    for c in &mut chunks {
+        let x = crc ^ u64::from_be_bytes(c[..8].try_into().unwrap());
+        let y = u64::from_be_bytes(c[8..].try_into().unwrap());
+        crc = ((t[15][byte(x, 7)] ^ t[14][byte(x, 6)]) ^ (t[13][byte(x, 5)] ^ t[12][byte(x, 4)]))
+            ^ ((t[11][byte(x, 3)] ^ t[10][byte(x, 2)]) ^ (t[9][byte(x, 1)] ^ t[8][byte(x, 0)]))
+            ^ (((t[7][byte(y, 7)] ^ t[6][byte(y, 6)]) ^ (t[5][byte(y, 5)] ^ t[4][byte(y, 4)]))
+                ^ ((t[3][byte(y, 3)] ^ t[2][byte(y, 2)]) ^ (t[1][byte(y, 1)] ^ t[0][byte(y, 0)])));
+    }
+    let mut rest = chunks.remainder();
+    if rest.len() >= 8 {
+        let x = crc ^ u64::from_be_bytes(rest[..8].try_into().unwrap());
+        crc = ((t[7][byte(x, 7)] ^ t[6][byte(x, 6)]) ^ (t[5][byte(x, 5)] ^ t[4][byte(x, 4)]))
+            ^ ((t[3][byte(x, 3)] ^ t[2][byte(x, 2)]) ^ (t[1][byte(x, 1)] ^ t[0][byte(x, 0)]));
+        rest = &rest[8..];
+    }
+    for &b in rest {
+        crc = (crc << 8) ^ t[0][byte(crc, 7) ^ usize::from(b)];
+    }
+    crc
 }
