@@ -6,6 +6,16 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+/// CPU time this thread has run (Linux `schedstat`, nanoseconds), so that other load on a
+/// shared machine does not count; falls back to wall time elsewhere.
+fn cpu_now(wall: Instant) -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map(Duration::from_nanos)
+        .unwrap_or_else(|| wall.elapsed())
+}
+
 use bytewright_wire::digest::Algo;
 
 fn main() {
@@ -20,16 +30,17 @@ fn main() {
             continue;
         }
         let algo = Algo::from_name(name).unwrap();
-        // Best of 5 rounds, each at least ~100 ms of repeated 1 MiB digests.
+        // Best of 5 rounds of ~100 ms wall time each, CPU time per 1 MiB digest.
         let mut best = Duration::MAX;
         for _ in 0..5 {
             let mut iters = 0u32;
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_millis(100) {
+            let wall = Instant::now();
+            let start = cpu_now(wall);
+            while wall.elapsed() < Duration::from_millis(100) {
                 black_box(algo.digest(black_box(&data)));
                 iters += 1;
             }
-            best = best.min(start.elapsed() / iters);
+            best = best.min((cpu_now(wall) - start) / iters);
         }
         let secs = best.as_secs_f64();
         println!(

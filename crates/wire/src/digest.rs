@@ -8,8 +8,8 @@
 //! bytes are taken as zero.
 //!
 //! Speed: CRC-32 uses `crc32fast` (PCLMULQDQ where available), CRC-32C the `crc32c` crate
-//! (SSE 4.2 where available), every other CRC a slice-by-8 table built once per
-//! (width, polynomial, reflection) and shared; Adler-32 uses `adler2`; the Internet checksum
+//! (SSE 4.2 where available), every other CRC slice-by-16 tables built once per
+//! (width, polynomial, reflection) and shared (u32 entries up to width 32, u64 above); Adler-32 uses `adler2`; the Internet checksum
 //! sums 16 bytes per iteration into wide accumulators; the digests are RustCrypto's.
 
 use std::collections::HashMap;
@@ -425,17 +425,21 @@ fn ones_sum_le(data: &[u8]) -> u16 {
 //
 // Reflected CRCs keep the register reflected in the low `width` bits and eat bytes from the
 // least significant end; the others keep it in the top `width` bits of a u64 ("aligned") and
-// eat bytes from the most significant end. Either way eight bytes are folded per step with
-// eight 256-entry tables (slice-by-8): `t[k][b]` is the register contribution of byte `b`
-// followed by `k` zero bytes.
+// eat bytes from the most significant end. Either way sixteen bytes are folded per step with
+// sixteen 256-entry tables (slice-by-16): `t[k][b]` is the register contribution of byte `b`
+// followed by `k` zero bytes. Widths up to 32 use u32 copies of the tables (the low bits of
+// the reflected register, the top 32 bits of the aligned one) to halve their cache footprint.
 
-struct CrcTable {
-    t: [[u64; 256]; 16],
+enum CrcTable {
+    /// Widths up to 32: u32 entries (16 KiB), register in the low (reflected) or high
+    /// (aligned) bits of a u32.
+    Narrow(Box<[[u32; 256]; 16]>),
+    Wide(Box<[[u64; 256]; 16]>),
 }
 
 impl CrcTable {
     fn build(width: u8, poly: u64, refin: bool) -> CrcTable {
-        let mut t = [[0u64; 256]; 16];
+        let mut t = Box::new([[0u64; 256]; 16]);
         if refin {
             let p = reflect(poly, width);
             for (b, e) in t[0].iter_mut().enumerate() {
@@ -467,7 +471,16 @@ impl CrcTable {
                 }
             }
         }
-        CrcTable { t }
+        if width > 32 {
+            return CrcTable::Wide(t);
+        }
+        let mut n = Box::new([[0u32; 256]; 16]);
+        for (nk, tk) in n.iter_mut().zip(t.iter()) {
+            for (e, &w) in nk.iter_mut().zip(tk.iter()) {
+                *e = if refin { w as u32 } else { (w >> 32) as u32 };
+            }
+        }
+        CrcTable::Narrow(n)
     }
 
     /// The shared table for these parameters, built on first use.
@@ -540,11 +553,14 @@ impl CrcState {
 
     #[inline]
     fn update(&mut self, data: &[u8]) {
-        let t = &self.table.t;
-        self.reg = if self.params.refin {
-            crc_update_refl(t, self.reg, data)
-        } else {
-            crc_update_aligned(t, self.reg, data)
+        let refin = self.params.refin;
+        self.reg = match &*self.table {
+            CrcTable::Wide(t) if refin => crc_update_refl(t, self.reg, data),
+            CrcTable::Wide(t) => crc_update_aligned(t, self.reg, data),
+            CrcTable::Narrow(t) if refin => u64::from(crc32_update_refl(t, self.reg as u32, data)),
+            CrcTable::Narrow(t) => {
+                u64::from(crc32_update_aligned(t, (self.reg >> 32) as u32, data)) << 32
+            }
         };
     }
 
@@ -618,6 +634,42 @@ fn crc_update_aligned(t: &[[u64; 256]; 16], mut crc: u64, data: &[u8]) -> u64 {
     }
     for &b in rest {
         crc = (crc << 8) ^ t[0][byte(crc, 7) ^ usize::from(b)];
+    }
+    crc
+}
+
+/// Reflected register of at most 32 bits.
+fn crc32_update_refl(t: &[[u32; 256]; 16], mut crc: u32, data: &[u8]) -> u32 {
+    let mut chunks = data.chunks_exact(16);
+    for c in &mut chunks {
+        let x = crc ^ u32::from_le_bytes(c[..4].try_into().unwrap());
+        let b = |i: usize| usize::from(c[i]);
+        crc = ((t[15][(x & 0xFF) as usize] ^ t[14][((x >> 8) & 0xFF) as usize])
+            ^ (t[13][((x >> 16) & 0xFF) as usize] ^ t[12][(x >> 24) as usize]))
+            ^ ((t[11][b(4)] ^ t[10][b(5)]) ^ (t[9][b(6)] ^ t[8][b(7)]))
+            ^ (((t[7][b(8)] ^ t[6][b(9)]) ^ (t[5][b(10)] ^ t[4][b(11)]))
+                ^ ((t[3][b(12)] ^ t[2][b(13)]) ^ (t[1][b(14)] ^ t[0][b(15)])));
+    }
+    for &b in chunks.remainder() {
+        crc = (crc >> 8) ^ t[0][((crc ^ u32::from(b)) & 0xFF) as usize];
+    }
+    crc
+}
+
+/// Register of at most 32 bits in the top bits of a u32.
+fn crc32_update_aligned(t: &[[u32; 256]; 16], mut crc: u32, data: &[u8]) -> u32 {
+    let mut chunks = data.chunks_exact(16);
+    for c in &mut chunks {
+        let x = crc ^ u32::from_be_bytes(c[..4].try_into().unwrap());
+        let b = |i: usize| usize::from(c[i]);
+        crc = ((t[15][(x >> 24) as usize] ^ t[14][((x >> 16) & 0xFF) as usize])
+            ^ (t[13][((x >> 8) & 0xFF) as usize] ^ t[12][(x & 0xFF) as usize]))
+            ^ ((t[11][b(4)] ^ t[10][b(5)]) ^ (t[9][b(6)] ^ t[8][b(7)]))
+            ^ (((t[7][b(8)] ^ t[6][b(9)]) ^ (t[5][b(10)] ^ t[4][b(11)]))
+                ^ ((t[3][b(12)] ^ t[2][b(13)]) ^ (t[1][b(14)] ^ t[0][b(15)])));
+    }
+    for &b in chunks.remainder() {
+        crc = (crc << 8) ^ t[0][((crc >> 24) ^ u32::from(b)) as usize];
     }
     crc
 }
