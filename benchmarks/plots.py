@@ -1,0 +1,60 @@
+"""PNG plots of the measured points and fitted lines (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from benchmarks.fit import Line
+
+
+def plot_fits(
+    path: Path,
+    title: str,
+    unit: str,
+    panels: dict[str, dict[str, tuple[dict[int, float], Line]]],
+) -> Path:
+    """One panel per operation: measured points per implementation and the fitted line.
+
+    `panels` maps an operation name to {implementation: (points, line)}.
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False)
+    for ax, (op, series) in zip(axes[0], panels.items(), strict=True):
+        for i, (name, (points, line)) in enumerate(series.items()):
+            xs = sorted(points)
+            color = f"C{i % 10}"
+            ax.plot(xs, [points[x] / 1000 for x in xs], "o", color=color, label=name)
+            dense = [xs[0] + (xs[-1] - xs[0]) * k / 50 for k in range(51)]
+            ax.plot(dense, [max(line.at(x), 1e-3) / 1000 for x in dense], "-", color=color)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(f"{unit}s per message")
+        ax.set_ylabel("µs per call (lower is better)")
+        ax.set_title(f"{title}: {op}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_bars(path: Path, title: str, xlabel: str, values: dict[str, float]) -> Path:
+    """A horizontal bar chart, e.g. MB/s per arm of the bulk-records lab."""
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(values) + 1.2))
+    names = list(values)
+    ax.barh(names, [values[n] for n in names], color="C0")
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
