@@ -24,16 +24,30 @@ def plot_fits(
     """
     fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False)
     for ax, (op, series) in zip(axes[0], panels.items(), strict=True):
+        lowest, highest = float("inf"), 0.0
         for i, (name, (points, line)) in enumerate(series.items()):
             xs = sorted(points)
+            ys = [points[x] / 1000 for x in xs]
+            lowest, highest = min(lowest, *ys), max(highest, *ys)
             color = f"C{i % 10}"
-            ax.plot(xs, [points[x] / 1000 for x in xs], "o", color=color, label=name)
-            dense = [xs[0] + (xs[-1] - xs[0]) * k / 50 for k in range(51)]
-            ax.plot(dense, [max(line.at(x), 1e-3) / 1000 for x in dense], "-", color=color)
+            ax.plot(xs, ys, "o", color=color, label=name)
+            # The fitted line, sampled geometrically; where it dips below zero it is not drawn.
+            dense = [xs[0] * (xs[-1] / xs[0]) ** (k / 100) for k in range(101)]
+            fitted = [line.at(x) / 1000 if line.at(x) > 0 else float("nan") for x in dense]
+            ax.plot(dense, fitted, "-", color=color, alpha=0.8)
+        if highest > 0:
+            ax.set_ylim(lowest / 2, highest * 2)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(f"{unit}s per message")
         ax.set_ylabel("µs per call (lower is better)")
+        ax.text(
+            0.01,
+            -0.16,
+            "dots: measured; lines: least-squares fit",
+            transform=ax.transAxes,
+            fontsize=7,
+        )
         ax.set_title(f"{title}: {op}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
