@@ -1,5 +1,62 @@
 """bytewright: declarative binary codecs and safe pickling, with a Rust core."""
 
 from bytewright._native import __version__
+from bytewright.errors import DecodeError, Error, Incomplete, PackError, SchemaError
+from bytewright.fields import Limits, const, derived, field, pad
+from bytewright.struct import Codec, Struct, compile, make_struct
+from bytewright.types import (
+    F32,
+    F64,
+    I8,
+    I16,
+    I24,
+    I32,
+    I64,
+    REST,
+    U8,
+    U16,
+    U24,
+    U32,
+    U64,
+    Array,
+    Bool,
+    Bytes,
+    CStr,
+    Str,
+)
 
-__all__ = ["__version__"]
+__all__ = [
+    "F32",
+    "F64",
+    "I8",
+    "I16",
+    "I24",
+    "I32",
+    "I64",
+    "REST",
+    "U8",
+    "U16",
+    "U24",
+    "U32",
+    "U64",
+    "Array",
+    "Bool",
+    "Bytes",
+    "CStr",
+    "Codec",
+    "DecodeError",
+    "Error",
+    "Incomplete",
+    "Limits",
+    "PackError",
+    "SchemaError",
+    "Str",
+    "Struct",
+    "__version__",
+    "compile",
+    "const",
+    "derived",
+    "field",
+    "make_struct",
+    "pad",
+]

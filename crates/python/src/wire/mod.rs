@@ -1,7 +1,269 @@
-//! Python adapters for the wire codec core.
+//! Python adapters for the wire codec core: the `Codec` class.
+
+mod buffer;
+mod errors;
+mod sink;
+mod source;
+mod structs;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::{PyTuple, PyType};
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use bytewright_wire::host::SliceOutput;
+use bytewright_wire::{compile, pack, unpack, Program, Schema};
+
+use buffer::{BytesOut, InBuf};
+use errors::{raise, Mode};
+use sink::PySink;
+use source::PySource;
+use structs::StructInfo;
+
+/// One struct's adapter info as the frontend passes it: (class or None, field names, defaults).
+type StructArg<'py> = (Option<Bound<'py, PyType>>, Vec<String>, Vec<Py<PyAny>>);
+
+/// A compiled codec: immutable, thread-safe, picklable.
+#[pyclass(frozen, module = "bytewright._native", name = "Codec")]
+pub struct Codec {
+    prog: Arc<Program>,
+    structs: Vec<StructInfo>,
+    typed: bool,
+    /// The constructor arguments, for pickling.
+    args: Py<PyTuple>,
+    /// The last packed size, so `pack` usually allocates once.
+    size_hint: AtomicUsize,
+}
+
+impl Codec {
+    fn unpack_at<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        offset: usize,
+    ) -> Result<(Bound<'py, PyAny>, usize), Box<bytewright_wire::Error<PyErr>>> {
+        let mut sink = PySink {
+            py,
+            structs: &self.structs,
+            typed: self.typed,
+        };
+        unpack::unpack(&self.prog, &mut sink, data, offset)
+    }
+}
+
+#[pymethods]
+impl Codec {
+    #[new]
+    #[pyo3(signature = (schema, structs, typed=false))]
+    fn new(
+        py: Python<'_>,
+        schema: &str,
+        structs: &Bound<'_, PyAny>,
+        typed: bool,
+    ) -> PyResult<Self> {
+        let args = PyTuple::new(
+            py,
+            [
+                schema.into_pyobject(py)?.into_any(),
+                structs.clone(),
+                typed.into_pyobject(py)?.to_owned().into_any(),
+            ],
+        )?
+        .unbind();
+        let structs: Vec<StructArg<'_>> = structs.extract()?;
+        let parsed = Schema::from_json(schema).map_err(|m| errors::schema_error(py, m))?;
+        let prog = compile(&parsed).map_err(|e| errors::schema_error(py, e.0))?;
+        let infos = structs
+            .into_iter()
+            .map(|(cls, names, defaults)| StructInfo::new(py, cls, names, defaults, typed))
+            .collect::<PyResult<Vec<_>>>()?;
+        for s in &prog.structs {
+            let info = infos.get(s.sink_id as usize).ok_or_else(|| {
+                errors::schema_error(
+                    py,
+                    format!("{}: no struct info for id {}", s.name, s.sink_id),
+                )
+            })?;
+            if info.keys.len() != s.fields.len() {
+                return Err(errors::schema_error(
+                    py,
+                    format!("{}: struct info has the wrong field count", s.name),
+                ));
+            }
+        }
+        let hint = prog.static_size.unwrap_or(prog.min_size);
+        Ok(Codec {
+            prog: Arc::new(prog),
+            structs: infos,
+            typed,
+            args,
+            size_hint: AtomicUsize::new(hint),
+        })
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, Py<PyTuple>)> {
+        Ok((slf.get_type(), slf.get().args.clone_ref(slf.py())))
+    }
+
+    /// The packed size when every message has the same size, else None.
+    #[getter]
+    fn static_size(&self) -> Option<usize> {
+        self.prog.static_size
+    }
+
+    /// The smallest possible packed size.
+    #[getter]
+    fn min_size(&self) -> usize {
+        self.prog.min_size
+    }
+
+    /// Whether unpack builds typed instances (True) or dicts and lists (False).
+    #[getter]
+    fn typed(&self) -> bool {
+        self.typed
+    }
+
+    /// Names of the fields of struct `sink_id` that pack computes when they are left out.
+    fn derived_fields(&self, sink_id: u32) -> Vec<String> {
+        self.prog
+            .structs
+            .iter()
+            .find(|s| s.sink_id == sink_id)
+            .map(|s| {
+                s.fields
+                    .iter()
+                    .zip(&s.derived)
+                    .filter(|(_, d)| **d)
+                    .map(|(n, _)| n.to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The schema description this codec was compiled from (JSON).
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.args.bind(py).get_item(0)
+    }
+
+    /// Packs a value into a new bytes object.
+    fn pack(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let src = PySource {
+            py,
+            structs: &self.structs,
+        };
+        let mut out = BytesOut::new(py, self.size_hint.load(Ordering::Relaxed))?;
+        match pack::pack(&self.prog, &src, &mut out, value) {
+            Ok(()) => {
+                self.size_hint
+                    .store(bytewright_wire::host::Output::pos(&out), Ordering::Relaxed);
+                out.finish(py)
+            }
+            Err(e) => Err(raise(py, *e, Mode::PackGrowable)),
+        }
+    }
+
+    /// Packs a value straight into a writable buffer at `offset`; returns the end offset.
+    #[pyo3(signature = (buffer, value, offset=0))]
+    fn pack_into(
+        &self,
+        py: Python<'_>,
+        buffer: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        offset: usize,
+    ) -> PyResult<usize> {
+        let mut buf = InBuf::new(buffer, true)?;
+        let slice = buf.as_mut_slice();
+        if offset > slice.len() {
+            return Err(errors::pack_error(
+                py,
+                format!(
+                    "offset {offset} is past the end of the {}-byte buffer",
+                    slice.len()
+                ),
+                "",
+            ));
+        }
+        let src = PySource {
+            py,
+            structs: &self.structs,
+        };
+        let mut out = SliceOutput::new(slice, offset);
+        match pack::pack(&self.prog, &src, &mut out, value) {
+            Ok(()) => Ok(out.end()),
+            Err(e) => Err(raise(py, *e, Mode::Pack)),
+        }
+    }
+
+    /// Unpacks exactly one value: trailing bytes are an error.
+    fn unpack<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let buf = InBuf::new(data, false)?;
+        let bytes = buf.as_slice();
+        match self.unpack_at(py, bytes, 0) {
+            Ok((v, end)) if end == bytes.len() => Ok(v),
+            Ok((_, end)) => Err(errors::decode_error(
+                py,
+                format!(
+                    "{} trailing bytes after the message ends at offset {end}",
+                    bytes.len() - end
+                ),
+                "",
+                end,
+            )),
+            Err(e) => Err(raise(py, *e, Mode::Unpack)),
+        }
+    }
+
+    /// Unpacks one value at `offset`; returns (value, end offset).
+    #[pyo3(signature = (data, offset=0))]
+    fn unpack_from<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        offset: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        let buf = InBuf::new(data, false)?;
+        self.unpack_at(py, buf.as_slice(), offset)
+            .map_err(|e| raise(py, *e, Mode::Unpack))
+    }
+
+    /// Like `unpack_from`, but returns a falsy `Incomplete` (with `.needed`) when the
+    /// buffer ends before the message does.
+    #[pyo3(signature = (data, offset=0))]
+    fn parse<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        offset: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let buf = InBuf::new(data, false)?;
+        match self.unpack_at(py, buf.as_slice(), offset) {
+            Ok(pair) => Ok(pair.into_pyobject(py)?.into_any()),
+            Err(e) if e.is_incomplete() => errors::incomplete(py, &e),
+            Err(e) => Err(raise(py, *e, Mode::Unpack)),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let root = match &self.prog.root {
+            bytewright_wire::program::Node::Struct(i) => {
+                self.prog.structs[*i as usize].name.to_string()
+            }
+            _ => "value".into(),
+        };
+        format!(
+            "<bytewright.Codec {root} ({})>",
+            if self.typed { "typed" } else { "dicts" }
+        )
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Codec>()?;
     Ok(())
 }

@@ -1,0 +1,96 @@
+//! Core errors -> the Python exceptions of `bytewright.errors`.
+
+use pyo3::exceptions::PyMemoryError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+use bytewright_wire::{Error, Kind};
+
+pub enum Mode {
+    Unpack,
+    Pack,
+    /// `pack` into a growing bytes object: running out of room is an allocation failure.
+    PackGrowable,
+}
+
+static SCHEMA_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static PACK_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static DECODE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static INCOMPLETE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn class<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyType>> {
+    cell.import(py, "bytewright.errors", name)
+}
+
+fn build(
+    py: Python<'_>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    name: &str,
+    args: impl for<'a> FnOnce(&Bound<'a, PyType>) -> PyResult<Bound<'a, PyAny>>,
+) -> PyErr {
+    match class(py, cell, name).and_then(args) {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(e) => e,
+    }
+}
+
+pub fn schema_error(py: Python<'_>, msg: String) -> PyErr {
+    build(py, &SCHEMA_ERROR, "SchemaError", |c| c.call1((msg,)))
+}
+
+pub fn pack_error(py: Python<'_>, msg: String, path: &str) -> PyErr {
+    build(py, &PACK_ERROR, "PackError", |c| c.call1((msg, path)))
+}
+
+pub fn decode_error(py: Python<'_>, msg: String, path: &str, offset: usize) -> PyErr {
+    build(py, &DECODE_ERROR, "DecodeError", |c| {
+        c.call1((msg, path, offset))
+    })
+}
+
+/// A `bytewright.Incomplete` telling how many more bytes the next step needs.
+pub fn incomplete<'py>(py: Python<'py>, e: &Error<PyErr>) -> PyResult<Bound<'py, PyAny>> {
+    let needed = match e.kind {
+        Kind::Short { need, left, .. } => need.saturating_sub(left).max(1),
+        _ => 1,
+    };
+    class(py, &INCOMPLETE, "Incomplete")?.call1((needed,))
+}
+
+pub fn raise(py: Python<'_>, e: Error<PyErr>, mode: Mode) -> PyErr {
+    let path = e.path();
+    match (&e.kind, &mode) {
+        (Kind::Host(_), Mode::Unpack) => match e.kind {
+            Kind::Host(err) => err,
+            _ => unreachable!(),
+        },
+        (Kind::Host(_), _) => {
+            let msg = match &e.kind {
+                Kind::Host(err) => {
+                    let text = err.to_string();
+                    if path.is_empty() {
+                        text
+                    } else {
+                        format!("{path}: {text}")
+                    }
+                }
+                _ => unreachable!(),
+            };
+            let exc = pack_error(py, msg, &path);
+            if let Kind::Host(cause) = e.kind {
+                exc.set_cause(py, Some(cause));
+            }
+            exc
+        }
+        (Kind::Full { .. }, Mode::PackGrowable) => {
+            PyMemoryError::new_err("cannot grow the output buffer")
+        }
+        (_, Mode::Unpack) => decode_error(py, e.message(), &path, e.offset),
+        _ => pack_error(py, e.message(), &path),
+    }
+}

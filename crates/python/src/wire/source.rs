@@ -1,0 +1,346 @@
+//! Reads the values to pack from Python objects: typed instances (member slots), dicts,
+//! other mappings, or objects with attributes.
+
+use std::borrow::Cow;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+use super::structs::StructInfo;
+use bytewright_wire::host::{Source, SourceError};
+use bytewright_wire::program::Encoding;
+
+pub struct PySource<'a, 'py> {
+    pub py: Python<'py>,
+    pub structs: &'a [StructInfo],
+}
+
+type SResult<T> = Result<T, SourceError<PyErr>>;
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+impl<'py> PySource<'_, 'py> {
+    fn host(&self) -> SourceError<PyErr> {
+        SourceError::Host(PyErr::fetch(self.py))
+    }
+
+    /// Turns a pending Python exception into a type error with its message.
+    fn type_from_pending(&self, what: &str) -> SourceError<PyErr> {
+        let e = PyErr::fetch(self.py);
+        SourceError::Type(format!("{what}: {e}"))
+    }
+}
+
+impl<'py> Source for PySource<'_, 'py> {
+    type Value = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    #[inline]
+    fn field(&self, obj: &Self::Value, sid: u32, field: u16) -> SResult<Option<Self::Value>> {
+        let info = &self.structs[sid as usize];
+        let p = obj.as_ptr();
+        // SAFETY: all pointers are live objects; borrowed results are increfed before use.
+        unsafe {
+            if let Some(cls) = &info.class {
+                if !info.offsets.is_empty() && ffi::PyObject_TypeCheck(p, cls.as_ptr().cast()) != 0
+                {
+                    let slot = *p
+                        .cast::<u8>()
+                        .offset(info.offsets[field as usize])
+                        .cast::<*mut ffi::PyObject>();
+                    if slot.is_null() || slot == ffi::Py_None() {
+                        return Ok(None);
+                    }
+                    return Ok(Some(Bound::from_borrowed_ptr(self.py, slot)));
+                }
+            }
+            let key = info.keys[field as usize].as_ptr();
+            if ffi::PyDict_Check(p) != 0 {
+                let v = ffi::PyDict_GetItemWithError(p, key);
+                if v.is_null() {
+                    if !ffi::PyErr_Occurred().is_null() {
+                        return Err(self.host());
+                    }
+                    return Ok(None);
+                }
+                if v == ffi::Py_None() {
+                    return Ok(None);
+                }
+                return Ok(Some(Bound::from_borrowed_ptr(self.py, v)));
+            }
+            if ffi::PyMapping_Check(p) != 0
+                && ffi::PyUnicode_Check(p) == 0
+                && ffi::PySequence_Check(p) == 0
+            {
+                let v = ffi::PyObject_GetItem(p, key);
+                if v.is_null() {
+                    if ffi::PyErr_ExceptionMatches(ffi::PyExc_KeyError) != 0 {
+                        ffi::PyErr_Clear();
+                        return Ok(None);
+                    }
+                    return Err(self.host());
+                }
+                let v = Bound::from_owned_ptr(self.py, v);
+                return Ok((!v.is_none()).then_some(v));
+            }
+            let v = ffi::PyObject_GetAttr(p, key);
+            if v.is_null() {
+                if ffi::PyErr_ExceptionMatches(ffi::PyExc_AttributeError) != 0 {
+                    ffi::PyErr_Clear();
+                    if ffi::PyList_Check(p) != 0
+                        || ffi::PyTuple_Check(p) != 0
+                        || ffi::PyUnicode_Check(p) != 0
+                    {
+                        return Err(SourceError::Type(format!(
+                            "expected a mapping or an object with attributes, got {}",
+                            type_name(obj)
+                        )));
+                    }
+                    return Ok(None);
+                }
+                return Err(self.host());
+            }
+            let v = Bound::from_owned_ptr(self.py, v);
+            Ok((!v.is_none()).then_some(v))
+        }
+    }
+
+    #[inline]
+    fn int(&self, v: &Self::Value) -> SResult<i128> {
+        let p = v.as_ptr();
+        // SAFETY: live object; errors are fetched right away.
+        unsafe {
+            if ffi::PyLong_Check(p) == 0 {
+                if ffi::PyFloat_Check(p) != 0
+                    || ffi::PyUnicode_Check(p) != 0
+                    || ffi::PyBytes_Check(p) != 0
+                {
+                    return Err(SourceError::Type(format!(
+                        "expected int, got {}",
+                        type_name(v)
+                    )));
+                }
+                // Integer-like objects (numpy integers, IntEnum members...) through __index__.
+                let i = ffi::PyNumber_Index(p);
+                if i.is_null() {
+                    ffi::PyErr_Clear();
+                    return Err(SourceError::Type(format!(
+                        "expected int, got {}",
+                        type_name(v)
+                    )));
+                }
+                let i = Bound::from_owned_ptr(self.py, i);
+                return self.int(&i);
+            }
+            let mut overflow = 0;
+            let x = ffi::PyLong_AsLongLongAndOverflow(p, &mut overflow);
+            if overflow == 0 {
+                if x == -1 && !ffi::PyErr_Occurred().is_null() {
+                    return Err(self.host());
+                }
+                return Ok(i128::from(x));
+            }
+            if overflow > 0 {
+                let u = ffi::PyLong_AsUnsignedLongLong(p);
+                if u == u64::MAX && !ffi::PyErr_Occurred().is_null() {
+                    ffi::PyErr_Clear();
+                    return Err(SourceError::Type(
+                        "integer too large (more than 64 bits)".into(),
+                    ));
+                }
+                return Ok(i128::from(u));
+            }
+            Err(SourceError::Type(
+                "integer too small (more than 64 bits)".into(),
+            ))
+        }
+    }
+
+    #[inline]
+    fn float(&self, v: &Self::Value) -> SResult<f64> {
+        let p = v.as_ptr();
+        // SAFETY: live object.
+        unsafe {
+            if ffi::PyFloat_Check(p) != 0 {
+                return Ok(ffi::PyFloat_AS_DOUBLE(p));
+            }
+            if ffi::PyLong_Check(p) != 0 {
+                let f = ffi::PyLong_AsDouble(p);
+                if f == -1.0 && !ffi::PyErr_Occurred().is_null() {
+                    return Err(self.type_from_pending("cannot convert to float"));
+                }
+                return Ok(f);
+            }
+        }
+        Err(SourceError::Type(format!(
+            "expected float, got {}",
+            type_name(v)
+        )))
+    }
+
+    #[inline]
+    fn bool(&self, v: &Self::Value) -> SResult<bool> {
+        let p = v.as_ptr();
+        // SAFETY: comparing against the bool singletons.
+        unsafe {
+            if p == ffi::Py_True() {
+                return Ok(true);
+            }
+            if p == ffi::Py_False() {
+                return Ok(false);
+            }
+        }
+        match self.int(v) {
+            Ok(0) => Ok(false),
+            Ok(1) => Ok(true),
+            _ => Err(SourceError::Type(format!(
+                "expected bool, got {}",
+                type_name(v)
+            ))),
+        }
+    }
+
+    #[inline]
+    fn bytes<'a>(&self, v: &'a Self::Value) -> SResult<&'a [u8]> {
+        let p = v.as_ptr();
+        // SAFETY: the slices borrow the object's storage, which `v` keeps alive; the VM copies
+        // them before any other Python code can run.
+        unsafe {
+            if ffi::PyBytes_Check(p) != 0 {
+                let n = ffi::PyBytes_Size(p) as usize;
+                return Ok(std::slice::from_raw_parts(
+                    ffi::PyBytes_AS_STRING(p).cast::<u8>(),
+                    n,
+                ));
+            }
+            if ffi::PyByteArray_Check(p) != 0 {
+                let n = ffi::PyByteArray_Size(p) as usize;
+                return Ok(std::slice::from_raw_parts(
+                    ffi::PyByteArray_AsString(p).cast::<u8>(),
+                    n,
+                ));
+            }
+        }
+        Err(SourceError::Type(format!(
+            "expected bytes, got {}",
+            type_name(v)
+        )))
+    }
+
+    fn text<'a>(&self, v: &'a Self::Value, enc: Encoding) -> SResult<Cow<'a, [u8]>> {
+        let p = v.as_ptr();
+        // SAFETY: the UTF-8 buffer and the 1-byte data are owned by the (immutable) str.
+        unsafe {
+            if ffi::PyUnicode_Check(p) == 0 {
+                return Err(SourceError::Type(format!(
+                    "expected str, got {}",
+                    type_name(v)
+                )));
+            }
+            match enc {
+                Encoding::Latin1 => {
+                    if ffi::PyUnicode_KIND(p) == ffi::PyUnicode_1BYTE_KIND {
+                        let n = ffi::PyUnicode_GET_LENGTH(p) as usize;
+                        return Ok(Cow::Borrowed(std::slice::from_raw_parts(
+                            ffi::PyUnicode_1BYTE_DATA(p),
+                            n,
+                        )));
+                    }
+                    Err(SourceError::Type(
+                        "text has characters outside latin-1".into(),
+                    ))
+                }
+                Encoding::Ascii | Encoding::Utf8 => {
+                    if enc == Encoding::Ascii && ffi::PyUnicode_IS_ASCII(p) == 0 {
+                        return Err(SourceError::Type("text has non-ascii characters".into()));
+                    }
+                    let mut n: ffi::Py_ssize_t = 0;
+                    let s = ffi::PyUnicode_AsUTF8AndSize(p, &mut n);
+                    if s.is_null() {
+                        return Err(self.type_from_pending("text cannot be encoded as utf-8"));
+                    }
+                    Ok(Cow::Borrowed(std::slice::from_raw_parts(
+                        s.cast::<u8>(),
+                        n as usize,
+                    )))
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn len(&self, v: &Self::Value) -> SResult<usize> {
+        let p = v.as_ptr();
+        // SAFETY: live object.
+        unsafe {
+            if ffi::PyList_Check(p) != 0 {
+                return Ok(ffi::PyList_GET_SIZE(p) as usize);
+            }
+            if ffi::PyTuple_Check(p) != 0 {
+                return Ok(ffi::PyTuple_GET_SIZE(p) as usize);
+            }
+            if ffi::PySequence_Check(p) == 0
+                || ffi::PyUnicode_Check(p) != 0
+                || ffi::PyBytes_Check(p) != 0
+            {
+                return Err(SourceError::Type(format!(
+                    "expected a list, got {}",
+                    type_name(v)
+                )));
+            }
+            let n = ffi::PySequence_Size(p);
+            if n < 0 {
+                return Err(self.host());
+            }
+            Ok(n as usize)
+        }
+    }
+
+    #[inline]
+    fn item(&self, v: &Self::Value, i: usize) -> SResult<Self::Value> {
+        let p = v.as_ptr();
+        // SAFETY: bounds-checked accessors; borrowed items are increfed.
+        unsafe {
+            if ffi::PyList_Check(p) != 0 {
+                if i >= ffi::PyList_GET_SIZE(p) as usize {
+                    return Err(SourceError::Type(
+                        "the list changed size while packing".into(),
+                    ));
+                }
+                return Ok(Bound::from_borrowed_ptr(
+                    self.py,
+                    ffi::PyList_GET_ITEM(p, i as ffi::Py_ssize_t),
+                ));
+            }
+            if ffi::PyTuple_Check(p) != 0 {
+                return Ok(Bound::from_borrowed_ptr(
+                    self.py,
+                    ffi::PyTuple_GET_ITEM(p, i as ffi::Py_ssize_t),
+                ));
+            }
+            let it = ffi::PySequence_GetItem(p, i as ffi::Py_ssize_t);
+            if it.is_null() {
+                return Err(self.host());
+            }
+            Ok(Bound::from_owned_ptr(self.py, it))
+        }
+    }
+
+    fn is_struct(&self, v: &Self::Value, sid: u32) -> Option<bool> {
+        let info = &self.structs[sid as usize];
+        let cls = info.class.as_ref()?;
+        let p = v.as_ptr();
+        // SAFETY: live objects.
+        unsafe {
+            if ffi::PyDict_Check(p) != 0 {
+                return None;
+            }
+            Some(ffi::PyObject_TypeCheck(p, cls.as_ptr().cast()) != 0)
+        }
+    }
+}

@@ -1,0 +1,610 @@
+//! Schema description -> program: name resolution, slot assignment, derived fields,
+//! coalescing of adjacent fixed fields, static and minimum sizes.
+
+use std::sync::Arc;
+
+use crate::expr::{self, Expr, SlotRef, Value};
+use crate::program::*;
+use crate::schema::{ConstDesc, FieldDesc, LenDesc, Order, Schema, StructDesc, TypeDesc};
+
+/// A problem in the schema, found at compile time. The message names the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError(pub String);
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+const PAD: u16 = u16::MAX;
+
+struct Declared {
+    name: String,
+    field: u16,
+    step: usize,
+}
+
+struct Frame {
+    name: String,
+    declared: Vec<Declared>,
+    /// Field index held by each slot.
+    slots: Vec<u16>,
+    steps: Vec<FieldStep>,
+}
+
+struct Compiler {
+    frames: Vec<Frame>,
+    structs: Vec<Option<StructProg>>,
+    limits: Limits,
+}
+
+/// Compiles a schema into a program.
+pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
+    let limits = Limits {
+        max_count: schema.limits.max_count,
+        max_len: schema.limits.max_len,
+    };
+    let mut c = Compiler {
+        frames: Vec::new(),
+        structs: Vec::new(),
+        limits,
+    };
+    let root = c.node(&schema.root, Order::Big, "")?;
+    let structs: Vec<StructProg> = c
+        .structs
+        .into_iter()
+        .map(|s| s.expect("every struct is finished"))
+        .collect();
+    let min_size = node_min(&root, &structs);
+    let static_size = node_static(&root, &structs);
+    Ok(Program {
+        structs,
+        root,
+        limits,
+        min_size,
+        static_size,
+    })
+}
+
+fn suggest(name: &str, options: impl Iterator<Item = String>) -> String {
+    let best = options
+        .map(|o| (edit_distance(name, &o), o))
+        .filter(|(d, o)| *d <= 2.max(o.len() / 3))
+        .min_by_key(|(d, _)| *d);
+    match best {
+        Some((_, o)) => format!("; did you mean '{o}'?"),
+        None => String::new(),
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+impl Compiler {
+    fn err(&self, field: &str, msg: impl std::fmt::Display) -> SchemaError {
+        let mut path: Vec<&str> = self.frames.iter().map(|f| f.name.as_str()).collect();
+        if !field.is_empty() {
+            path.push(field);
+        }
+        SchemaError(format!("{}: {msg}", path.join(".")))
+    }
+
+    fn resolve(&mut self, name: &str) -> Result<SlotRef, String> {
+        let depth = self.frames.len();
+        for up in 0..depth {
+            let frame = &mut self.frames[depth - 1 - up];
+            let Some(d) = frame.declared.iter().rev().find(|d| d.name == name) else {
+                continue;
+            };
+            let step = &mut frame.steps[d.step];
+            match &step.node {
+                Node::Scalar(Scalar::Int { .. } | Scalar::Bool | Scalar::Bytes(_))
+                | Node::Bytes { .. } => {}
+                _ => return Err(format!("field '{name}' cannot be used in an expression: only integer, bool and bytes fields can")),
+            }
+            let slot = match step.slot {
+                Some(s) => s,
+                None => {
+                    let s = u16::try_from(frame.slots.len())
+                        .map_err(|_| "too many referenced fields".to_string())?;
+                    frame.slots.push(d.field);
+                    step.slot = Some(s);
+                    s
+                }
+            };
+            return Ok(SlotRef {
+                up: up as u16,
+                idx: slot,
+            });
+        }
+        let known = self
+            .frames
+            .iter()
+            .flat_map(|f| f.declared.iter().map(|d| d.name.clone()));
+        Err(format!(
+            "unknown field '{name}' in expression (expressions may use earlier fields of this struct or of an enclosing struct){}",
+            suggest(name, known)
+        ))
+    }
+
+    fn expr(&mut self, field: &str, v: &serde_json::Value) -> Result<Expr, SchemaError> {
+        let mut resolve = |n: &str| self.resolve(n);
+        let r = expr::parse(v, &mut resolve);
+        r.map_err(|m| self.err(field, m))
+    }
+
+    fn len(&mut self, field: &str, d: &LenDesc) -> Result<Len, SchemaError> {
+        Ok(match d {
+            LenDesc::Fixed(n) => Len::Fixed(*n),
+            LenDesc::Rest => Len::Rest,
+            LenDesc::Expr(v) => match self.expr(field, v)? {
+                Expr::Const(Value::Int(n)) => Len::Fixed(
+                    u64::try_from(n)
+                        .map_err(|_| self.err(field, "a length must not be negative"))?,
+                ),
+                e => Len::Expr(e),
+            },
+        })
+    }
+
+    fn node(&mut self, ty: &TypeDesc, order: Order, field: &str) -> Result<Node, SchemaError> {
+        let big = |o: Option<Order>| o.unwrap_or(order) == Order::Big;
+        Ok(match ty {
+            TypeDesc::Int {
+                width,
+                signed,
+                order: o,
+            } => {
+                if !matches!(width, 1 | 2 | 3 | 4 | 8) {
+                    return Err(self.err(
+                        field,
+                        format!("integer width {width} is not supported (1, 2, 3, 4 or 8 bytes)"),
+                    ));
+                }
+                Node::Scalar(Scalar::Int {
+                    width: *width,
+                    signed: *signed,
+                    big: big(*o),
+                })
+            }
+            TypeDesc::Float { width, order: o } => {
+                if !matches!(width, 4 | 8) {
+                    return Err(self.err(
+                        field,
+                        format!("float width {width} is not supported (4 or 8 bytes)"),
+                    ));
+                }
+                Node::Scalar(Scalar::Float {
+                    width: *width,
+                    big: big(*o),
+                })
+            }
+            TypeDesc::Bool => Node::Scalar(Scalar::Bool),
+            TypeDesc::Pad { n } => Node::Scalar(Scalar::Pad(*n as usize)),
+            TypeDesc::Bytes { len, max } => {
+                let max = max.unwrap_or(self.limits.max_len);
+                match self.len(field, len)? {
+                    Len::Fixed(n) if n <= max => Node::Scalar(Scalar::Bytes(n as usize)),
+                    Len::Fixed(n) => {
+                        return Err(
+                            self.err(field, format!("fixed length {n} exceeds the limit {max}"))
+                        )
+                    }
+                    len => Node::Bytes { len, max },
+                }
+            }
+            TypeDesc::Str { len, encoding, max } => Node::Str {
+                len: self.len(field, len)?,
+                enc: *encoding,
+                max: max.unwrap_or(self.limits.max_len),
+            },
+            TypeDesc::Cstr { max, encoding } => Node::Cstr {
+                max: *max,
+                enc: *encoding,
+            },
+            TypeDesc::Struct(s) => Node::Struct(self.structure(s, order)?),
+            TypeDesc::Array { item, count, max } => {
+                let count = self.len(field, count)?;
+                let item = self.node(item, order, field)?;
+                let item_min = node_min(&item, &self.finished());
+                let max = max.unwrap_or(self.limits.max_count);
+                if let Len::Fixed(n) = count {
+                    if n > max {
+                        return Err(
+                            self.err(field, format!("fixed count {n} exceeds the limit {max}"))
+                        );
+                    }
+                }
+                Node::Array {
+                    item: Box::new(item),
+                    count,
+                    max,
+                    item_min,
+                }
+            }
+            TypeDesc::Union {
+                tag,
+                cases,
+                default,
+            } => {
+                let tag = self.expr(field, tag)?;
+                let mut out = Vec::with_capacity(cases.len());
+                for case in cases {
+                    let v = match &case.tag {
+                        ConstDesc::Int(i) => Value::Int(*i),
+                        ConstDesc::Bytes(b) => Value::Bytes(b.as_slice().into()),
+                    };
+                    if out.iter().any(|(t, _)| *t == v) {
+                        return Err(self.err(field, format!("duplicate union tag {v:?}")));
+                    }
+                    out.push((v, self.node(&case.ty, order, field)?));
+                }
+                let default = match default {
+                    Some(d) => Some(Box::new(self.node(d, order, field)?)),
+                    None => None,
+                };
+                Node::Union {
+                    tag,
+                    cases: out,
+                    default,
+                }
+            }
+        })
+    }
+
+    /// Structs finished so far, for size computations (unfinished ones count as unknown).
+    fn finished(&self) -> Vec<StructProg> {
+        // Only used for item_min of arrays: cheap enough at compile time.
+        self.structs
+            .iter()
+            .map(|s| {
+                s.clone().unwrap_or(StructProg {
+                    sink_id: 0,
+                    name: "".into(),
+                    fields: vec![],
+                    derived: vec![],
+                    n_slots: 0,
+                    steps: vec![],
+                    min_size: 0,
+                    static_size: None,
+                })
+            })
+            .collect()
+    }
+
+    fn structure(&mut self, desc: &StructDesc, inherited: Order) -> Result<u32, SchemaError> {
+        let order = desc.order.unwrap_or(inherited);
+        let index = self.structs.len();
+        self.structs.push(None);
+        self.frames.push(Frame {
+            name: desc.name.clone(),
+            declared: Vec::new(),
+            slots: Vec::new(),
+            steps: Vec::new(),
+        });
+        let mut names: Vec<Arc<str>> = Vec::new();
+        for f in &desc.fields {
+            self.field(f, order, &mut names)?;
+        }
+        let frame = self.frames.pop().expect("pushed above");
+        let mut steps = frame.steps;
+        derive_fields(&mut steps, &frame.slots);
+        let derived = {
+            let mut d = vec![false; names.len()];
+            for s in &steps {
+                if s.derive.is_some() && s.field != PAD {
+                    d[s.field as usize] = true;
+                }
+            }
+            d
+        };
+        let steps = coalesce(steps);
+        let mut prog = StructProg {
+            sink_id: desc.id,
+            name: desc.name.as_str().into(),
+            fields: names,
+            derived,
+            n_slots: frame.slots.len() as u16,
+            steps,
+            min_size: 0,
+            static_size: None,
+        };
+        let finished = self.finished();
+        prog.min_size = struct_min(&prog, &finished);
+        prog.static_size = struct_static(&prog, &finished);
+        self.structs[index] = Some(prog);
+        Ok(index as u32)
+    }
+
+    fn field(
+        &mut self,
+        f: &FieldDesc,
+        order: Order,
+        names: &mut Vec<Arc<str>>,
+    ) -> Result<(), SchemaError> {
+        let fname = f.name.clone().unwrap_or_default();
+        if let Some(n) = &f.name {
+            if names.iter().any(|x| &**x == n) {
+                return Err(self.err(n, "duplicate field name"));
+            }
+        }
+        let when = match &f.when {
+            Some(w) => Some(self.expr(&fname, w)?),
+            None => None,
+        };
+        let window = match &f.size {
+            Some(w) => Some(self.expr(&fname, w)?),
+            None => None,
+        };
+        let node = self.node(&f.ty, order, &fname)?;
+        let konst = match &f.konst {
+            None => None,
+            Some(ConstDesc::Int(v)) => match node {
+                Node::Scalar(s @ Scalar::Int { .. }) => {
+                    let (lo, hi) = s.int_range().expect("int scalar");
+                    if *v < lo || *v > hi {
+                        return Err(self.err(
+                            &fname,
+                            format!("constant {v} does not fit {}", s.describe()),
+                        ));
+                    }
+                    Some(Konst::Int(*v))
+                }
+                Node::Scalar(Scalar::Bool) if (0..=1).contains(v) => Some(Konst::Int(*v)),
+                _ => return Err(self.err(&fname, "an integer constant needs an integer field")),
+            },
+            Some(ConstDesc::Bytes(b)) => match node {
+                Node::Scalar(Scalar::Bytes(n)) if n == b.len() => {
+                    Some(Konst::Bytes(b.as_slice().into()))
+                }
+                Node::Scalar(Scalar::Bytes(n)) => {
+                    return Err(self.err(
+                        &fname,
+                        format!("constant of {} bytes in a field of {n} bytes", b.len()),
+                    ))
+                }
+                _ => {
+                    return Err(
+                        self.err(&fname, "a bytes constant needs a fixed-length bytes field")
+                    )
+                }
+            },
+        };
+        let is_pad = matches!(node, Node::Scalar(Scalar::Pad(_)));
+        if is_pad != f.name.is_none() {
+            return Err(self.err(&fname, "padding is unnamed and every other field is named"));
+        }
+        if is_pad && (when.is_some() || window.is_some()) {
+            return Err(self.err(&fname, "padding cannot be conditional or windowed"));
+        }
+        let field = if is_pad {
+            PAD
+        } else {
+            let i = u16::try_from(names.len()).map_err(|_| self.err(&fname, "too many fields"))?;
+            names.push(fname.as_str().into());
+            i
+        };
+        let frame = self.frames.last_mut().expect("inside a struct");
+        frame.steps.push(FieldStep {
+            field,
+            node,
+            when,
+            window,
+            slot: None,
+            konst,
+            derive: None,
+            fills: Vec::new(),
+        });
+        if field != PAD {
+            frame.declared.push(Declared {
+                name: fname,
+                field,
+                step: frame.steps.len() - 1,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Marks each integer field that a later length, count or window can compute.
+fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
+    let step_of_field =
+        |steps: &[FieldStep], field: u16| steps.iter().position(|s| s.field == field);
+    for c in 0..steps.len() {
+        if steps[c].when.is_some() {
+            continue;
+        }
+        let mut candidates: Vec<(Expr, Measure)> = Vec::new();
+        match &steps[c].node {
+            Node::Bytes {
+                len: Len::Expr(e), ..
+            } => candidates.push((e.clone(), Measure::ByteLen(None))),
+            Node::Str {
+                len: Len::Expr(e),
+                enc,
+                ..
+            } => candidates.push((e.clone(), Measure::ByteLen(Some(*enc)))),
+            Node::Array {
+                count: Len::Expr(e),
+                ..
+            } => candidates.push((e.clone(), Measure::Count)),
+            _ => {}
+        }
+        if let Some(w) = &steps[c].window {
+            candidates.push((w.clone(), Measure::Window));
+        }
+        for (e, measure) in candidates {
+            let mut local: Vec<SlotRef> = Vec::new();
+            e.visit_slots(&mut |s, _| {
+                if s.up == 0 && !local.contains(&s) {
+                    local.push(s);
+                }
+            });
+            let eligible: Vec<(SlotRef, usize)> = local
+                .iter()
+                .filter_map(|s| {
+                    let f = step_of_field(steps, slots[s.idx as usize])?;
+                    let st = &steps[f];
+                    let plain = matches!(st.node, Node::Scalar(Scalar::Int { .. }))
+                        && st.when.is_none()
+                        && st.konst.is_none()
+                        && st.derive.is_none()
+                        && f < c
+                        && e.invertible_in(*s);
+                    plain.then_some((*s, f))
+                })
+                .collect();
+            let [(target, f)] = eligible[..] else {
+                continue;
+            };
+            // Look-ahead derivations solve at the derived field, so the rest must be known there.
+            if measure != Measure::Window {
+                let known = local.iter().all(|s| {
+                    *s == target
+                        || step_of_field(steps, slots[s.idx as usize]).is_some_and(|p| p < f)
+                });
+                if !known {
+                    continue;
+                }
+            }
+            let Node::Scalar(scalar) = steps[f].node else {
+                continue;
+            };
+            if measure == Measure::Window {
+                steps[c].fills.push(Fill {
+                    field: steps[f].field,
+                    slot: target.idx,
+                    scalar,
+                    expr: e.clone(),
+                });
+            }
+            steps[f].derive = Some(Derive {
+                consumer: steps[c].field,
+                measure,
+                expr: e,
+            });
+        }
+    }
+}
+
+/// Merges adjacent unconditional fixed-size fields into runs.
+fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::new();
+    for s in steps {
+        let fixed = match s.node {
+            Node::Scalar(sc) if s.when.is_none() && s.window.is_none() => Some(sc),
+            _ => None,
+        };
+        match fixed {
+            Some(scalar) => {
+                let item = RunItem {
+                    off: 0,
+                    scalar,
+                    field: (s.field != PAD).then_some(s.field),
+                    slot: s.slot,
+                    konst: s.konst,
+                    derive: s.derive,
+                };
+                if let Some(Step::Run(run)) = out.last_mut() {
+                    run.items.push(RunItem {
+                        off: run.size,
+                        ..item
+                    });
+                    run.size += scalar.size();
+                } else {
+                    out.push(Step::Run(Run {
+                        size: scalar.size(),
+                        items: vec![item],
+                    }));
+                }
+            }
+            None => out.push(Step::Field(s)),
+        }
+    }
+    out
+}
+
+fn len_min(len: &Len) -> u64 {
+    match len {
+        Len::Fixed(n) => *n,
+        _ => 0,
+    }
+}
+
+pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
+    match node {
+        Node::Scalar(s) => s.size(),
+        Node::Bytes { len, .. } | Node::Str { len, .. } => len_min(len) as usize,
+        Node::Cstr { .. } => 1,
+        Node::Struct(i) => structs.get(*i as usize).map_or(0, |s| s.min_size),
+        Node::Array {
+            count, item_min, ..
+        } => (len_min(count) as usize).saturating_mul(*item_min),
+        Node::Union { cases, default, .. } => cases
+            .iter()
+            .map(|(_, n)| n)
+            .chain(default.as_deref())
+            .map(|n| node_min(n, structs))
+            .min()
+            .unwrap_or(0),
+    }
+}
+
+fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
+    match node {
+        Node::Scalar(s) => Some(s.size()),
+        Node::Bytes { .. } | Node::Str { .. } | Node::Cstr { .. } | Node::Union { .. } => None,
+        Node::Struct(i) => structs.get(*i as usize)?.static_size,
+        Node::Array {
+            item,
+            count: Len::Fixed(n),
+            ..
+        } => node_static(item, structs)?.checked_mul(*n as usize),
+        Node::Array { .. } => None,
+    }
+}
+
+fn struct_min(p: &StructProg, structs: &[StructProg]) -> usize {
+    p.steps
+        .iter()
+        .map(|s| match s {
+            Step::Run(r) => r.size,
+            Step::Field(f) if f.when.is_some() => 0,
+            Step::Field(f) => match &f.window {
+                Some(Expr::Const(Value::Int(n))) => usize::try_from(*n).unwrap_or(0),
+                _ => node_min(&f.node, structs),
+            },
+        })
+        .fold(0usize, usize::saturating_add)
+}
+
+fn struct_static(p: &StructProg, structs: &[StructProg]) -> Option<usize> {
+    let mut total = 0usize;
+    for s in &p.steps {
+        total = total.checked_add(match s {
+            Step::Run(r) => r.size,
+            Step::Field(f) if f.when.is_some() => return None,
+            Step::Field(f) => match &f.window {
+                Some(Expr::Const(Value::Int(n))) => usize::try_from(*n).ok()?,
+                Some(_) => return None,
+                None => node_static(&f.node, structs)?,
+            },
+        })?;
+    }
+    Some(total)
+}

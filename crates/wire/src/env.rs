@@ -1,0 +1,51 @@
+//! Slot values of referenced fields, one frame per struct being packed or unpacked.
+
+use crate::expr::{Env, SlotRef, Value};
+
+#[derive(Default)]
+pub(crate) struct Slots {
+    vals: Vec<Value>,
+    bases: Vec<usize>,
+}
+
+impl Slots {
+    #[inline]
+    pub fn push(&mut self, n: u16) {
+        self.bases.push(self.vals.len());
+        if n > 0 {
+            self.vals
+                .resize(self.vals.len() + n as usize, Value::Absent);
+        }
+    }
+
+    #[inline]
+    pub fn pop(&mut self) {
+        let b = self.bases.pop().expect("balanced frames");
+        self.vals.truncate(b);
+    }
+
+    /// The absolute index of a slot of the current frame.
+    #[inline]
+    pub fn abs(&self, idx: u16) -> usize {
+        self.bases.last().expect("inside a frame") + idx as usize
+    }
+
+    #[inline]
+    pub fn set(&mut self, idx: u16, v: Value) {
+        let i = self.abs(idx);
+        self.vals[i] = v;
+    }
+
+    #[inline]
+    pub fn set_abs(&mut self, abs: usize, v: Value) {
+        self.vals[abs] = v;
+    }
+}
+
+impl Env for Slots {
+    #[inline]
+    fn get(&self, s: SlotRef) -> &Value {
+        let b = self.bases[self.bases.len() - 1 - s.up as usize];
+        &self.vals[b + s.idx as usize]
+    }
+}

@@ -1,0 +1,579 @@
+//! Expressions over earlier fields: lengths, counts, window sizes, conditions and tags.
+//!
+//! Parsed once (from the frontend's JSON form) with names resolved to slots, evaluated with
+//! Python semantics on `i128`, which holds every u64 and i64 value exactly.
+
+use std::sync::Arc;
+
+/// A runtime value of a referenced field or of an expression.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Value {
+    Int(i128),
+    Bytes(Arc<[u8]>),
+    /// A conditional field that is not present.
+    #[default]
+    Absent,
+    /// A derived window size that is written later (pack only).
+    Pending,
+}
+
+impl Value {
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::Int(v) => *v != 0,
+            Value::Bytes(b) => !b.is_empty(),
+            Value::Absent | Value::Pending => false,
+        }
+    }
+}
+
+/// Where a name lives: `up` frames out from the current struct, slot `idx` there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotRef {
+    pub up: u16,
+    pub idx: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    FloorDiv,
+    Mod,
+    Shl,
+    Shr,
+    And,
+    Or,
+    Xor,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Invert,
+    Not,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    Const(Value),
+    Slot(SlotRef, Arc<str>),
+    Un(UnOp, Box<Expr>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    /// Python `and`: the first falsy operand, else the last.
+    LogicAnd(Box<Expr>, Box<Expr>),
+    LogicOr(Box<Expr>, Box<Expr>),
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+}
+
+/// Why an expression could not be evaluated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvalError {
+    Overflow,
+    DivByZero,
+    NegativeShift,
+    TypeMismatch(&'static str),
+    Absent(Arc<str>),
+    Pending(Arc<str>),
+}
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EvalError::Overflow => write!(f, "integer overflow"),
+            EvalError::DivByZero => write!(f, "division by zero"),
+            EvalError::NegativeShift => write!(f, "negative or too large shift count"),
+            EvalError::TypeMismatch(what) => write!(f, "{what}"),
+            EvalError::Absent(name) => write!(f, "field '{name}' is not present"),
+            EvalError::Pending(name) => write!(f, "field '{name}' is not known yet"),
+        }
+    }
+}
+
+/// Read access to slot values during evaluation.
+pub trait Env {
+    fn get(&self, slot: SlotRef) -> &Value;
+}
+
+fn int_of(v: &Value, name: Option<&Arc<str>>) -> Result<i128, EvalError> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::Bytes(_) => Err(EvalError::TypeMismatch(
+            "arithmetic on a bytes value is not supported",
+        )),
+        Value::Absent => Err(EvalError::Absent(
+            name.cloned().unwrap_or_else(|| "?".into()),
+        )),
+        Value::Pending => Err(EvalError::Pending(
+            name.cloned().unwrap_or_else(|| "?".into()),
+        )),
+    }
+}
+
+impl Expr {
+    /// A bare field reference, the overwhelmingly common case.
+    pub fn as_slot(&self) -> Option<SlotRef> {
+        match self {
+            Expr::Slot(s, _) => Some(*s),
+            _ => None,
+        }
+    }
+
+    pub fn eval(&self, env: &dyn Env) -> Result<Value, EvalError> {
+        Ok(match self {
+            Expr::Const(v) => v.clone(),
+            Expr::Slot(s, name) => match env.get(*s) {
+                Value::Absent => return Err(EvalError::Absent(name.clone())),
+                Value::Pending => return Err(EvalError::Pending(name.clone())),
+                v => v.clone(),
+            },
+            Expr::Un(op, a) => {
+                let v = a.eval(env)?;
+                match op {
+                    UnOp::Not => Value::Int(i128::from(!v.truthy())),
+                    UnOp::Neg => {
+                        Value::Int(int_of(&v, None)?.checked_neg().ok_or(EvalError::Overflow)?)
+                    }
+                    UnOp::Invert => Value::Int(!int_of(&v, None)?),
+                }
+            }
+            Expr::LogicAnd(a, b) => {
+                let l = a.eval(env)?;
+                if l.truthy() {
+                    b.eval(env)?
+                } else {
+                    l
+                }
+            }
+            Expr::LogicOr(a, b) => {
+                let l = a.eval(env)?;
+                if l.truthy() {
+                    l
+                } else {
+                    b.eval(env)?
+                }
+            }
+            Expr::Cond(c, a, b) => {
+                if c.eval(env)?.truthy() {
+                    a.eval(env)?
+                } else {
+                    b.eval(env)?
+                }
+            }
+            Expr::Bin(op, a, b) => {
+                let l = a.eval(env)?;
+                let r = b.eval(env)?;
+                binop(*op, &l, &r)?
+            }
+        })
+    }
+
+    /// Evaluates to an integer.
+    pub fn eval_int(&self, env: &dyn Env) -> Result<i128, EvalError> {
+        if let Expr::Slot(s, name) = self {
+            return int_of(env.get(*s), Some(name));
+        }
+        int_of(&self.eval(env)?, None)
+    }
+
+    /// Whether `target` occurs in this expression, and how often.
+    pub fn count_refs(&self, target: SlotRef) -> usize {
+        match self {
+            Expr::Const(_) => 0,
+            Expr::Slot(s, _) => usize::from(*s == target),
+            Expr::Un(_, a) => a.count_refs(target),
+            Expr::Bin(_, a, b) | Expr::LogicAnd(a, b) | Expr::LogicOr(a, b) => {
+                a.count_refs(target) + b.count_refs(target)
+            }
+            Expr::Cond(c, a, b) => {
+                c.count_refs(target) + a.count_refs(target) + b.count_refs(target)
+            }
+        }
+    }
+
+    /// Every slot the expression reads.
+    pub fn visit_slots(&self, f: &mut dyn FnMut(SlotRef, &Arc<str>)) {
+        match self {
+            Expr::Const(_) => {}
+            Expr::Slot(s, n) => f(*s, n),
+            Expr::Un(_, a) => a.visit_slots(f),
+            Expr::Bin(_, a, b) | Expr::LogicAnd(a, b) | Expr::LogicOr(a, b) => {
+                a.visit_slots(f);
+                b.visit_slots(f);
+            }
+            Expr::Cond(c, a, b) => {
+                c.visit_slots(f);
+                a.visit_slots(f);
+                b.visit_slots(f);
+            }
+        }
+    }
+
+    /// Whether `self == result` can be solved for the single occurrence of `target`
+    /// through `+ - * <<` and unary minus.
+    pub fn invertible_in(&self, target: SlotRef) -> bool {
+        if self.count_refs(target) != 1 {
+            return false;
+        }
+        let mut e = self;
+        loop {
+            match e {
+                Expr::Slot(s, _) => return *s == target,
+                Expr::Un(UnOp::Neg, a) => e = a,
+                Expr::Bin(op, a, b) => {
+                    let in_a = a.count_refs(target) == 1;
+                    match (op, in_a) {
+                        (BinOp::Add | BinOp::Sub | BinOp::Mul, _) | (BinOp::Shl, true) => {
+                            e = if in_a { a } else { b };
+                        }
+                        _ => return false,
+                    }
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    /// Solves `self == result` for `target`; `None` when no integer solution exists.
+    /// Only call when [`Expr::invertible_in`] holds.
+    pub fn solve(
+        &self,
+        target: SlotRef,
+        result: i128,
+        env: &dyn Env,
+    ) -> Result<Option<i128>, EvalError> {
+        let mut e = self;
+        let mut want = result;
+        loop {
+            match e {
+                Expr::Slot(..) => return Ok(Some(want)),
+                Expr::Un(UnOp::Neg, a) => {
+                    want = want.checked_neg().ok_or(EvalError::Overflow)?;
+                    e = a;
+                }
+                Expr::Bin(op, a, b) => {
+                    let in_a = a.count_refs(target) == 1;
+                    let other = if in_a {
+                        b.eval_int(env)?
+                    } else {
+                        a.eval_int(env)?
+                    };
+                    want = match (op, in_a) {
+                        (BinOp::Add, _) => want.checked_sub(other).ok_or(EvalError::Overflow)?,
+                        // x - other = want  |  other - x = want
+                        (BinOp::Sub, true) => want.checked_add(other).ok_or(EvalError::Overflow)?,
+                        (BinOp::Sub, false) => {
+                            other.checked_sub(want).ok_or(EvalError::Overflow)?
+                        }
+                        (BinOp::Mul, _) => {
+                            if other == 0 {
+                                return Ok(if want == 0 { Some(0) } else { None });
+                            }
+                            if want % other != 0 {
+                                return Ok(None);
+                            }
+                            want / other
+                        }
+                        (BinOp::Shl, true) => {
+                            if !(0..127).contains(&other) {
+                                return Err(EvalError::NegativeShift);
+                            }
+                            if want & ((1i128 << other) - 1) != 0 {
+                                return Ok(None);
+                            }
+                            want >> other
+                        }
+                        _ => return Ok(None),
+                    };
+                    e = if in_a { a } else { b };
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+}
+
+fn binop(op: BinOp, l: &Value, r: &Value) -> Result<Value, EvalError> {
+    use BinOp::*;
+    if let (Value::Bytes(a), Value::Bytes(b)) = (l, r) {
+        return match op {
+            Eq => Ok(Value::Int(i128::from(a == b))),
+            Ne => Ok(Value::Int(i128::from(a != b))),
+            Lt => Ok(Value::Int(i128::from(a < b))),
+            Le => Ok(Value::Int(i128::from(a <= b))),
+            Gt => Ok(Value::Int(i128::from(a > b))),
+            Ge => Ok(Value::Int(i128::from(a >= b))),
+            _ => Err(EvalError::TypeMismatch(
+                "this operator is not supported on bytes",
+            )),
+        };
+    }
+    if matches!(
+        (l, r),
+        (Value::Bytes(_), Value::Int(_)) | (Value::Int(_), Value::Bytes(_))
+    ) {
+        return match op {
+            Eq => Ok(Value::Int(0)),
+            Ne => Ok(Value::Int(1)),
+            _ => Err(EvalError::TypeMismatch(
+                "cannot mix bytes and int in an expression",
+            )),
+        };
+    }
+    let a = int_of(l, None)?;
+    let b = int_of(r, None)?;
+    let v = match op {
+        Add => a.checked_add(b).ok_or(EvalError::Overflow)?,
+        Sub => a.checked_sub(b).ok_or(EvalError::Overflow)?,
+        Mul => a.checked_mul(b).ok_or(EvalError::Overflow)?,
+        FloorDiv => {
+            if b == 0 {
+                return Err(EvalError::DivByZero);
+            }
+            let q = a.checked_div(b).ok_or(EvalError::Overflow)?;
+            if (a % b != 0) && ((a < 0) != (b < 0)) {
+                q - 1
+            } else {
+                q
+            }
+        }
+        Mod => {
+            if b == 0 {
+                return Err(EvalError::DivByZero);
+            }
+            let m = a.checked_rem(b).ok_or(EvalError::Overflow)?;
+            if m != 0 && ((m < 0) != (b < 0)) {
+                m + b
+            } else {
+                m
+            }
+        }
+        Shl => {
+            if !(0..128).contains(&b) {
+                return Err(EvalError::NegativeShift);
+            }
+            let s = a << b;
+            if s >> b != a {
+                return Err(EvalError::Overflow);
+            }
+            s
+        }
+        Shr => {
+            if b < 0 {
+                return Err(EvalError::NegativeShift);
+            }
+            a >> b.min(127)
+        }
+        And => a & b,
+        Or => a | b,
+        Xor => a ^ b,
+        Eq => i128::from(a == b),
+        Ne => i128::from(a != b),
+        Lt => i128::from(a < b),
+        Le => i128::from(a <= b),
+        Gt => i128::from(a > b),
+        Ge => i128::from(a >= b),
+    };
+    Ok(Value::Int(v))
+}
+
+/// Parses the frontend's JSON form, resolving each name with `resolve`.
+///
+/// Forms: `["name", s]`, `["int", i]`, `["bytes", [..]]`, `["bin", op, a, b]`,
+/// `["un", op, a]` (op: `-`, `~`, `not`), `["and", a, b]`, `["or", a, b]`, `["if", c, a, b]`.
+pub fn parse(
+    v: &serde_json::Value,
+    resolve: &mut dyn FnMut(&str) -> Result<SlotRef, String>,
+) -> Result<Expr, String> {
+    let arr = v
+        .as_array()
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| format!("malformed expression {v}"))?;
+    let kind = arr[0]
+        .as_str()
+        .ok_or_else(|| format!("malformed expression {v}"))?;
+    let arg = |i: usize| {
+        arr.get(i)
+            .ok_or_else(|| format!("malformed expression {v}"))
+    };
+    Ok(match kind {
+        "name" => {
+            let name = arg(1)?.as_str().ok_or("malformed name")?;
+            Expr::Slot(resolve(name)?, Arc::from(name))
+        }
+        "int" => {
+            let n: i128 = serde_json::from_value(arg(1)?.clone()).map_err(|e| e.to_string())?;
+            Expr::Const(Value::Int(n))
+        }
+        "bytes" => {
+            let b: Vec<u8> = serde_json::from_value(arg(1)?.clone()).map_err(|e| e.to_string())?;
+            Expr::Const(Value::Bytes(b.into()))
+        }
+        "un" => {
+            let op = match arg(1)?.as_str() {
+                Some("-") => UnOp::Neg,
+                Some("~") => UnOp::Invert,
+                Some("not") => UnOp::Not,
+                other => return Err(format!("unsupported unary operator {other:?}")),
+            };
+            Expr::Un(op, Box::new(parse(arg(2)?, resolve)?))
+        }
+        "bin" => {
+            let op = match arg(1)?.as_str().unwrap_or("") {
+                "+" => BinOp::Add,
+                "-" => BinOp::Sub,
+                "*" => BinOp::Mul,
+                "//" => BinOp::FloorDiv,
+                "%" => BinOp::Mod,
+                "<<" => BinOp::Shl,
+                ">>" => BinOp::Shr,
+                "&" => BinOp::And,
+                "|" => BinOp::Or,
+                "^" => BinOp::Xor,
+                "==" => BinOp::Eq,
+                "!=" => BinOp::Ne,
+                "<" => BinOp::Lt,
+                "<=" => BinOp::Le,
+                ">" => BinOp::Gt,
+                ">=" => BinOp::Ge,
+                other => return Err(format!("unsupported operator {other:?}")),
+            };
+            Expr::Bin(
+                op,
+                Box::new(parse(arg(2)?, resolve)?),
+                Box::new(parse(arg(3)?, resolve)?),
+            )
+        }
+        "and" => Expr::LogicAnd(
+            Box::new(parse(arg(1)?, resolve)?),
+            Box::new(parse(arg(2)?, resolve)?),
+        ),
+        "or" => Expr::LogicOr(
+            Box::new(parse(arg(1)?, resolve)?),
+            Box::new(parse(arg(2)?, resolve)?),
+        ),
+        "if" => Expr::Cond(
+            Box::new(parse(arg(1)?, resolve)?),
+            Box::new(parse(arg(2)?, resolve)?),
+            Box::new(parse(arg(3)?, resolve)?),
+        ),
+        other => return Err(format!("unsupported expression form {other:?}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Slots(Vec<Value>);
+    impl Env for Slots {
+        fn get(&self, s: SlotRef) -> &Value {
+            &self.0[s.idx as usize]
+        }
+    }
+
+    fn p(v: serde_json::Value) -> Expr {
+        parse(&v, &mut |n| match n {
+            "a" => Ok(SlotRef { up: 0, idx: 0 }),
+            "b" => Ok(SlotRef { up: 0, idx: 1 }),
+            _ => Err(format!("unknown name {n}")),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn python_floor_division_and_modulo() {
+        let env = Slots(vec![Value::Int(-7), Value::Int(2)]);
+        assert_eq!(
+            p(json!(["bin", "//", ["name", "a"], ["name", "b"]])).eval_int(&env),
+            Ok(-4)
+        );
+        assert_eq!(
+            p(json!(["bin", "%", ["name", "a"], ["name", "b"]])).eval_int(&env),
+            Ok(1)
+        );
+        let env = Slots(vec![Value::Int(7), Value::Int(-2)]);
+        assert_eq!(
+            p(json!(["bin", "%", ["name", "a"], ["name", "b"]])).eval_int(&env),
+            Ok(-1)
+        );
+    }
+
+    #[test]
+    fn full_u64_range_is_exact() {
+        let max = u64::MAX as i128;
+        let env = Slots(vec![Value::Int(max), Value::Int(max)]);
+        let e = p(json!(["bin", "*", ["name", "a"], ["name", "b"]]));
+        assert_eq!(e.eval_int(&env), Ok(max * max));
+        let e = p(json!(["bin", "-", ["name", "a"], ["int", 1]]));
+        assert_eq!(e.eval_int(&env), Ok(max - 1));
+    }
+
+    #[test]
+    fn errors_are_values_not_panics() {
+        let env = Slots(vec![Value::Int(1), Value::Int(0)]);
+        assert_eq!(
+            p(json!(["bin", "//", ["name", "a"], ["name", "b"]])).eval_int(&env),
+            Err(EvalError::DivByZero)
+        );
+        assert_eq!(
+            p(json!(["bin", "<<", ["name", "a"], ["int", 200]])).eval_int(&env),
+            Err(EvalError::NegativeShift)
+        );
+        let big = Slots(vec![Value::Int(i128::MAX), Value::Int(2)]);
+        assert_eq!(
+            p(json!(["bin", "*", ["name", "a"], ["name", "b"]])).eval_int(&big),
+            Err(EvalError::Overflow)
+        );
+    }
+
+    #[test]
+    fn logic_and_comparisons() {
+        let env = Slots(vec![Value::Int(3), Value::Int(5)]);
+        let e = p(json!([
+            "and",
+            ["bin", "<", ["name", "a"], ["name", "b"]],
+            ["un", "not", ["int", 0]]
+        ]));
+        assert_eq!(e.eval_int(&env), Ok(1));
+        let e = p(json!([
+            "if",
+            ["bin", "&", ["name", "a"], ["int", 4]],
+            ["int", 10],
+            ["int", 20]
+        ]));
+        assert_eq!(e.eval_int(&env), Ok(20));
+    }
+
+    #[test]
+    fn solving_linear_relations() {
+        let a = SlotRef { up: 0, idx: 0 };
+        let env = Slots(vec![Value::Int(0), Value::Int(4)]);
+        // a * 4 - 20 == 40  =>  a == 15
+        let e = p(json!([
+            "bin",
+            "-",
+            ["bin", "*", ["name", "a"], ["int", 4]],
+            ["int", 20]
+        ]));
+        assert!(e.invertible_in(a));
+        assert_eq!(e.solve(a, 40, &env), Ok(Some(15)));
+        assert_eq!(e.solve(a, 41, &env), Ok(None));
+        // a << b == 64 => a == 4
+        let e = p(json!(["bin", "<<", ["name", "a"], ["name", "b"]]));
+        assert_eq!(e.solve(a, 64, &env), Ok(Some(4)));
+        // a * b is not invertible in b when b is also... it is: one occurrence
+        let e = p(json!(["bin", "*", ["name", "a"], ["name", "a"]]));
+        assert!(!e.invertible_in(a));
+        let e = p(json!(["bin", "//", ["name", "a"], ["int", 2]]));
+        assert!(!e.invertible_in(a));
+    }
+}

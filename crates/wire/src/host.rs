@@ -1,0 +1,154 @@
+//! What the VMs need from their host: a sink that builds decoded values, a source that
+//! reads values to pack, and an output buffer. The Python adapter implements them over
+//! Python objects; the tests implement them over a plain Rust value tree.
+
+use std::borrow::Cow;
+
+use crate::program::Encoding;
+
+/// Builds decoded values. Every method may fail with a host error (e.g. out of memory).
+pub trait Sink {
+    type Value;
+    type Struct;
+    type List;
+    type Error;
+
+    fn uint(&mut self, v: u64) -> Result<Self::Value, Self::Error>;
+    fn int(&mut self, v: i64) -> Result<Self::Value, Self::Error>;
+    fn float(&mut self, v: f64) -> Result<Self::Value, Self::Error>;
+    fn bool(&mut self, v: bool) -> Result<Self::Value, Self::Error>;
+    fn bytes(&mut self, v: &[u8]) -> Result<Self::Value, Self::Error>;
+    /// Validated text; `ascii` tells that every byte is below 0x80.
+    fn str(&mut self, v: &str, ascii: bool) -> Result<Self::Value, Self::Error>;
+    /// Latin-1 text: each byte is one code point.
+    fn latin1(&mut self, v: &[u8]) -> Result<Self::Value, Self::Error>;
+
+    fn begin_struct(&mut self, sink_id: u32) -> Result<Self::Struct, Self::Error>;
+    fn set_field(
+        &mut self,
+        s: &mut Self::Struct,
+        field: u16,
+        v: Self::Value,
+    ) -> Result<(), Self::Error>;
+    /// A conditional field that is not present: the host supplies its default.
+    fn absent_field(&mut self, s: &mut Self::Struct, field: u16) -> Result<(), Self::Error>;
+    fn end_struct(&mut self, s: Self::Struct) -> Result<Self::Value, Self::Error>;
+
+    /// `cap` is a capacity hint already bounded by the remaining input.
+    fn begin_list(&mut self, cap: usize) -> Result<Self::List, Self::Error>;
+    fn push(&mut self, l: &mut Self::List, v: Self::Value) -> Result<(), Self::Error>;
+    fn end_list(&mut self, l: Self::List) -> Result<Self::Value, Self::Error>;
+}
+
+/// Why a source value could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceError<E> {
+    /// The value has the wrong type or cannot be represented; the text says why.
+    Type(String),
+    Host(E),
+}
+
+/// Reads the values to pack.
+pub trait Source {
+    type Value: Clone;
+    type Error;
+
+    /// The value of a named field of a struct value; `None` when missing (or `None`).
+    fn field(
+        &self,
+        obj: &Self::Value,
+        sink_id: u32,
+        field: u16,
+    ) -> Result<Option<Self::Value>, SourceError<Self::Error>>;
+    fn int(&self, v: &Self::Value) -> Result<i128, SourceError<Self::Error>>;
+    fn float(&self, v: &Self::Value) -> Result<f64, SourceError<Self::Error>>;
+    fn bool(&self, v: &Self::Value) -> Result<bool, SourceError<Self::Error>>;
+    fn bytes<'a>(&self, v: &'a Self::Value) -> Result<&'a [u8], SourceError<Self::Error>>;
+    fn text<'a>(
+        &self,
+        v: &'a Self::Value,
+        enc: Encoding,
+    ) -> Result<Cow<'a, [u8]>, SourceError<Self::Error>>;
+    fn len(&self, v: &Self::Value) -> Result<usize, SourceError<Self::Error>>;
+    fn item(&self, v: &Self::Value, i: usize) -> Result<Self::Value, SourceError<Self::Error>>;
+    /// Whether a value is an instance of the struct `sink_id`; `None` when it cannot tell
+    /// (e.g. a plain mapping).
+    fn is_struct(&self, v: &Self::Value, sink_id: u32) -> Option<bool>;
+}
+
+/// The destination buffer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Full {
+    pub need: usize,
+    pub cap: usize,
+}
+
+/// Where packed bytes go.
+pub trait Output {
+    fn pos(&self) -> usize;
+    /// Appends `n` zero bytes and returns them to be filled.
+    fn grow(&mut self, n: usize) -> Result<&mut [u8], Full>;
+    /// Overwrites bytes already written.
+    fn patch(&mut self, at: usize, data: &[u8]);
+}
+
+impl Output for Vec<u8> {
+    #[inline]
+    fn pos(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn grow(&mut self, n: usize) -> Result<&mut [u8], Full> {
+        let p = self.len();
+        self.resize(p + n, 0);
+        Ok(&mut self[p..])
+    }
+    fn patch(&mut self, at: usize, data: &[u8]) {
+        self[at..at + data.len()].copy_from_slice(data);
+    }
+}
+
+/// A caller's fixed buffer (`pack_into`): never grows.
+pub struct SliceOutput<'a> {
+    buf: &'a mut [u8],
+    start: usize,
+    pos: usize,
+}
+
+impl<'a> SliceOutput<'a> {
+    /// Writes from `buf[start..]`; positions are relative to `start`.
+    pub fn new(buf: &'a mut [u8], start: usize) -> Self {
+        SliceOutput {
+            buf,
+            start,
+            pos: start,
+        }
+    }
+    /// The absolute end offset in the buffer.
+    pub fn end(&self) -> usize {
+        self.pos
+    }
+}
+
+impl Output for SliceOutput<'_> {
+    #[inline]
+    fn pos(&self) -> usize {
+        self.pos - self.start
+    }
+    #[inline]
+    fn grow(&mut self, n: usize) -> Result<&mut [u8], Full> {
+        let cap = self.buf.len().saturating_sub(self.pos);
+        if n > cap {
+            return Err(Full { need: n, cap });
+        }
+        let p = self.pos;
+        self.pos += n;
+        let s = &mut self.buf[p..p + n];
+        s.fill(0);
+        Ok(s)
+    }
+    fn patch(&mut self, at: usize, data: &[u8]) {
+        let at = at + self.start;
+        self.buf[at..at + data.len()].copy_from_slice(data);
+    }
+}

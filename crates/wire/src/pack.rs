@@ -1,0 +1,504 @@
+//! The pack VM: values read through a [`Source`] -> bytes in an [`Output`].
+
+use crate::env::Slots;
+use crate::error::{At, Error, Kind, Result};
+use crate::expr::{Expr, SlotRef, Value};
+use crate::host::{Full, Output, Source, SourceError};
+use crate::program::*;
+use crate::unpack::show_value;
+
+/// Packs `value` as the program's root type.
+pub fn pack<S: Source, O: Output>(
+    prog: &Program,
+    src: &S,
+    out: &mut O,
+    value: &S::Value,
+) -> Result<(), S::Error> {
+    let mut e = Enc {
+        p: prog,
+        src,
+        out,
+        env: Slots::default(),
+        pending: Vec::new(),
+    };
+    e.node(&prog.root, value)
+}
+
+struct Enc<'p, 's, 'o, S: Source, O: Output> {
+    p: &'p Program,
+    src: &'s S,
+    out: &'o mut O,
+    env: Slots,
+    /// Window-derived fields written as placeholders: (absolute slot, output position, given value).
+    pending: Vec<(usize, usize, Option<i128>)>,
+}
+
+#[inline]
+fn write_uint(dst: &mut [u8], v: u64, width: u8, big: bool) {
+    match (width, big) {
+        (1, _) => dst[0] = v as u8,
+        (2, true) => dst[..2].copy_from_slice(&(v as u16).to_be_bytes()),
+        (2, false) => dst[..2].copy_from_slice(&(v as u16).to_le_bytes()),
+        (4, true) => dst[..4].copy_from_slice(&(v as u32).to_be_bytes()),
+        (4, false) => dst[..4].copy_from_slice(&(v as u32).to_le_bytes()),
+        (8, true) => dst[..8].copy_from_slice(&v.to_be_bytes()),
+        (8, false) => dst[..8].copy_from_slice(&v.to_le_bytes()),
+        (w, true) => {
+            for (i, b) in dst[..w as usize].iter_mut().enumerate() {
+                *b = (v >> (8 * (w as usize - 1 - i))) as u8;
+            }
+        }
+        (w, false) => {
+            for (i, b) in dst[..w as usize].iter_mut().enumerate() {
+                *b = (v >> (8 * i)) as u8;
+            }
+        }
+    }
+}
+
+/// Encodes an integer into a scalar slot after a range check.
+fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), String> {
+    match *s {
+        Scalar::Int { width, big, .. } => {
+            let (lo, hi) = s.int_range().expect("int");
+            if v < lo || v > hi {
+                return Err(format!(
+                    "{v} does not fit {} (range {lo}..={hi})",
+                    s.describe()
+                ));
+            }
+            write_uint(dst, v as u64, width, big);
+            Ok(())
+        }
+        Scalar::Bool => {
+            if !(0..=1).contains(&v) {
+                return Err(format!("{v} is not a bool"));
+            }
+            dst[0] = v as u8;
+            Ok(())
+        }
+        _ => Err(format!("an integer cannot be packed as {}", s.describe())),
+    }
+}
+
+impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
+    #[inline]
+    fn src_err(&self, e: SourceError<S::Error>) -> Box<Error<S::Error>> {
+        match e {
+            SourceError::Type(m) => Error::invalid(m, self.out.pos()),
+            SourceError::Host(h) => Error::new(Kind::Host(h), self.out.pos()),
+        }
+    }
+
+    #[inline]
+    fn grow(&mut self, n: usize) -> Result<&mut [u8], S::Error> {
+        let at = self.out.pos();
+        match self.out.grow(n) {
+            Ok(b) => Ok(b),
+            Err(Full { need, cap }) => Err(Error::new(Kind::Full { need, cap }, at)),
+        }
+    }
+
+    fn put(&mut self, data: &[u8]) -> Result<(), S::Error> {
+        self.grow(data.len())?.copy_from_slice(data);
+        Ok(())
+    }
+
+    fn invalid(&self, msg: impl Into<String>) -> Box<Error<S::Error>> {
+        Error::invalid(msg, self.out.pos())
+    }
+
+    fn eval_int(&self, e: &Expr, what: &str) -> Result<i128, S::Error> {
+        e.eval_int(&self.env)
+            .map_err(|err| self.invalid(format!("cannot compute the {what}: {err}")))
+    }
+
+    /// Checks a measured length or count against its declaration.
+    fn check_len(&self, len: &Len, actual: usize, max: u64, what: &str) -> Result<(), S::Error> {
+        if actual as u64 > max {
+            return Err(self.invalid(format!("the {what} {actual} exceeds the limit {max}")));
+        }
+        let expected = match len {
+            Len::Rest => return Ok(()),
+            Len::Fixed(n) => *n as i128,
+            Len::Expr(e) => self.eval_int(e, what)?,
+        };
+        if expected != actual as i128 {
+            return Err(self.invalid(format!(
+                "the {what} is {actual}, but the schema says {expected}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn scalar_value(&mut self, s: &Scalar, v: &S::Value) -> Result<Value, S::Error> {
+        let size = s.size();
+        match *s {
+            Scalar::Int { .. } => {
+                let i = self.src.int(v).map_err(|e| self.src_err(e))?;
+                let m = encode_int(self.grow(size)?, s, i);
+                m.map_err(|m| self.invalid(m))?;
+                Ok(Value::Int(i))
+            }
+            Scalar::Bool => {
+                let b = self.src.bool(v).map_err(|e| self.src_err(e))?;
+                self.grow(1)?[0] = u8::from(b);
+                Ok(Value::Int(i128::from(b)))
+            }
+            Scalar::Float { width, big } => {
+                let f = self.src.float(v).map_err(|e| self.src_err(e))?;
+                if width == 4 {
+                    let g = f as f32;
+                    if g.is_infinite() && f.is_finite() {
+                        return Err(self.invalid(format!("{f} is too large for f32")));
+                    }
+                    write_uint(self.grow(4)?, u64::from(g.to_bits()), 4, big);
+                } else {
+                    write_uint(self.grow(8)?, f.to_bits(), 8, big);
+                }
+                Ok(Value::Absent)
+            }
+            Scalar::Bytes(n) => {
+                let b = self.src.bytes(v).map_err(|e| self.src_err(e))?;
+                if b.len() != n {
+                    return Err(
+                        self.invalid(format!("expected exactly {n} bytes, got {}", b.len()))
+                    );
+                }
+                let val = Value::Bytes(b.into());
+                self.put(b)?;
+                Ok(val)
+            }
+            Scalar::Pad(n) => {
+                self.grow(n)?;
+                Ok(Value::Absent)
+            }
+        }
+    }
+
+    fn node(&mut self, node: &'p Node, v: &S::Value) -> Result<(), S::Error> {
+        match node {
+            Node::Scalar(s) => self.scalar_value(s, v).map(|_| ()),
+            Node::Bytes { len, max } => {
+                let b = self.src.bytes(v).map_err(|e| self.src_err(e))?;
+                self.check_len(len, b.len(), *max, "length")?;
+                self.put(b)
+            }
+            Node::Str { len, enc, max } => {
+                let t = self.src.text(v, *enc).map_err(|e| self.src_err(e))?;
+                self.check_len(len, t.len(), *max, "length")?;
+                self.put(&t)
+            }
+            Node::Cstr { max, enc } => {
+                let t = self.src.text(v, *enc).map_err(|e| self.src_err(e))?;
+                if t.contains(&0) {
+                    return Err(self.invalid("NUL-terminated text cannot contain a NUL character"));
+                }
+                if t.len() as u64 > *max {
+                    return Err(self.invalid(format!(
+                        "{} bytes exceed the maximum length of {max}",
+                        t.len()
+                    )));
+                }
+                self.put(&t)?;
+                self.put(&[0])
+            }
+            Node::Struct(i) => self.structure(*i, v),
+            Node::Array {
+                item, count, max, ..
+            } => {
+                let n = self.src.len(v).map_err(|e| self.src_err(e))?;
+                self.check_len(count, n, *max, "count")?;
+                for i in 0..n {
+                    let it = self
+                        .src
+                        .item(v, i)
+                        .map_err(|e| self.src_err(e))
+                        .at_index(i)?;
+                    self.node(item, &it).at_index(i)?;
+                }
+                Ok(())
+            }
+            Node::Union {
+                tag,
+                cases,
+                default,
+            } => {
+                let t = tag
+                    .eval(&self.env)
+                    .map_err(|e| self.invalid(format!("cannot compute the union tag: {e}")))?;
+                let chosen = cases
+                    .iter()
+                    .find(|(c, _)| *c == t)
+                    .map(|(_, n)| n)
+                    .or(default.as_deref());
+                let Some(n) = chosen else {
+                    return Err(self.invalid(format!("unknown union tag {}", show_value(&t))));
+                };
+                if let Node::Struct(si) = n {
+                    let sp = &self.p.structs[*si as usize];
+                    if self.src.is_struct(v, sp.sink_id) == Some(false) {
+                        return Err(self.invalid(format!(
+                            "the tag {} selects {}, but the value is not a {}",
+                            show_value(&t),
+                            sp.name,
+                            sp.name
+                        )));
+                    }
+                }
+                self.node(n, v)
+            }
+        }
+    }
+
+    /// The value of a derived field, computed from its consumer (look-ahead measures).
+    fn derived(
+        &mut self,
+        d: &Derive,
+        slot: u16,
+        obj: &S::Value,
+        sp: &'p StructProg,
+    ) -> Result<i128, S::Error> {
+        let cname = &sp.fields[d.consumer as usize];
+        let cv = self
+            .src
+            .field(obj, sp.sink_id, d.consumer)
+            .map_err(|e| self.src_err(e))
+            .at_field(cname)?;
+        let Some(cv) = cv else {
+            return Err(self.invalid("missing field")).at_field(cname);
+        };
+        let measured = match &d.measure {
+            Measure::ByteLen(None) => self.src.bytes(&cv).map(<[u8]>::len),
+            Measure::ByteLen(Some(enc)) => self.src.text(&cv, *enc).map(|t| t.len()),
+            Measure::Count => self.src.len(&cv),
+            Measure::Window => unreachable!("window sizes are back-patched"),
+        }
+        .map_err(|e| self.src_err(e))
+        .at_field(cname)?;
+        let target = SlotRef { up: 0, idx: slot };
+        match d.expr.solve(target, measured as i128, &self.env) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => Err(self.invalid(format!(
+                "cannot be derived: no integer value makes the {} of '{cname}' equal {measured}",
+                measure_name(&d.measure)
+            ))),
+            Err(e) => Err(self.invalid(format!("cannot be derived: {e}"))),
+        }
+    }
+
+    /// Packs one integer-like item of a struct (a run item or a scalar field step).
+    #[allow(clippy::too_many_arguments)]
+    fn item(
+        &mut self,
+        s: &Scalar,
+        field: u16,
+        slot: Option<u16>,
+        konst: &Option<Konst>,
+        derive: &Option<Derive>,
+        obj: &S::Value,
+        sp: &'p StructProg,
+    ) -> Result<(), S::Error> {
+        let given = self
+            .src
+            .field(obj, sp.sink_id, field)
+            .map_err(|e| self.src_err(e))?;
+        if let Some(k) = konst {
+            let kv = match k {
+                Konst::Int(i) => Value::Int(*i),
+                Konst::Bytes(b) => Value::Bytes(b.clone()),
+            };
+            if let Some(g) = &given {
+                let at = self.out.pos();
+                let gv = self.scalar_value(s, g)?;
+                if gv != kv {
+                    return Err(Error::invalid(
+                        format!(
+                            "must be the constant {}, got {}",
+                            show_value(&kv),
+                            show_value(&gv)
+                        ),
+                        at,
+                    ));
+                }
+            } else {
+                match (&kv, s) {
+                    (Value::Int(i), _) => {
+                        let i = *i;
+                        let m = encode_int(self.grow(s.size())?, s, i);
+                        m.map_err(|m| self.invalid(m))?;
+                    }
+                    (Value::Bytes(b), _) => self.put(&b.clone())?,
+                    _ => {}
+                }
+            }
+            if let Some(slot) = slot {
+                self.env.set(slot, kv);
+            }
+            return Ok(());
+        }
+        if let Some(d) = derive {
+            let slot = slot.expect("a derived field has a slot");
+            let given = match &given {
+                Some(g) => Some(self.src.int(g).map_err(|e| self.src_err(e))?),
+                None => None,
+            };
+            if d.measure == Measure::Window {
+                let pos = self.out.pos();
+                self.grow(s.size())?;
+                let abs = self.env.abs(slot);
+                self.pending.push((abs, pos, given));
+                self.env.set(slot, Value::Pending);
+                return Ok(());
+            }
+            let v = self.derived(d, slot, obj, sp)?;
+            if let Some(g) = given {
+                if g != v {
+                    return Err(self.invalid(format!(
+                        "is {g}, but '{}' needs {v} (leave it out to have it derived)",
+                        sp.fields[d.consumer as usize]
+                    )));
+                }
+            }
+            let m = encode_int(self.grow(s.size())?, s, v);
+            m.map_err(|m| self.invalid(format!("the derived value {m}")))?;
+            self.env.set(slot, Value::Int(v));
+            return Ok(());
+        }
+        let Some(g) = given else {
+            return Err(self.invalid("missing field"));
+        };
+        let val = self.scalar_value(s, &g)?;
+        if let Some(slot) = slot {
+            self.env.set(slot, val);
+        }
+        Ok(())
+    }
+
+    fn structure(&mut self, index: u32, obj: &S::Value) -> Result<(), S::Error> {
+        let p = self.p;
+        let sp = &p.structs[index as usize];
+        self.env.push(sp.n_slots);
+        let pending_mark = self.pending.len();
+        for step in &sp.steps {
+            match step {
+                Step::Run(run) => {
+                    for it in &run.items {
+                        match it.field {
+                            None => {
+                                self.grow(it.scalar.size())?;
+                            }
+                            Some(f) => self
+                                .item(&it.scalar, f, it.slot, &it.konst, &it.derive, obj, sp)
+                                .at_field(&sp.fields[f as usize])?,
+                        }
+                    }
+                }
+                Step::Field(fs) => self
+                    .field(fs, obj, sp)
+                    .at_field(&sp.fields[fs.field as usize])?,
+            }
+        }
+        self.pending.truncate(pending_mark);
+        self.env.pop();
+        Ok(())
+    }
+
+    fn field(
+        &mut self,
+        fs: &'p FieldStep,
+        obj: &S::Value,
+        sp: &'p StructProg,
+    ) -> Result<(), S::Error> {
+        if let Some(w) = &fs.when {
+            let present = w
+                .eval(&self.env)
+                .map_err(|e| self.invalid(format!("cannot compute the condition: {e}")))?
+                .truthy();
+            if !present {
+                if let Some(slot) = fs.slot {
+                    self.env.set(slot, Value::Absent);
+                }
+                return Ok(());
+            }
+        }
+        let start = self.out.pos();
+        if let Node::Scalar(s) = &fs.node {
+            self.item(s, fs.field, fs.slot, &fs.konst, &fs.derive, obj, sp)?;
+        } else {
+            let v = self
+                .src
+                .field(obj, sp.sink_id, fs.field)
+                .map_err(|e| self.src_err(e))?;
+            let Some(v) = v else {
+                return Err(self.invalid("missing field"));
+            };
+            self.node(&fs.node, &v)?;
+            if let Some(slot) = fs.slot {
+                // A variable-length bytes field used as a tag or in an expression.
+                let b = self.src.bytes(&v).map_err(|e| self.src_err(e))?;
+                self.env.set(slot, Value::Bytes(b.into()));
+            }
+        }
+        if let Some(w) = &fs.window {
+            let size = (self.out.pos() - start) as i128;
+            for fill in &fs.fills {
+                self.fill(fill, size, sp)?;
+            }
+            let expected = self.eval_int(w, "window size")?;
+            if expected != size {
+                return Err(self.invalid(format!(
+                    "packed to {size} bytes, but its window is {expected} bytes"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Back-patches a window-derived field now that the window's size is known.
+    fn fill(&mut self, fill: &Fill, size: i128, sp: &'p StructProg) -> Result<(), S::Error> {
+        let abs = self.env.abs(fill.slot);
+        let Some(&(_, pos, given)) = self.pending.iter().rev().find(|(a, _, _)| *a == abs) else {
+            return Ok(());
+        };
+        let name = &sp.fields[fill.field as usize];
+        self.env.set_abs(abs, Value::Absent);
+        let target = SlotRef {
+            up: 0,
+            idx: fill.slot,
+        };
+        let v = match fill.expr.solve(target, size, &self.env) {
+            Ok(Some(v)) => v,
+            Ok(None) => {
+                return Err(self.invalid(format!("no integer value makes the window {size} bytes")))
+                    .at_field(name)
+            }
+            Err(e) => return Err(self.invalid(format!("cannot be derived: {e}"))).at_field(name),
+        };
+        if let Some(g) = given {
+            if g != v {
+                return Err(Error::invalid(
+                    format!("is {g}, but the window packed to a size that needs {v} (leave it out to have it derived)"),
+                    pos,
+                ))
+                .at_field(name);
+            }
+        }
+        let mut tmp = [0u8; 8];
+        let n = fill.scalar.size();
+        encode_int(&mut tmp[..n], &fill.scalar, v)
+            .map_err(|m| Error::invalid(format!("the derived value {m}"), pos))
+            .at_field(name)?;
+        self.out.patch(pos, &tmp[..n]);
+        self.env.set_abs(abs, Value::Int(v));
+        Ok(())
+    }
+}
+
+fn measure_name(m: &Measure) -> &'static str {
+    match m {
+        Measure::ByteLen(_) => "length",
+        Measure::Count => "count",
+        Measure::Window => "size",
+    }
+}

@@ -1,0 +1,200 @@
+//! The compiled, immutable program that the pack and unpack VMs run.
+
+use std::sync::Arc;
+
+use crate::expr::{Expr, Value};
+pub use crate::schema::Encoding;
+
+/// A fixed-size scalar read or written at a known offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    Int { width: u8, signed: bool, big: bool },
+    Float { width: u8, big: bool },
+    Bool,
+    Bytes(usize),
+    Pad(usize),
+}
+
+impl Scalar {
+    pub fn size(&self) -> usize {
+        match *self {
+            Scalar::Int { width, .. } | Scalar::Float { width, .. } => width as usize,
+            Scalar::Bool => 1,
+            Scalar::Bytes(n) | Scalar::Pad(n) => n,
+        }
+    }
+
+    /// The inclusive range of an integer scalar.
+    pub fn int_range(&self) -> Option<(i128, i128)> {
+        match *self {
+            Scalar::Int { width, signed, .. } => {
+                let bits = u32::from(width) * 8;
+                Some(if signed {
+                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i128 << bits) - 1)
+                })
+            }
+            _ => None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match *self {
+            Scalar::Int { width, signed, .. } => {
+                format!("{}{}", if signed { "i" } else { "u" }, u32::from(width) * 8)
+            }
+            Scalar::Float { width, .. } => format!("f{}", u32::from(width) * 8),
+            Scalar::Bool => "bool".into(),
+            Scalar::Bytes(n) => format!("{n} bytes"),
+            Scalar::Pad(n) => format!("{n} padding bytes"),
+        }
+    }
+}
+
+/// A length or count.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Len {
+    Fixed(u64),
+    Expr(Expr),
+    /// Up to the end of the enclosing region.
+    Rest,
+}
+
+/// A constant that a field must hold.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Konst {
+    Int(i128),
+    Bytes(Arc<[u8]>),
+}
+
+/// How the value of a derived field is obtained on pack.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measure {
+    /// The byte length of a later bytes/str field.
+    ByteLen(Option<Encoding>),
+    /// The item count of a later array.
+    Count,
+    /// The packed size of a later window; written after it, by back-patching.
+    Window,
+}
+
+/// This field is computed on pack from a later field (the consumer) whose length, count or
+/// window size is `expr`, solved for this field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Derive {
+    pub consumer: u16,
+    pub measure: Measure,
+    pub expr: Expr,
+}
+
+/// A window-derived field to back-patch after its consumer is packed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fill {
+    pub field: u16,
+    pub slot: u16,
+    pub scalar: Scalar,
+    pub expr: Expr,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    Scalar(Scalar),
+    Bytes {
+        len: Len,
+        max: u64,
+    },
+    Str {
+        len: Len,
+        enc: Encoding,
+        max: u64,
+    },
+    Cstr {
+        max: u64,
+        enc: Encoding,
+    },
+    /// Index into [`Program::structs`].
+    Struct(u32),
+    Array {
+        item: Box<Node>,
+        count: Len,
+        max: u64,
+        item_min: usize,
+    },
+    Union {
+        tag: Expr,
+        cases: Vec<(Value, Node)>,
+        default: Option<Box<Node>>,
+    },
+}
+
+/// One item of a coalesced run of fixed-size fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunItem {
+    pub off: usize,
+    pub scalar: Scalar,
+    /// `None` for padding.
+    pub field: Option<u16>,
+    pub slot: Option<u16>,
+    pub konst: Option<Konst>,
+    pub derive: Option<Derive>,
+}
+
+/// Adjacent fixed-size fields, checked for bounds once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub size: usize,
+    pub items: Vec<RunItem>,
+}
+
+/// A field that is not part of a run: variable size, conditional or windowed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldStep {
+    pub field: u16,
+    pub node: Node,
+    pub when: Option<Expr>,
+    pub window: Option<Expr>,
+    pub slot: Option<u16>,
+    pub konst: Option<Konst>,
+    pub derive: Option<Derive>,
+    /// Window-derived fields that this field's packed size determines.
+    pub fills: Vec<Fill>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // steps live in a Vec built once; boxing would add a hop per field
+pub enum Step {
+    Run(Run),
+    Field(FieldStep),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StructProg {
+    /// The frontend's id for this struct (which class or key set to use).
+    pub sink_id: u32,
+    pub name: Arc<str>,
+    /// Named fields, by field index.
+    pub fields: Vec<Arc<str>>,
+    /// Fields computed on pack when the caller leaves them out.
+    pub derived: Vec<bool>,
+    pub n_slots: u16,
+    pub steps: Vec<Step>,
+    pub min_size: usize,
+    pub static_size: Option<usize>,
+}
+
+/// Codec-wide limits for untrusted input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_count: u64,
+    pub max_len: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    pub structs: Vec<StructProg>,
+    pub root: Node,
+    pub limits: Limits,
+    pub min_size: usize,
+    pub static_size: Option<usize>,
+}

@@ -1,0 +1,172 @@
+//! The schema description: what a frontend hands to the compiler.
+//!
+//! It is plain data (JSON via serde), so the core can be driven and tested from Rust alone,
+//! and so a compiled codec can be rebuilt from its description in another process.
+
+use serde::Deserialize;
+
+/// Byte order of a multi-byte number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    Big,
+    Little,
+}
+
+/// Text encodings of `str` fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Encoding {
+    #[serde(rename = "utf-8")]
+    Utf8,
+    #[serde(rename = "ascii")]
+    Ascii,
+    #[serde(rename = "latin-1")]
+    Latin1,
+}
+
+/// Where a length or count comes from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LenDesc {
+    /// A constant.
+    Fixed(u64),
+    /// An expression over earlier fields (a bare field name is the common case).
+    Expr(serde_json::Value),
+    /// The rest of the enclosing region (window or buffer).
+    Rest,
+}
+
+/// A wire type.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "t", rename_all = "lowercase")]
+pub enum TypeDesc {
+    Int {
+        width: u8,
+        signed: bool,
+        #[serde(default)]
+        order: Option<Order>,
+    },
+    Float {
+        width: u8,
+        #[serde(default)]
+        order: Option<Order>,
+    },
+    Bool,
+    Bytes {
+        len: LenDesc,
+        #[serde(default)]
+        max: Option<u64>,
+    },
+    Str {
+        len: LenDesc,
+        encoding: Encoding,
+        #[serde(default)]
+        max: Option<u64>,
+    },
+    /// NUL-terminated text of at most `max` bytes before the NUL.
+    Cstr {
+        max: u64,
+        encoding: Encoding,
+    },
+    /// Unnamed zero padding.
+    Pad {
+        n: u64,
+    },
+    Struct(StructDesc),
+    Array {
+        item: Box<TypeDesc>,
+        count: LenDesc,
+        #[serde(default)]
+        max: Option<u64>,
+    },
+    Union {
+        tag: serde_json::Value,
+        cases: Vec<CaseDesc>,
+        #[serde(default)]
+        default: Option<Box<TypeDesc>>,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct StructDesc {
+    /// Identifies the struct to the frontend's sink and source (e.g. which class to build).
+    pub id: u32,
+    pub name: String,
+    #[serde(default)]
+    pub order: Option<Order>,
+    pub fields: Vec<FieldDesc>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct FieldDesc {
+    /// `None` for unnamed padding.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    pub ty: TypeDesc,
+    /// A constant (magic) written on pack and verified on unpack.
+    #[serde(default, rename = "const")]
+    pub konst: Option<ConstDesc>,
+    /// The field is present only when this predicate over earlier fields holds.
+    #[serde(default)]
+    pub when: Option<serde_json::Value>,
+    /// The field is confined to a window of exactly this many bytes.
+    #[serde(default)]
+    pub size: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConstDesc {
+    Int(i128),
+    Bytes(Vec<u8>),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct CaseDesc {
+    pub tag: ConstDesc,
+    #[serde(rename = "type")]
+    pub ty: TypeDesc,
+}
+
+/// Limits for untrusted input.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct LimitsDesc {
+    #[serde(default = "default_max_count")]
+    pub max_count: u64,
+    #[serde(default = "default_max_len")]
+    pub max_len: u64,
+}
+
+pub const DEFAULT_MAX_COUNT: u64 = 16 * 1024 * 1024;
+pub const DEFAULT_MAX_LEN: u64 = 64 * 1024 * 1024;
+
+fn default_max_count() -> u64 {
+    DEFAULT_MAX_COUNT
+}
+fn default_max_len() -> u64 {
+    DEFAULT_MAX_LEN
+}
+
+impl Default for LimitsDesc {
+    fn default() -> Self {
+        LimitsDesc {
+            max_count: DEFAULT_MAX_COUNT,
+            max_len: DEFAULT_MAX_LEN,
+        }
+    }
+}
+
+/// A whole schema: the root type and the codec-wide limits.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Schema {
+    pub root: TypeDesc,
+    #[serde(default)]
+    pub limits: LimitsDesc,
+}
+
+impl Schema {
+    pub fn from_json(text: &str) -> Result<Schema, String> {
+        serde_json::from_str(text).map_err(|e| format!("invalid schema description: {e}"))
+    }
+}

@@ -1,0 +1,534 @@
+//! The unpack VM: bytes -> values, built directly through a [`Sink`].
+
+use crate::env::Slots;
+use crate::error::{At, Error, Kind, Result};
+use crate::expr::{EvalError, Expr, Value};
+use crate::host::Sink;
+use crate::program::*;
+
+/// Decodes one value of the program's root type from `buf[offset..]`.
+/// Returns the value and the end offset. Trailing bytes are the caller's business.
+pub fn unpack<S: Sink>(
+    prog: &Program,
+    sink: &mut S,
+    buf: &[u8],
+    offset: usize,
+) -> Result<(S::Value, usize), S::Error> {
+    if offset > buf.len() {
+        return Err(Error::invalid(
+            format!(
+                "offset {offset} is past the end of the {}-byte buffer",
+                buf.len()
+            ),
+            offset,
+        ));
+    }
+    let mut d = Dec {
+        p: prog,
+        buf,
+        pos: offset,
+        end: buf.len(),
+        at_end: true,
+        env: Slots::default(),
+        sink,
+    };
+    let v = d.node(&prog.root)?;
+    Ok((v, d.pos))
+}
+
+struct Dec<'p, 'b, 's, S: Sink> {
+    p: &'p Program,
+    buf: &'b [u8],
+    pos: usize,
+    /// End of the current region (a window, or the buffer).
+    end: usize,
+    /// Whether `end` is the end of the input, so running short means "incomplete".
+    at_end: bool,
+    env: Slots,
+    sink: &'s mut S,
+}
+
+enum Raw<'b> {
+    U(u64),
+    I(i64),
+    F(f64),
+    B(bool),
+    Bytes(&'b [u8]),
+}
+
+#[inline]
+fn read_uint(b: &[u8], width: u8, big: bool) -> u64 {
+    match (width, big) {
+        (1, _) => u64::from(b[0]),
+        (2, true) => u64::from(u16::from_be_bytes([b[0], b[1]])),
+        (2, false) => u64::from(u16::from_le_bytes([b[0], b[1]])),
+        (4, true) => u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+        (4, false) => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        (8, true) => u64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
+        (8, false) => u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+        (w, true) => b[..w as usize]
+            .iter()
+            .fold(0u64, |a, &x| (a << 8) | u64::from(x)),
+        (w, false) => b[..w as usize]
+            .iter()
+            .rev()
+            .fold(0u64, |a, &x| (a << 8) | u64::from(x)),
+    }
+}
+
+#[inline]
+fn read_scalar<'b>(s: &Scalar, b: &'b [u8]) -> std::result::Result<Option<Raw<'b>>, String> {
+    Ok(Some(match *s {
+        Scalar::Int { width, signed, big } => {
+            let u = read_uint(b, width, big);
+            if signed {
+                let shift = 64 - u32::from(width) * 8;
+                Raw::I(((u << shift) as i64) >> shift)
+            } else {
+                Raw::U(u)
+            }
+        }
+        Scalar::Float { width: 4, big } => {
+            let bits = read_uint(b, 4, big) as u32;
+            Raw::F(f64::from(f32::from_bits(bits)))
+        }
+        Scalar::Float { big, .. } => Raw::F(f64::from_bits(read_uint(b, 8, big))),
+        Scalar::Bool => match b[0] {
+            0 => Raw::B(false),
+            1 => Raw::B(true),
+            x => return Err(format!("invalid bool byte 0x{x:02x} (expected 0 or 1)")),
+        },
+        Scalar::Bytes(n) => Raw::Bytes(&b[..n]),
+        Scalar::Pad(_) => return Ok(None),
+    }))
+}
+
+fn slot_value(raw: &Raw<'_>) -> Value {
+    match raw {
+        Raw::U(u) => Value::Int(i128::from(*u)),
+        Raw::I(i) => Value::Int(i128::from(*i)),
+        Raw::B(b) => Value::Int(i128::from(*b)),
+        Raw::Bytes(b) => Value::Bytes((*b).into()),
+        Raw::F(_) => Value::Absent,
+    }
+}
+
+fn konst_matches(k: &Konst, raw: &Raw<'_>) -> bool {
+    match (k, raw) {
+        (Konst::Int(v), Raw::U(u)) => *v == i128::from(*u),
+        (Konst::Int(v), Raw::I(i)) => *v == i128::from(*i),
+        (Konst::Int(v), Raw::B(b)) => *v == i128::from(*b),
+        (Konst::Bytes(k), Raw::Bytes(b)) => **k == **b,
+        _ => false,
+    }
+}
+
+fn show_raw(raw: &Raw<'_>) -> String {
+    match raw {
+        Raw::U(u) => u.to_string(),
+        Raw::I(i) => i.to_string(),
+        Raw::F(f) => f.to_string(),
+        Raw::B(b) => b.to_string(),
+        Raw::Bytes(b) => crate::show_bytes(b),
+    }
+}
+
+impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
+    #[inline]
+    fn host(&self, e: S::Error) -> Box<Error<S::Error>> {
+        Error::new(Kind::Host(e), self.pos)
+    }
+
+    #[inline]
+    fn short(&self, need: usize) -> Box<Error<S::Error>> {
+        Error::new(
+            Kind::Short {
+                need,
+                left: self.end - self.pos,
+                at_end: self.at_end,
+            },
+            self.pos,
+        )
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> Result<&'b [u8], S::Error> {
+        if n > self.end - self.pos {
+            return Err(self.short(n));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn eval_err(&self, e: EvalError, what: &str) -> Box<Error<S::Error>> {
+        Error::invalid(format!("cannot compute the {what}: {e}"), self.pos)
+    }
+
+    fn length(&self, len: &Len, max: u64, what: &str) -> Result<usize, S::Error> {
+        let n = match len {
+            Len::Fixed(n) => *n as i128,
+            Len::Rest => return Ok(self.end - self.pos),
+            Len::Expr(e) => e
+                .eval_int(&self.env)
+                .map_err(|err| self.eval_err(err, what))?,
+        };
+        if n < 0 {
+            return Err(Error::invalid(
+                format!("the {what} is negative ({n})"),
+                self.pos,
+            ));
+        }
+        if n > i128::from(max) {
+            return Err(Error::invalid(
+                format!("the {what} {n} exceeds the limit {max}"),
+                self.pos,
+            ));
+        }
+        Ok(n as usize)
+    }
+
+    #[inline]
+    fn emit(&mut self, raw: Raw<'b>) -> Result<S::Value, S::Error> {
+        let r = match raw {
+            Raw::U(u) => self.sink.uint(u),
+            Raw::I(i) => self.sink.int(i),
+            Raw::F(f) => self.sink.float(f),
+            Raw::B(b) => self.sink.bool(b),
+            Raw::Bytes(b) => self.sink.bytes(b),
+        };
+        r.map_err(|e| self.host(e))
+    }
+
+    fn node(&mut self, node: &'p Node) -> Result<S::Value, S::Error> {
+        match node {
+            Node::Scalar(s) => {
+                let at = self.pos;
+                let b = self.take(s.size())?;
+                match read_scalar(s, b) {
+                    Ok(Some(raw)) => self.emit(raw),
+                    Ok(None) => unreachable!("padding is never a value node"),
+                    Err(m) => Err(Error::invalid(m, at)),
+                }
+            }
+            Node::Bytes { len, max } => {
+                let n = self.length(len, *max, "length")?;
+                let b = self.take(n)?;
+                self.sink.bytes(b).map_err(|e| self.host(e))
+            }
+            Node::Str { len, enc, max } => {
+                let n = self.length(len, *max, "length")?;
+                let at = self.pos;
+                let b = self.take(n)?;
+                self.text(b, *enc, at)
+            }
+            Node::Cstr { max, enc } => {
+                let avail = &self.buf[self.pos..self.end];
+                let limit = avail.len().min(
+                    usize::try_from(*max)
+                        .unwrap_or(usize::MAX)
+                        .saturating_add(1),
+                );
+                match avail[..limit].iter().position(|&c| c == 0) {
+                    Some(n) => {
+                        let at = self.pos;
+                        let b = self.take(n + 1)?;
+                        self.text(&b[..n], *enc, at)
+                    }
+                    None if (limit as u64) > *max => Err(Error::invalid(
+                        format!("no NUL terminator within the maximum length of {max} bytes"),
+                        self.pos,
+                    )),
+                    None => Err(self.short(avail.len() + 1)),
+                }
+            }
+            Node::Struct(i) => self.structure(*i),
+            Node::Array {
+                item,
+                count,
+                max,
+                item_min,
+            } => self.array(item, count, *max, *item_min),
+            Node::Union {
+                tag,
+                cases,
+                default,
+            } => {
+                let t = tag
+                    .eval(&self.env)
+                    .map_err(|e| self.eval_err(e, "union tag"))?;
+                match cases
+                    .iter()
+                    .find(|(v, _)| *v == t)
+                    .map(|(_, n)| n)
+                    .or(default.as_deref())
+                {
+                    Some(n) => self.node(n),
+                    None => Err(Error::invalid(
+                        format!("unknown union tag {}", show_value(&t)),
+                        self.pos,
+                    )),
+                }
+            }
+        }
+    }
+
+    fn text(&mut self, b: &[u8], enc: Encoding, at: usize) -> Result<S::Value, S::Error> {
+        let r = match enc {
+            Encoding::Latin1 => self.sink.latin1(b),
+            Encoding::Ascii => match b.iter().position(|&c| c >= 0x80) {
+                Some(i) => {
+                    return Err(Error::invalid(
+                        format!("byte 0x{:02x} at offset {} is not ascii", b[i], at + i),
+                        at + i,
+                    ))
+                }
+                // ascii is valid utf-8
+                None => self
+                    .sink
+                    .str(std::str::from_utf8(b).unwrap_or_default(), true),
+            },
+            Encoding::Utf8 => match std::str::from_utf8(b) {
+                Ok(s) => self.sink.str(s, s.is_ascii()),
+                Err(e) => {
+                    let i = e.valid_up_to();
+                    return Err(Error::invalid(
+                        format!("invalid utf-8 at offset {}", at + i),
+                        at + i,
+                    ));
+                }
+            },
+        };
+        r.map_err(|e| self.host(e))
+    }
+
+    fn array(
+        &mut self,
+        item: &'p Node,
+        count: &Len,
+        max: u64,
+        item_min: usize,
+    ) -> Result<S::Value, S::Error> {
+        let mut list;
+        if let Len::Rest = count {
+            list = self.sink.begin_list(0).map_err(|e| self.host(e))?;
+            let mut i = 0usize;
+            while self.pos < self.end {
+                if i as u64 >= max {
+                    return Err(Error::invalid(
+                        format!("more than {max} items (the count limit)"),
+                        self.pos,
+                    ));
+                }
+                let before = self.pos;
+                let v = self.node(item).at_index(i)?;
+                self.sink.push(&mut list, v).map_err(|e| self.host(e))?;
+                if self.pos == before {
+                    return Err(Error::invalid(
+                        "an array item that reads no bytes cannot fill a region",
+                        self.pos,
+                    ))
+                    .at_index(i);
+                }
+                i += 1;
+            }
+        } else {
+            let n = self.length(count, max, "count")?;
+            let cap = n.min((self.end - self.pos) / item_min.max(1));
+            list = self.sink.begin_list(cap).map_err(|e| self.host(e))?;
+            for i in 0..n {
+                let v = self.node(item).at_index(i)?;
+                self.sink.push(&mut list, v).map_err(|e| self.host(e))?;
+            }
+        }
+        self.sink.end_list(list).map_err(|e| self.host(e))
+    }
+
+    fn structure(&mut self, index: u32) -> Result<S::Value, S::Error> {
+        let p = self.p;
+        let sp = &p.structs[index as usize];
+        self.env.push(sp.n_slots);
+        let mut st = self
+            .sink
+            .begin_struct(sp.sink_id)
+            .map_err(|e| self.host(e))?;
+        for step in &sp.steps {
+            match step {
+                Step::Run(run) => self.run(run, sp, &mut st)?,
+                Step::Field(fs) => self
+                    .field(fs, &mut st)
+                    .at_field(&sp.fields[fs.field as usize])?,
+            }
+        }
+        self.env.pop();
+        self.sink.end_struct(st).map_err(|e| self.host(e))
+    }
+
+    fn run(
+        &mut self,
+        run: &'p Run,
+        sp: &'p StructProg,
+        st: &mut S::Struct,
+    ) -> Result<(), S::Error> {
+        let start = self.pos;
+        let b = match self.take(run.size) {
+            Ok(b) => b,
+            Err(_) => {
+                // Blame the first field that does not fit.
+                let left = self.end - start;
+                let it = run
+                    .items
+                    .iter()
+                    .find(|it| it.off + it.scalar.size() > left)
+                    .expect("run exceeds input");
+                self.pos = start + it.off;
+                let e = self.short(it.scalar.size());
+                self.pos = start;
+                return match it.field {
+                    Some(f) => Err(e).at_field(&sp.fields[f as usize]),
+                    None => Err(e),
+                };
+            }
+        };
+        for it in &run.items {
+            let at = start + it.off;
+            let raw = match read_scalar(&it.scalar, &b[it.off..]) {
+                Ok(Some(raw)) => raw,
+                Ok(None) => continue,
+                Err(m) => {
+                    return Err(Error::invalid(m, at))
+                        .at_field(&sp.fields[it.field.unwrap_or(0) as usize])
+                }
+            };
+            let f = it.field.expect("only padding has no field");
+            if let Some(k) = &it.konst {
+                if !konst_matches(k, &raw) {
+                    return Err(Error::invalid(
+                        format!(
+                            "expected the constant {}, found {}",
+                            show_konst(k),
+                            show_raw(&raw)
+                        ),
+                        at,
+                    ))
+                    .at_field(&sp.fields[f as usize]);
+                }
+            }
+            if let Some(slot) = it.slot {
+                self.env.set(slot, slot_value(&raw));
+            }
+            let v = self.emit(raw)?;
+            self.sink.set_field(st, f, v).map_err(|e| self.host(e))?;
+        }
+        Ok(())
+    }
+
+    fn field(&mut self, fs: &'p FieldStep, st: &mut S::Struct) -> Result<(), S::Error> {
+        if let Some(w) = &fs.when {
+            let present = w
+                .eval(&self.env)
+                .map_err(|e| self.eval_err(e, "condition"))?
+                .truthy();
+            if !present {
+                return self
+                    .sink
+                    .absent_field(st, fs.field)
+                    .map_err(|e| self.host(e));
+            }
+        }
+        let v = match &fs.window {
+            Some(w) => self.window(w, fs)?,
+            None => self.value(fs)?,
+        };
+        self.sink
+            .set_field(st, fs.field, v)
+            .map_err(|e| self.host(e))
+    }
+
+    /// A field's value, checking its constant and storing its slot.
+    fn value(&mut self, fs: &'p FieldStep) -> Result<S::Value, S::Error> {
+        if let Node::Scalar(s) = &fs.node {
+            let at = self.pos;
+            let b = self.take(s.size())?;
+            let raw = match read_scalar(s, b) {
+                Ok(Some(raw)) => raw,
+                Ok(None) => unreachable!("padding is always in a run"),
+                Err(m) => return Err(Error::invalid(m, at)),
+            };
+            if let Some(k) = &fs.konst {
+                if !konst_matches(k, &raw) {
+                    return Err(Error::invalid(
+                        format!(
+                            "expected the constant {}, found {}",
+                            show_konst(k),
+                            show_raw(&raw)
+                        ),
+                        at,
+                    ));
+                }
+            }
+            if let Some(slot) = fs.slot {
+                self.env.set(slot, slot_value(&raw));
+            }
+            return self.emit(raw);
+        }
+        if let Some(slot) = fs.slot {
+            // A variable-length bytes field used as a tag.
+            let start = self.pos;
+            let v = self.node(&fs.node)?;
+            self.env
+                .set(slot, Value::Bytes(self.buf[start..self.pos].into()));
+            return Ok(v);
+        }
+        self.node(&fs.node)
+    }
+
+    fn window(&mut self, w: &'p Expr, fs: &'p FieldStep) -> Result<S::Value, S::Error> {
+        let n = w
+            .eval_int(&self.env)
+            .map_err(|e| self.eval_err(e, "window size"))?;
+        if n < 0 {
+            return Err(Error::invalid(
+                format!("the window size is negative ({n})"),
+                self.pos,
+            ));
+        }
+        let left = self.end - self.pos;
+        if n > left as i128 {
+            let need = usize::try_from(n).unwrap_or(usize::MAX);
+            return Err(self.short(need));
+        }
+        let n = n as usize;
+        let (end, at_end) = (self.end, self.at_end);
+        self.end = self.pos + n;
+        self.at_end = false;
+        let r = self.value(fs);
+        let unused = self.end - self.pos;
+        self.end = end;
+        self.at_end = at_end;
+        let v = r?;
+        if unused != 0 {
+            return Err(Error::invalid(
+                format!("the {n}-byte window has {unused} unused bytes"),
+                self.pos,
+            ));
+        }
+        Ok(v)
+    }
+}
+
+fn show_konst(k: &Konst) -> String {
+    match k {
+        Konst::Int(i) => i.to_string(),
+        Konst::Bytes(b) => crate::show_bytes(b),
+    }
+}
+
+pub(crate) fn show_value(v: &Value) -> String {
+    match v {
+        Value::Int(i) => i.to_string(),
+        Value::Bytes(b) => crate::show_bytes(b),
+        Value::Absent => "absent".into(),
+        Value::Pending => "pending".into(),
+    }
+}

@@ -1,0 +1,123 @@
+"""Field options: ``bw.field(...)`` and its shorthands, and codec limits."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any
+
+from bytewright.errors import SchemaError
+
+__all__ = ["MISSING", "FieldSpec", "Limits", "const", "derived", "field", "pad", "suggest"]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+_OPTIONS = (
+    "default",
+    "len",
+    "count",
+    "size",
+    "encoding",
+    "when",
+    "byteorder",
+    "nul_terminated",
+    "max_len",
+    "max_count",
+    "tag",
+    "cases",
+    "default_case",
+    "item",
+    "type",
+    "const",
+)
+
+
+def suggest(name: str, options: Any) -> str:
+    """``; did you mean 'x'?`` for the nearest option name, or an empty string."""
+    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits for untrusted input: the largest item count and byte length of any field."""
+
+    max_count: int = 16 * 1024 * 1024
+    max_len: int = 64 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        for name in ("max_count", "max_len"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise SchemaError(f"Limits.{name} must be a non-negative int, got {v!r}")
+
+
+class FieldSpec:
+    """The options of one field, as given to ``bw.field``."""
+
+    __slots__ = (*_OPTIONS, "is_pad", "pad_size")
+
+    def __init__(self, **options: Any) -> None:
+        for k in options:
+            if k not in _OPTIONS:
+                raise SchemaError(f"unknown field option {k!r}{suggest(k, _OPTIONS)}")
+        for k in _OPTIONS:
+            default = MISSING if k in ("default", "const") else None
+            object.__setattr__(self, k, options.get(k, default))
+        if self.nul_terminated is None:
+            object.__setattr__(self, "nul_terminated", False)
+        object.__setattr__(self, "is_pad", False)
+        object.__setattr__(self, "pad_size", 0)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("FieldSpec is immutable")
+
+    def __repr__(self) -> str:
+        shown = []
+        for k in _OPTIONS:
+            v = getattr(self, k)
+            if v is not None and v is not MISSING and v is not False:
+                shown.append(f"{k}={v!r}")
+        return f"field({', '.join(shown)})"
+
+
+def field(**options: Any) -> Any:
+    """Declares a field's wire options.
+
+    ``len`` / ``count`` / ``size`` take a constant, an expression string over earlier fields
+    (``"payload_len"``, ``"width * height"``) or ``bw.REST``; ``when`` makes the field
+    conditional; ``tag``/``cases``/``default_case`` make a tagged union; ``encoding``,
+    ``nul_terminated``/``max_len`` shape text; ``byteorder`` overrides the struct's;
+    ``item`` gives an array's item type; ``default`` and ``const`` give values.
+    Unknown options raise ``SchemaError`` naming the nearest valid one.
+    """
+    return FieldSpec(**options)
+
+
+def pad(n: int) -> Any:
+    """``n`` unnamed zero bytes: written as zeros, skipped on unpack, not a field of the value."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise SchemaError(f"pad size must be a non-negative int, got {n!r}")
+    spec = FieldSpec()
+    object.__setattr__(spec, "is_pad", True)
+    object.__setattr__(spec, "pad_size", n)
+    return spec
+
+
+def const(value: Any) -> Any:
+    """A constant or magic: written on pack, verified on unpack."""
+    return FieldSpec(const=value)
+
+
+def derived() -> Any:
+    """Marks a length, count or size field that pack computes (it defaults to None).
+
+    Optional: derived fields work without it; it tells type checkers the field may be omitted.
+    """
+    return FieldSpec(default=None)

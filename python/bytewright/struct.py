@@ -1,0 +1,292 @@
+"""Typed frontend: ``bw.Struct`` classes, ``bw.make_struct`` and ``bw.compile``.
+
+A Struct class stores its fields in ``__slots__``; the native codec builds instances and reads
+fields straight from those slots, so typed results cost no more than dicts.
+"""
+
+from __future__ import annotations
+
+import keyword
+import sys
+import typing
+from typing import Any, ClassVar, TypeVar
+
+from bytewright._native import Codec
+from bytewright.errors import SchemaError
+from bytewright.fields import MISSING, FieldSpec, Limits, field, suggest
+from bytewright.schema import StructField, describe, normalize_byteorder
+
+__all__ = ["Codec", "Struct", "StructMeta", "compile", "make_struct"]
+
+_CLASS_KEYWORDS = ("byteorder", "limits")
+_RESERVED = frozenset(
+    {"pack", "pack_into", "unpack", "unpack_from", "parse", "codec"} | {n for n in dir(object)}
+)
+
+S = TypeVar("S", bound="Struct")
+
+
+class _LazyCodec:
+    """Stands in for a class's codec until forward references resolve (first use compiles)."""
+
+    def __init__(self, cls: type[Struct]) -> None:
+        self._cls = cls
+
+    def _real(self) -> Codec:
+        return _install(self._cls)
+
+    def pack(self, value: Any) -> bytes:
+        return self._real().pack(value)
+
+    def pack_into(self, buffer: Any, value: Any, offset: int = 0) -> int:
+        return self._real().pack_into(buffer, value, offset)
+
+    def unpack(self, data: Any) -> Any:
+        return self._real().unpack(data)
+
+    def unpack_from(self, data: Any, offset: int = 0) -> Any:
+        return self._real().unpack_from(data, offset)
+
+    def parse(self, data: Any, offset: int = 0) -> Any:
+        return self._real().parse(data, offset)
+
+
+def _resolve_fields(cls: type) -> tuple[StructField, ...]:
+    own = cls.__dict__["__bw_declared__"]
+    module = sys.modules.get(cls.__module__)
+    globalns = dict(vars(module)) if module else {}
+    localns = {cls.__name__: cls}
+
+    def resolve(ann: Any) -> Any:
+        # String annotations (from __future__ import annotations) of this class only.
+        return eval(ann, globalns, localns) if isinstance(ann, str) else ann
+
+    fields: list[StructField] = []
+    for base in reversed(cls.__mro__[1:]):
+        if isinstance(base, StructMeta) and "__bw_declared__" in base.__dict__:
+            for f in base.__bw_fields__():
+                if all(x.name != f.name for x in fields):
+                    fields.append(f)
+    for name, ann, spec in own:
+        if name in {f.name for f in fields}:
+            raise SchemaError(f"{cls.__name__}.{name}: redeclares a field of a base class")
+        fields.append(StructField(name, resolve(ann), spec))
+    return tuple(fields)
+
+
+def _install(cls: type[Struct]) -> Codec:
+    """Compiles the typed codec of ``cls`` and generates its ``__init__``."""
+    schema, infos = describe(cls, typed=True, limits=cls.__bw_limits__)
+    codec = Codec(schema, infos, True)
+    derived = set(codec.derived_fields(0))
+    type.__setattr__(cls, "__bw_codec__", codec)
+    type.__setattr__(cls, "__bw_derived__", frozenset(derived))
+    _make_methods(cls, derived)
+    return codec
+
+
+def _make_methods(cls: type[Struct], derived: set[str]) -> None:
+    fields = [f for f in cls.__bw_fields__() if not f.spec.is_pad]
+    params, body, defaults = [], [], {}
+    for f in fields:
+        spec = f.spec
+        if spec.default is not MISSING:
+            defaults[f"_d_{f.name}"] = spec.default
+            params.append(f"{f.name}=_d_{f.name}")
+        elif spec.const is not MISSING:
+            defaults[f"_d_{f.name}"] = spec.const
+            params.append(f"{f.name}=_d_{f.name}")
+        elif f.name in derived or spec.when is not None:
+            params.append(f"{f.name}=None")
+        else:
+            params.append(f.name)
+        body.append(f"    self.{f.name} = {f.name}")
+    src = f"def __init__(self, *, {', '.join(params)}):\n" if params else "def __init__(self):\n"
+    src += "\n".join(body) if body else "    pass"
+    ns: dict[str, Any] = {}
+    exec(src, defaults, ns)  # generated once per class, like dataclasses
+    init = ns["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    type.__setattr__(cls, "__init__", init)
+
+    compared = [f.name for f in fields if f.name not in derived]
+    if compared:
+        lhs = ", ".join(f"self.{n}" for n in compared)
+        rhs = ", ".join(f"other.{n}" for n in compared)
+        eq_src = (
+            "def __eq__(self, other):\n"
+            "    if type(other) is not type(self):\n"
+            "        return NotImplemented\n"
+            f"    return ({lhs},) == ({rhs},)\n"
+        )
+    else:
+        eq_src = (
+            "def __eq__(self, other):\n    return type(other) is type(self) or NotImplemented\n"
+        )
+    ns = {}
+    exec(eq_src, {}, ns)
+    type.__setattr__(cls, "__eq__", ns["__eq__"])
+    type.__setattr__(cls, "__match_args__", tuple(f.name for f in fields))
+
+
+def _unknown_keywords(name: str, kw: dict[str, Any]) -> None:
+    for k in kw:
+        raise SchemaError(f"{name}: unknown class keyword {k!r}{suggest(k, _CLASS_KEYWORDS)}")
+
+
+@typing.dataclass_transform(kw_only_default=True, field_specifiers=(field,))
+class StructMeta(type):
+    """Metaclass of ``bw.Struct``: turns annotations into slots and compiles the codec."""
+
+    def __new__(
+        mcls,
+        name: str,
+        bases: tuple[type, ...],
+        ns: dict[str, Any],
+        *,
+        byteorder: str | None = None,
+        limits: Limits | None = None,
+        **kw: Any,
+    ) -> StructMeta:
+        _unknown_keywords(name, kw)
+        order = normalize_byteorder(byteorder, name)
+        if limits is not None and not isinstance(limits, Limits):
+            raise SchemaError(f"{name}: limits= must be a bw.Limits")
+        declared: list[tuple[str, Any, FieldSpec]] = []
+        for fname, ann in ns.get("__annotations__", {}).items():
+            if typing.get_origin(ann) is ClassVar or (
+                isinstance(ann, str) and ann.startswith("ClassVar")
+            ):
+                continue
+            value = ns.pop(fname, MISSING)
+            spec = value if isinstance(value, FieldSpec) else FieldSpec(default=value)
+            if not spec.is_pad:
+                if (
+                    not fname.isidentifier()
+                    or keyword.iskeyword(fname)
+                    or fname in _RESERVED
+                    or fname.startswith("__")
+                ):
+                    raise SchemaError(
+                        f"{name}.{fname}: this name is reserved and cannot be a field"
+                    )
+            declared.append((fname, ann, spec))
+        ns["__slots__"] = tuple(f for f, _, spec in declared if not spec.is_pad)
+        ns["__bw_declared__"] = tuple(declared)
+        cls = super().__new__(mcls, name, bases, ns)
+        inherited = next(
+            (b.__bw_byteorder__ for b in cls.__mro__[1:] if isinstance(b, StructMeta)), None
+        )
+        type.__setattr__(cls, "__bw_byteorder__", order or inherited)
+        inherited_limits = next(
+            (b.__bw_limits__ for b in cls.__mro__[1:] if isinstance(b, StructMeta)), None
+        )
+        type.__setattr__(cls, "__bw_limits__", limits or inherited_limits)
+        type.__setattr__(cls, "__bw_resolved__", None)
+        if not declared and all(not isinstance(b, StructMeta) for b in bases):
+            return cls  # the Struct base itself
+        try:
+            _install(cls)  # type: ignore[arg-type]
+        except NameError:
+            # A forward reference not defined yet: compile on first use.
+            type.__setattr__(cls, "__bw_codec__", _LazyCodec(cls))  # type: ignore[arg-type]
+            type.__setattr__(cls, "__init__", _lazy_init)
+        return cls
+
+    def __bw_fields__(cls) -> tuple[StructField, ...]:
+        resolved = cls.__dict__.get("__bw_resolved__")
+        if resolved is None:
+            resolved = _resolve_fields(cls)
+            type.__setattr__(cls, "__bw_resolved__", resolved)
+        return resolved
+
+
+def _lazy_init(self: Any, **kwargs: Any) -> None:
+    _install(type(self))
+    type(self).__init__(self, **kwargs)
+
+
+class Struct(metaclass=StructMeta):
+    """Base class of typed binary structs.
+
+    Annotate fields with wire types (``bw.U16``, ``bytes``, ``str``, nested Structs,
+    ``list[...]``) and options (``bw.field(...)``); the class gets a keyword ``__init__``,
+    ``==``, ``repr``, ``pack``/``pack_into`` and the classmethods ``unpack``,
+    ``unpack_from`` and ``parse``.
+    """
+
+    __slots__ = ()
+    __bw_codec__: ClassVar[Any]
+    __bw_derived__: ClassVar[frozenset[str]]
+
+    def __repr__(self) -> str:
+        parts = []
+        for f in type(self).__bw_fields__():
+            if not f.spec.is_pad:
+                parts.append(f"{f.name}={getattr(self, f.name, None)!r}")
+        return f"{type(self).__qualname__}({', '.join(parts)})"
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like dataclasses
+
+    def pack(self) -> bytes:
+        """Packs this value into new bytes (derived fields left as None are computed)."""
+        return self.__bw_codec__.pack(self)
+
+    def pack_into(self, buffer: Any, offset: int = 0) -> int:
+        """Packs straight into a writable buffer at ``offset``; returns the end offset."""
+        return self.__bw_codec__.pack_into(buffer, self, offset)
+
+    @classmethod
+    def unpack(cls: type[S], data: Any) -> S:
+        """Unpacks exactly one value from a bytes-like object; trailing bytes are an error."""
+        return cls.__bw_codec__.unpack(data)  # type: ignore[no-any-return]
+
+    @classmethod
+    def unpack_from(cls: type[S], data: Any, offset: int = 0) -> tuple[S, int]:
+        """Unpacks one value at ``offset``; returns ``(value, end_offset)``."""
+        return cls.__bw_codec__.unpack_from(data, offset)  # type: ignore[no-any-return]
+
+    @classmethod
+    def parse(cls: type[S], data: Any, offset: int = 0) -> Any:
+        """Like ``unpack_from``, but returns a falsy ``bw.Incomplete`` when data runs short."""
+        return cls.__bw_codec__.parse(data, offset)
+
+
+def make_struct(
+    name: str,
+    fields: typing.Iterable[tuple[Any, ...]],
+    *,
+    byteorder: str | None = None,
+    limits: Limits | None = None,
+    module: str | None = None,
+) -> type[Struct]:
+    """Builds a Struct class from data: ``[(name, type), (name, type, bw.field(...)), ...]``."""
+    annotations: dict[str, Any] = {}
+    ns: dict[str, Any] = {"__annotations__": annotations}
+    for i, entry in enumerate(fields):
+        if not isinstance(entry, tuple) or len(entry) not in (2, 3):
+            raise SchemaError(
+                f"{name}: field {i} must be (name, type) or (name, type, bw.field(...))"
+            )
+        fname, ftype = entry[0], entry[1]
+        if not isinstance(fname, str):
+            raise SchemaError(f"{name}: field {i} has a non-string name {fname!r}")
+        if fname in annotations:
+            raise SchemaError(f"{name}.{fname}: duplicate field name")
+        annotations[fname] = ftype
+        if len(entry) == 3:
+            ns[fname] = entry[2]
+    ns["__module__"] = module or sys._getframe(1).f_globals.get("__name__", __name__)
+    ns["__qualname__"] = name
+    return StructMeta(name, (Struct,), ns, byteorder=byteorder, limits=limits)  # type: ignore[return-value]
+
+
+def compile(cls: type[Struct], *, limits: Limits | None = None) -> Codec:
+    """A mapping-level codec for ``cls``: packs dicts (or objects) and unpacks dicts and lists.
+
+    Codecs are immutable, thread-safe and picklable.
+    """
+    if not (isinstance(cls, StructMeta) and cls is not Struct):
+        raise SchemaError(f"compile() needs a bw.Struct subclass, got {cls!r}")
+    schema, infos = describe(cls, typed=False, limits=limits or cls.__bw_limits__)
+    return Codec(schema, infos, False)

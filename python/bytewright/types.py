@@ -1,0 +1,116 @@
+"""The type vocabulary: scalar annotations and the runtime type objects.
+
+Scalars are ``Annotated`` aliases, so type checkers read ``bw.U16`` as ``int``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Final
+
+__all__ = [
+    "F32",
+    "F64",
+    "I8",
+    "I16",
+    "I24",
+    "I32",
+    "I64",
+    "REST",
+    "U8",
+    "U16",
+    "U24",
+    "U32",
+    "U64",
+    "Array",
+    "Bool",
+    "Bytes",
+    "CStr",
+    "Str",
+]
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """Wire facts of a scalar annotation: kind (int, float, bool), width in bytes, signedness."""
+
+    kind: str
+    width: int
+    signed: bool = False
+
+    def describe(self, order: str | None) -> dict[str, Any]:
+        if self.kind == "bool":
+            return {"t": "bool"}
+        d: dict[str, Any] = {"t": self.kind, "width": self.width}
+        if self.kind == "int":
+            d["signed"] = self.signed
+        if order is not None:
+            d["order"] = order
+        return d
+
+
+class _Rest:
+    """Marker: the length or count runs to the end of the enclosing region."""
+
+    _instance: _Rest | None = None
+
+    def __new__(cls) -> _Rest:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "bytewright.REST"
+
+    def __reduce__(self) -> str:
+        return "REST"
+
+
+REST: Final = _Rest()
+
+U8 = Annotated[int, Scalar("int", 1)]
+U16 = Annotated[int, Scalar("int", 2)]
+U24 = Annotated[int, Scalar("int", 3)]
+U32 = Annotated[int, Scalar("int", 4)]
+U64 = Annotated[int, Scalar("int", 8)]
+I8 = Annotated[int, Scalar("int", 1, True)]
+I16 = Annotated[int, Scalar("int", 2, True)]
+I24 = Annotated[int, Scalar("int", 3, True)]
+I32 = Annotated[int, Scalar("int", 4, True)]
+I64 = Annotated[int, Scalar("int", 8, True)]
+F32 = Annotated[float, Scalar("float", 4)]
+F64 = Annotated[float, Scalar("float", 8)]
+Bool = Annotated[bool, Scalar("bool", 1)]
+
+Length = int | str | _Rest
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """Raw bytes whose length is a constant, an expression over earlier fields, or REST."""
+
+    len: Length
+
+
+@dataclass(frozen=True)
+class Str:
+    """Text of a byte length given like ``Bytes``; encoding utf-8, ascii or latin-1."""
+
+    len: Length
+    encoding: str = "utf-8"
+
+
+@dataclass(frozen=True)
+class CStr:
+    """NUL-terminated text of at most ``max_len`` bytes before the NUL."""
+
+    max_len: int
+    encoding: str = "utf-8"
+
+
+@dataclass(frozen=True)
+class Array:
+    """A list of ``item`` (any type); ``count`` is a constant, an expression or REST."""
+
+    item: Any
+    count: Length = REST
