@@ -21,8 +21,8 @@ build: venv
 lint: venv
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	ruff check python tests benchmarks
-	ruff format --check python tests benchmarks
+	ruff check .
+	ruff format --check .
 
 test-rust:
 	cargo test --workspace --exclude bytewright-python
@@ -34,8 +34,8 @@ test: lint test-rust test-python
 
 fmt: venv
 	cargo fmt --all
-	ruff format python tests benchmarks
-	ruff check --fix python tests benchmarks
+	ruff format .
+	ruff check --fix .
 
 # The comparison packages (pinned; never imported by the library). `make test` installs them
 # too (about 15 s), so the smoke test of the harness measures every peer arm.

@@ -86,10 +86,15 @@ pub struct Full {
 /// Where packed bytes go.
 pub trait Output {
     fn pos(&self) -> usize;
-    /// Appends `n` zero bytes and returns them to be filled.
-    fn grow(&mut self, n: usize) -> Result<&mut [u8], Full>;
+    /// Appends `n` bytes (of unspecified value: the caller fills all of them) and returns
+    /// their position.
+    fn grow(&mut self, n: usize) -> Result<usize, Full>;
+    /// The `n` bytes at `at`, which must already have been grown.
+    fn slot(&mut self, at: usize, n: usize) -> &mut [u8];
     /// Overwrites bytes already written.
-    fn patch(&mut self, at: usize, data: &[u8]);
+    fn patch(&mut self, at: usize, data: &[u8]) {
+        self.slot(at, data.len()).copy_from_slice(data);
+    }
 }
 
 impl Output for Vec<u8> {
@@ -98,13 +103,14 @@ impl Output for Vec<u8> {
         self.len()
     }
     #[inline]
-    fn grow(&mut self, n: usize) -> Result<&mut [u8], Full> {
+    fn grow(&mut self, n: usize) -> Result<usize, Full> {
         let p = self.len();
         self.resize(p + n, 0);
-        Ok(&mut self[p..])
+        Ok(p)
     }
-    fn patch(&mut self, at: usize, data: &[u8]) {
-        self[at..at + data.len()].copy_from_slice(data);
+    #[inline]
+    fn slot(&mut self, at: usize, n: usize) -> &mut [u8] {
+        &mut self[at..at + n]
     }
 }
 
@@ -136,19 +142,18 @@ impl Output for SliceOutput<'_> {
         self.pos - self.start
     }
     #[inline]
-    fn grow(&mut self, n: usize) -> Result<&mut [u8], Full> {
+    fn grow(&mut self, n: usize) -> Result<usize, Full> {
         let cap = self.buf.len().saturating_sub(self.pos);
         if n > cap {
             return Err(Full { need: n, cap });
         }
         let p = self.pos;
         self.pos += n;
-        let s = &mut self.buf[p..p + n];
-        s.fill(0);
-        Ok(s)
+        Ok(p - self.start)
     }
-    fn patch(&mut self, at: usize, data: &[u8]) {
+    #[inline]
+    fn slot(&mut self, at: usize, n: usize) -> &mut [u8] {
         let at = at + self.start;
-        self.buf[at..at + data.len()].copy_from_slice(data);
+        &mut self.buf[at..at + n]
     }
 }

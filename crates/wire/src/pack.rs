@@ -33,7 +33,7 @@ struct Enc<'p, 's, 'o, S: Source, O: Output> {
     pending: Vec<(usize, usize, Option<i128>)>,
 }
 
-#[inline]
+#[inline(always)]
 fn write_uint(dst: &mut [u8], v: u64, width: u8, big: bool) {
     match (width, big) {
         (1, _) => dst[0] = v as u8,
@@ -57,6 +57,7 @@ fn write_uint(dst: &mut [u8], v: u64, width: u8, big: bool) {
 }
 
 /// Encodes an integer into a scalar slot after a range check.
+#[inline(always)]
 fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), String> {
     match *s {
         Scalar::Int { width, big, .. } => {
@@ -90,17 +91,20 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         }
     }
 
+    /// Reserves `n` bytes and returns their position; the caller writes all of them.
     #[inline]
-    fn grow(&mut self, n: usize) -> Result<&mut [u8], S::Error> {
+    fn grow(&mut self, n: usize) -> Result<usize, S::Error> {
         let at = self.out.pos();
         match self.out.grow(n) {
-            Ok(b) => Ok(b),
+            Ok(p) => Ok(p),
             Err(Full { need, cap }) => Err(Error::new(Kind::Full { need, cap }, at)),
         }
     }
 
+    #[inline]
     fn put(&mut self, data: &[u8]) -> Result<(), S::Error> {
-        self.grow(data.len())?.copy_from_slice(data);
+        let at = self.grow(data.len())?;
+        self.out.slot(at, data.len()).copy_from_slice(data);
         Ok(())
     }
 
@@ -131,18 +135,19 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         Ok(())
     }
 
-    fn scalar_value(&mut self, s: &Scalar, v: &S::Value) -> Result<Value, S::Error> {
-        let size = s.size();
+    /// Writes a scalar read from the source at `at` (already grown); returns its slot value.
+    #[inline]
+    fn scalar_value(&mut self, s: &Scalar, v: &S::Value, at: usize) -> Result<Value, S::Error> {
         match *s {
             Scalar::Int { .. } => {
                 let i = self.src.int(v).map_err(|e| self.src_err(e))?;
-                let m = encode_int(self.grow(size)?, s, i);
+                let m = encode_int(self.out.slot(at, s.size()), s, i);
                 m.map_err(|m| self.invalid(m))?;
                 Ok(Value::Int(i))
             }
             Scalar::Bool => {
                 let b = self.src.bool(v).map_err(|e| self.src_err(e))?;
-                self.grow(1)?[0] = u8::from(b);
+                self.out.slot(at, 1)[0] = u8::from(b);
                 Ok(Value::Int(i128::from(b)))
             }
             Scalar::Float { width, big } => {
@@ -152,9 +157,9 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                     if g.is_infinite() && f.is_finite() {
                         return Err(self.invalid(format!("{f} is too large for f32")));
                     }
-                    write_uint(self.grow(4)?, u64::from(g.to_bits()), 4, big);
+                    write_uint(self.out.slot(at, 4), u64::from(g.to_bits()), 4, big);
                 } else {
-                    write_uint(self.grow(8)?, f.to_bits(), 8, big);
+                    write_uint(self.out.slot(at, 8), f.to_bits(), 8, big);
                 }
                 Ok(Value::Absent)
             }
@@ -165,12 +170,11 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                         self.invalid(format!("expected exactly {n} bytes, got {}", b.len()))
                     );
                 }
-                let val = Value::Bytes(b.into());
-                self.put(b)?;
-                Ok(val)
+                self.out.slot(at, n).copy_from_slice(b);
+                Ok(Value::Bytes(b.into()))
             }
             Scalar::Pad(n) => {
-                self.grow(n)?;
+                self.out.slot(at, n).fill(0);
                 Ok(Value::Absent)
             }
         }
@@ -178,7 +182,10 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
 
     fn node(&mut self, node: &'p Node, v: &S::Value) -> Result<(), S::Error> {
         match node {
-            Node::Scalar(s) => self.scalar_value(s, v).map(|_| ()),
+            Node::Scalar(s) => {
+                let at = self.grow(s.size())?;
+                self.scalar_value(s, v, at).map(|_| ())
+            }
             Node::Bytes { len, max } => {
                 let b = self.src.bytes(v).map_err(|e| self.src_err(e))?;
                 self.check_len(len, b.len(), *max, "length")?;
@@ -298,6 +305,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         derive: &Option<Derive>,
         obj: &S::Value,
         sp: &'p StructProg,
+        at: usize,
     ) -> Result<(), S::Error> {
         let given = self
             .src
@@ -309,8 +317,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                 Konst::Bytes(b) => Value::Bytes(b.clone()),
             };
             if let Some(g) = &given {
-                let at = self.out.pos();
-                let gv = self.scalar_value(s, g)?;
+                let gv = self.scalar_value(s, g, at)?;
                 if gv != kv {
                     return Err(Error::invalid(
                         format!(
@@ -322,13 +329,12 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                     ));
                 }
             } else {
-                match (&kv, s) {
-                    (Value::Int(i), _) => {
-                        let i = *i;
-                        let m = encode_int(self.grow(s.size())?, s, i);
+                match &kv {
+                    Value::Int(i) => {
+                        let m = encode_int(self.out.slot(at, s.size()), s, *i);
                         m.map_err(|m| self.invalid(m))?;
                     }
-                    (Value::Bytes(b), _) => self.put(&b.clone())?,
+                    Value::Bytes(b) => self.out.slot(at, b.len()).copy_from_slice(b),
                     _ => {}
                 }
             }
@@ -344,10 +350,9 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                 None => None,
             };
             if d.measure == Measure::Window {
-                let pos = self.out.pos();
-                self.grow(s.size())?;
+                self.out.slot(at, s.size()).fill(0);
                 let abs = self.env.abs(slot);
-                self.pending.push((abs, pos, given));
+                self.pending.push((abs, at, given));
                 self.env.set(slot, Value::Pending);
                 return Ok(());
             }
@@ -360,7 +365,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                     )));
                 }
             }
-            let m = encode_int(self.grow(s.size())?, s, v);
+            let m = encode_int(self.out.slot(at, s.size()), s, v);
             m.map_err(|m| self.invalid(format!("the derived value {m}")))?;
             self.env.set(slot, Value::Int(v));
             return Ok(());
@@ -368,7 +373,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         let Some(g) = given else {
             return Err(self.invalid("missing field"));
         };
-        let val = self.scalar_value(s, &g)?;
+        let val = self.scalar_value(s, &g, at)?;
         if let Some(slot) = slot {
             self.env.set(slot, val);
         }
@@ -383,13 +388,13 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         for step in &sp.steps {
             match step {
                 Step::Run(run) => {
+                    let base = self.grow(run.size)?;
                     for it in &run.items {
+                        let at = base + it.off;
                         match it.field {
-                            None => {
-                                self.grow(it.scalar.size())?;
-                            }
+                            None => self.out.slot(at, it.scalar.size()).fill(0),
                             Some(f) => self
-                                .item(&it.scalar, f, it.slot, &it.konst, &it.derive, obj, sp)
+                                .item(&it.scalar, f, it.slot, &it.konst, &it.derive, obj, sp, at)
                                 .at_field(&sp.fields[f as usize])?,
                         }
                     }
@@ -424,7 +429,8 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         }
         let start = self.out.pos();
         if let Node::Scalar(s) = &fs.node {
-            self.item(s, fs.field, fs.slot, &fs.konst, &fs.derive, obj, sp)?;
+            let at = self.grow(s.size())?;
+            self.item(s, fs.field, fs.slot, &fs.konst, &fs.derive, obj, sp, at)?;
         } else {
             let v = self
                 .src

@@ -56,7 +56,7 @@ enum Raw<'b> {
     Bytes(&'b [u8]),
 }
 
-#[inline]
+#[inline(always)]
 fn read_uint(b: &[u8], width: u8, big: bool) -> u64 {
     match (width, big) {
         (1, _) => u64::from(b[0]),
@@ -76,7 +76,7 @@ fn read_uint(b: &[u8], width: u8, big: bool) -> u64 {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn read_scalar<'b>(s: &Scalar, b: &'b [u8]) -> std::result::Result<Option<Raw<'b>>, String> {
     Ok(Some(match *s {
         Scalar::Int { width, signed, big } => {
@@ -188,7 +188,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         Ok(n as usize)
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&mut self, raw: Raw<'b>) -> Result<S::Value, S::Error> {
         let r = match raw {
             Raw::U(u) => self.sink.uint(u),

@@ -139,7 +139,7 @@ impl Output for BytesOut {
     }
 
     #[inline]
-    fn grow(&mut self, n: usize) -> Result<&mut [u8], Full> {
+    fn grow(&mut self, n: usize) -> Result<usize, Full> {
         if self.len + n > self.cap {
             let new_cap = (self.cap * 2).max(self.len + n);
             // SAFETY: resizing our own unshared bytes object.
@@ -156,15 +156,13 @@ impl Output for BytesOut {
         }
         let at = self.len;
         self.len += n;
-        // SAFETY: [at, at+n) lies within the object's `cap` bytes.
-        let s = unsafe { std::slice::from_raw_parts_mut(self.data().add(at), n) };
-        s.fill(0);
-        Ok(s)
+        Ok(at)
     }
 
-    fn patch(&mut self, at: usize, data: &[u8]) {
-        assert!(at + data.len() <= self.len, "patch inside written bytes");
-        // SAFETY: bounds asserted above.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.data().add(at), data.len()) };
+    #[inline]
+    fn slot(&mut self, at: usize, n: usize) -> &mut [u8] {
+        assert!(at + n <= self.len, "slot inside grown bytes");
+        // SAFETY: [at, at+n) lies within the grown part of the object's storage.
+        unsafe { std::slice::from_raw_parts_mut(self.data().add(at), n) }
     }
 }
