@@ -1,6 +1,7 @@
 """Part B: bulk records, the `struct` lab: 200,000 `<IHHQ` records packed from tuples."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the bytewright record class is defined inside a
+# function, and its annotations must be evaluated eagerly against local names.
 
 import random
 import struct
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.arms import describe
+from benchmarks.arms import Unavailable, describe
 from benchmarks.plots import plot_bars
 from benchmarks.profiles import Profile
 from benchmarks.progress import Reporter
@@ -149,7 +150,7 @@ def bytewright_typed_arm() -> Packer:
 def bytewright_bulk_arm() -> Packer:
     cls = bytewright_record()
     if not hasattr(cls, "pack_many"):
-        raise LookupError("not available yet (pack_many arrives with the wire part 2 issue)")
+        raise Unavailable("not available yet: no pack_many (arrives with the wire part 2 issue)")
     return cls.pack_many
 
 
