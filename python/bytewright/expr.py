@@ -57,7 +57,7 @@ def _convert(node: ast.expr, source: str, where: str) -> list[Any]:
         if isinstance(v, int):
             if not -(2**127) <= v < 2**127:
                 raise SchemaError(f"{where}: constant {v} in {source!r} is too large")
-            return ["int", v]
+            return ["int", v if -(2**63) <= v < 2**64 else str(v)]
         if isinstance(v, bytes):
             return ["bytes", list(v)]
     elif isinstance(node, ast.BinOp):

@@ -73,7 +73,8 @@ def _length(value: Any, where: str, what: str) -> Any:
 
 def _const(value: Any, where: str) -> dict[str, Any]:
     if isinstance(value, bool | int):
-        return {"int": int(value)}
+        v = int(value)
+        return {"int": v if -(2**63) <= v < 2**64 else str(v)}
     if isinstance(value, bytes | bytearray):
         return {"bytes": list(value)}
     raise SchemaError(f"{where}: a constant must be an int or bytes, got {value!r}")

@@ -409,7 +409,8 @@ pub fn parse(
             Expr::Slot(resolve(name)?, Arc::from(name))
         }
         "int" => {
-            let n: i128 = serde_json::from_value(arg(1)?.clone()).map_err(|e| e.to_string())?;
+            let n = crate::schema::value_to_i128(arg(1)?)
+                .ok_or_else(|| format!("malformed integer in {v}"))?;
             Expr::Const(Value::Int(n))
         }
         "bytes" => {

@@ -118,8 +118,27 @@ pub struct FieldDesc {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ConstDesc {
+    #[serde(deserialize_with = "int128")]
     Int(i128),
     Bytes(Vec<u8>),
+}
+
+/// An integer from a JSON number, or from a decimal string when it exceeds 64 bits.
+pub fn int128<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i128, D::Error> {
+    use serde::de::Error;
+    let v = serde_json::Value::deserialize(d)?;
+    value_to_i128(&v).ok_or_else(|| D::Error::custom(format!("expected an integer, got {v}")))
+}
+
+pub fn value_to_i128(v: &serde_json::Value) -> Option<i128> {
+    match v {
+        serde_json::Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from)),
+        serde_json::Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
