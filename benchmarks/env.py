@@ -49,6 +49,14 @@ def package_version(name: str) -> str:
         return "not installed"
 
 
+def load_average() -> str:
+    """The 1/5/15-minute load averages: other work on the machine shows up as noise."""
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def environment_table(profile: str, started: str) -> Table:
     table = Table("Environment", ["Component", "Value"])
     table.add("Date (UTC)", started)
@@ -60,4 +68,5 @@ def environment_table(profile: str, started: str) -> Table:
     for name in PACKAGES:
         table.add(name, package_version(name))
     table.add("Profile", profile)
+    table.add("Load average at start (1/5/15 min)", load_average())
     return table

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from benchmarks.env import load_average
 from benchmarks.results import PartResult
 from benchmarks.tables import Table
 from benchmarks.targets import Outcome, targets_table
@@ -44,6 +46,8 @@ def render(
         "# bytewright benchmark report",
         "",
         f"Profile `{profile}`, produced by `{command}` in {seconds:,.0f} s. Targets: {summary}.",
+        f"Load average at the end (1/5/15 min): {load_average()} on {os.cpu_count()} cores; "
+        "a load above the core count means other work competed with the run (noisy numbers).",
         "Lower times are better. Every arm passed its correctness gate before it was timed;",
         "arms that did not are listed with the reason instead of a number.",
         "",
