@@ -40,7 +40,9 @@ class Metrics:
         return f"{key[-1]}: {self.missing.get(key, 'not measured')}"
 
 
-def _ratio_target(m: Metrics, part: str, label: str, num: Key, den: Key, op: str, limit: float):
+def _ratio_target(
+    m: Metrics, part: str, label: str, num: Key, den: Key, op: str, limit: float
+) -> Outcome:
     """num/den compared with `limit` (`op` is "<=" or ">=")."""
     if part not in m.ran:
         return Outcome(label, f"part `{part}` not run", NOT_MEASURED)
