@@ -3,6 +3,7 @@
 from bytewright._native import __version__
 from bytewright.errors import DecodeError, Error, Incomplete, PackError, SchemaError
 from bytewright.fields import Limits, const, derived, field, pad
+from bytewright.stream import Reader, read_messages
 from bytewright.struct import Codec, Struct, compile, make_struct
 from bytewright.types import (
     F32,
@@ -49,6 +50,7 @@ __all__ = [
     "Incomplete",
     "Limits",
     "PackError",
+    "Reader",
     "SchemaError",
     "Str",
     "Struct",
@@ -59,4 +61,5 @@ __all__ = [
     "field",
     "make_struct",
     "pad",
+    "read_messages",
 ]

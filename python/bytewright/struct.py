@@ -15,12 +15,14 @@ from bytewright._native import Codec
 from bytewright.errors import SchemaError
 from bytewright.fields import MISSING, FieldSpec, Limits, field, suggest
 from bytewright.schema import StructField, describe, normalize_byteorder
+from bytewright.stream import Reader
 
 __all__ = ["Codec", "Struct", "StructMeta", "compile", "make_struct"]
 
 _CLASS_KEYWORDS = ("byteorder", "limits")
 _RESERVED = frozenset(
-    {"pack", "pack_into", "unpack", "unpack_from", "parse", "codec"} | {n for n in dir(object)}
+    {"pack", "pack_into", "unpack", "unpack_from", "parse", "iter_unpack", "pack_many", "reader"}
+    | {n for n in dir(object)}
 )
 
 S = TypeVar("S", bound="Struct")
@@ -49,6 +51,12 @@ class _LazyCodec:
 
     def parse(self, data: Any, offset: int = 0) -> Any:
         return self._real().parse(data, offset)
+
+    def iter_unpack(self, data: Any) -> Any:
+        return self._real().iter_unpack(data)
+
+    def pack_many(self, items: Any) -> bytes:
+        return self._real().pack_many(items)
 
 
 def _resolve_fields(cls: type) -> tuple[StructField, ...]:
@@ -250,6 +258,21 @@ class Struct(metaclass=StructMeta):
     def parse(cls: type[S], data: Any, offset: int = 0) -> Any:
         """Like ``unpack_from``, but returns a falsy ``bw.Incomplete`` when data runs short."""
         return cls.__bw_codec__.parse(data, offset)
+
+    @classmethod
+    def iter_unpack(cls: type[S], data: Any) -> list[S]:
+        """Unpacks a buffer of back-to-back messages, in one native call."""
+        return cls.__bw_codec__.iter_unpack(data)  # type: ignore[no-any-return]
+
+    @classmethod
+    def pack_many(cls, items: typing.Iterable[Any]) -> bytes:
+        """Packs many messages (instances, mappings or tuples in field order) into one buffer."""
+        return cls.__bw_codec__.pack_many(items)  # type: ignore[no-any-return]
+
+    @classmethod
+    def reader(cls) -> Reader:
+        """An incremental decoder: ``feed(data)``, then iterate for complete messages."""
+        return Reader(cls)
 
 
 def make_struct(

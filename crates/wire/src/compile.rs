@@ -530,10 +530,24 @@ fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
                     out.push(Step::Run(Run {
                         size: scalar.size(),
                         items: vec![item],
+                        plain: false,
                     }));
                 }
             }
             None => out.push(Step::Field(s)),
+        }
+    }
+    for step in &mut out {
+        if let Step::Run(run) = step {
+            run.plain = run.items.iter().all(|it| {
+                it.field.is_some()
+                    && it.konst.is_none()
+                    && it.derive.is_none()
+                    && matches!(
+                        it.scalar,
+                        Scalar::Int { .. } | Scalar::Float { .. } | Scalar::Bool
+                    )
+            });
         }
     }
     out

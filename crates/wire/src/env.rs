@@ -9,6 +9,13 @@ pub(crate) struct Slots {
 }
 
 impl Slots {
+    /// Forgets every frame (after an error left some pushed).
+    #[inline]
+    pub fn clear(&mut self) {
+        self.vals.clear();
+        self.bases.clear();
+    }
+
     #[inline]
     pub fn push(&mut self, n: u16) {
         self.bases.push(self.vals.len());
@@ -47,5 +54,25 @@ impl Env for Slots {
     fn get(&self, s: SlotRef) -> &Value {
         let b = self.bases[self.bases.len() - 1 - s.up as usize];
         &self.vals[b + s.idx as usize]
+    }
+}
+
+/// Working memory of the VMs, reusable across calls so a hot loop allocates nothing.
+#[derive(Default)]
+pub struct Scratch {
+    pub(crate) slots: Slots,
+    /// Window-derived fields written as placeholders: (absolute slot, position, given value).
+    pub(crate) pending: Vec<(usize, usize, Option<i128>)>,
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    pub(crate) fn reset(&mut self) {
+        self.slots.clear();
+        self.pending.clear();
     }
 }

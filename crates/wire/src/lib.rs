@@ -6,6 +6,7 @@
 
 pub mod compile;
 mod env;
+pub use env::Scratch;
 pub mod error;
 pub mod expr;
 pub mod host;

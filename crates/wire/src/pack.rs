@@ -1,6 +1,6 @@
 //! The pack VM: values read through a [`Source`] -> bytes in an [`Output`].
 
-use crate::env::Slots;
+use crate::env::{Scratch, Slots};
 use crate::error::{At, Error, Kind, Result};
 use crate::expr::{Expr, SlotRef, Value};
 use crate::host::{Full, Output, Source, SourceError};
@@ -14,23 +14,34 @@ pub fn pack<S: Source, O: Output>(
     out: &mut O,
     value: &S::Value,
 ) -> Result<(), S::Error> {
+    pack_with(prog, &mut Scratch::new(), src, out, value)
+}
+
+/// [`pack`] with reusable working memory.
+pub fn pack_with<S: Source, O: Output>(
+    prog: &Program,
+    scratch: &mut Scratch,
+    src: &S,
+    out: &mut O,
+    value: &S::Value,
+) -> Result<(), S::Error> {
+    scratch.reset();
     let mut e = Enc {
         p: prog,
         src,
         out,
-        env: Slots::default(),
-        pending: Vec::new(),
+        env: &mut scratch.slots,
+        pending: &mut scratch.pending,
     };
     e.node(&prog.root, value)
 }
 
-struct Enc<'p, 's, 'o, S: Source, O: Output> {
+struct Enc<'p, 's, 'o, 'w, S: Source, O: Output> {
     p: &'p Program,
     src: &'s S,
     out: &'o mut O,
-    env: Slots,
-    /// Window-derived fields written as placeholders: (absolute slot, output position, given value).
-    pending: Vec<(usize, usize, Option<i128>)>,
+    env: &'w mut Slots,
+    pending: &'w mut Vec<(usize, usize, Option<i128>)>,
 }
 
 #[inline(always)]
@@ -82,7 +93,7 @@ fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), St
     }
 }
 
-impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
+impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
     #[inline]
     fn src_err(&self, e: SourceError<S::Error>) -> Box<Error<S::Error>> {
         match e {
@@ -113,7 +124,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
     }
 
     fn eval_int(&self, e: &Expr, what: &str) -> Result<i128, S::Error> {
-        e.eval_int(&self.env)
+        e.eval_int(self.env)
             .map_err(|err| self.invalid(format!("cannot compute the {what}: {err}")))
     }
 
@@ -135,20 +146,31 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         Ok(())
     }
 
-    /// Writes a scalar read from the source at `at` (already grown); returns its slot value.
-    #[inline]
-    fn scalar_value(&mut self, s: &Scalar, v: &S::Value, at: usize) -> Result<Value, S::Error> {
+    /// Writes a scalar read from the source at `at` (already grown); returns its value for a
+    /// slot when `want` is set (else `Absent`, so the common case builds nothing).
+    #[inline(always)]
+    fn scalar_value(
+        &mut self,
+        s: &Scalar,
+        v: &S::Value,
+        at: usize,
+        want: bool,
+    ) -> Result<Value, S::Error> {
         match *s {
             Scalar::Int { .. } => {
                 let i = self.src.int(v).map_err(|e| self.src_err(e))?;
                 let m = encode_int(self.out.slot(at, s.size()), s, i);
                 m.map_err(|m| self.invalid(m))?;
-                Ok(Value::Int(i))
+                Ok(if want { Value::Int(i) } else { Value::Absent })
             }
             Scalar::Bool => {
                 let b = self.src.bool(v).map_err(|e| self.src_err(e))?;
                 self.out.slot(at, 1)[0] = u8::from(b);
-                Ok(Value::Int(i128::from(b)))
+                Ok(if want {
+                    Value::Int(i128::from(b))
+                } else {
+                    Value::Absent
+                })
             }
             Scalar::Float { width, big } => {
                 let f = self.src.float(v).map_err(|e| self.src_err(e))?;
@@ -171,7 +193,11 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                     );
                 }
                 self.out.slot(at, n).copy_from_slice(b);
-                Ok(Value::Bytes(b.into()))
+                Ok(if want {
+                    Value::Bytes(b.into())
+                } else {
+                    Value::Absent
+                })
             }
             Scalar::Pad(n) => {
                 self.out.slot(at, n).fill(0);
@@ -184,7 +210,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         match node {
             Node::Scalar(s) => {
                 let at = self.grow(s.size())?;
-                self.scalar_value(s, v, at).map(|_| ())
+                self.scalar_value(s, v, at, false).map(|_| ())
             }
             Node::Bytes { len, max } => {
                 let b = self.src.bytes(v).map_err(|e| self.src_err(e))?;
@@ -232,7 +258,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                 default,
             } => {
                 let t = tag
-                    .eval(&self.env)
+                    .eval(self.env)
                     .map_err(|e| self.invalid(format!("cannot compute the union tag: {e}")))?;
                 let chosen = cases
                     .iter()
@@ -284,7 +310,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         .map_err(|e| self.src_err(e))
         .at_field(cname)?;
         let target = SlotRef { up: 0, idx: slot };
-        match d.expr.solve(target, measured as i128, &self.env) {
+        match d.expr.solve(target, measured as i128, self.env) {
             Ok(Some(v)) => Ok(v),
             Ok(None) => Err(self.invalid(format!(
                 "cannot be derived: no integer value makes the {} of '{cname}' equal {measured}",
@@ -317,7 +343,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
                 Konst::Bytes(b) => Value::Bytes(b.clone()),
             };
             if let Some(g) = &given {
-                let gv = self.scalar_value(s, g, at)?;
+                let gv = self.scalar_value(s, g, at, true)?;
                 if gv != kv {
                     return Err(Error::invalid(
                         format!(
@@ -373,9 +399,31 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         let Some(g) = given else {
             return Err(self.invalid("missing field"));
         };
-        let val = self.scalar_value(s, &g, at)?;
+        let val = self.scalar_value(s, &g, at, slot.is_some())?;
         if let Some(slot) = slot {
             self.env.set(slot, val);
+        }
+        Ok(())
+    }
+
+    /// A run of plain numbers: fetch, convert and write each, with nothing else to check.
+    #[inline]
+    fn plain_run(&mut self, run: &Run, obj: &S::Value, sp: &'p StructProg) -> Result<(), S::Error> {
+        let base = self.grow(run.size)?;
+        for it in &run.items {
+            let f = it.field.unwrap_or(0);
+            let v = match self.src.field(obj, sp.sink_id, f) {
+                Ok(Some(v)) => v,
+                Ok(None) => {
+                    return Err(self.invalid("missing field")).at_field(&sp.fields[f as usize])
+                }
+                Err(e) => return Err(self.src_err(e)).at_field(&sp.fields[f as usize]),
+            };
+            let val = self.scalar_value(&it.scalar, &v, base + it.off, it.slot.is_some());
+            let val = val.at_field(&sp.fields[f as usize])?;
+            if let Some(slot) = it.slot {
+                self.env.set(slot, val);
+            }
         }
         Ok(())
     }
@@ -387,6 +435,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
         let pending_mark = self.pending.len();
         for step in &sp.steps {
             match step {
+                Step::Run(run) if run.plain => self.plain_run(run, obj, sp)?,
                 Step::Run(run) => {
                     let base = self.grow(run.size)?;
                     for it in &run.items {
@@ -417,7 +466,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
     ) -> Result<(), S::Error> {
         if let Some(w) = &fs.when {
             let present = w
-                .eval(&self.env)
+                .eval(self.env)
                 .map_err(|e| self.invalid(format!("cannot compute the condition: {e}")))?
                 .truthy();
             if !present {
@@ -473,7 +522,7 @@ impl<'p, 's, 'o, S: Source, O: Output> Enc<'p, 's, 'o, S, O> {
             up: 0,
             idx: fill.slot,
         };
-        let v = match fill.expr.solve(target, size, &self.env) {
+        let v = match fill.expr.solve(target, size, self.env) {
             Ok(Some(v)) => v,
             Ok(None) => {
                 return Err(self.invalid(format!("no integer value makes the window {size} bytes")))

@@ -145,6 +145,8 @@ pub struct RunItem {
 pub struct Run {
     pub size: usize,
     pub items: Vec<RunItem>,
+    /// Every item is a named number without constant or derivation: pack takes a fast path.
+    pub plain: bool,
 }
 
 /// A field that is not part of a run: variable size, conditional or windowed.

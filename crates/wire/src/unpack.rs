@@ -1,6 +1,6 @@
 //! The unpack VM: bytes -> values, built directly through a [`Sink`].
 
-use crate::env::Slots;
+use crate::env::{Scratch, Slots};
 use crate::error::{At, Error, Kind, Result};
 use crate::expr::{EvalError, Expr, Value};
 use crate::host::Sink;
@@ -14,6 +14,18 @@ pub fn unpack<S: Sink>(
     buf: &[u8],
     offset: usize,
 ) -> Result<(S::Value, usize), S::Error> {
+    unpack_with(prog, &mut Scratch::new(), sink, buf, offset)
+}
+
+/// [`unpack`] with reusable working memory.
+pub fn unpack_with<S: Sink>(
+    prog: &Program,
+    scratch: &mut Scratch,
+    sink: &mut S,
+    buf: &[u8],
+    offset: usize,
+) -> Result<(S::Value, usize), S::Error> {
+    scratch.reset();
     if offset > buf.len() {
         return Err(Error::invalid(
             format!(
@@ -29,7 +41,7 @@ pub fn unpack<S: Sink>(
         pos: offset,
         end: buf.len(),
         at_end: true,
-        env: Slots::default(),
+        env: &mut scratch.slots,
         sink,
     };
     let v = d.node(&prog.root)?;
@@ -44,7 +56,7 @@ struct Dec<'p, 'b, 's, S: Sink> {
     end: usize,
     /// Whether `end` is the end of the input, so running short means "incomplete".
     at_end: bool,
-    env: Slots,
+    env: &'s mut Slots,
     sink: &'s mut S,
 }
 
@@ -170,7 +182,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             Len::Fixed(n) => *n as i128,
             Len::Rest => return Ok(self.end - self.pos),
             Len::Expr(e) => e
-                .eval_int(&self.env)
+                .eval_int(self.env)
                 .map_err(|err| self.eval_err(err, what))?,
         };
         if n < 0 {
@@ -255,7 +267,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 default,
             } => {
                 let t = tag
-                    .eval(&self.env)
+                    .eval(self.env)
                     .map_err(|e| self.eval_err(e, "union tag"))?;
                 match cases
                     .iter()
@@ -426,7 +438,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
     fn field(&mut self, fs: &'p FieldStep, st: &mut S::Struct) -> Result<(), S::Error> {
         if let Some(w) = &fs.when {
             let present = w
-                .eval(&self.env)
+                .eval(self.env)
                 .map_err(|e| self.eval_err(e, "condition"))?
                 .truthy();
             if !present {
@@ -485,7 +497,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
 
     fn window(&mut self, w: &'p Expr, fs: &'p FieldStep) -> Result<S::Value, S::Error> {
         let n = w
-            .eval_int(&self.env)
+            .eval_int(self.env)
             .map_err(|e| self.eval_err(e, "window size"))?;
         if n < 0 {
             return Err(Error::invalid(

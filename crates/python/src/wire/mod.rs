@@ -6,20 +6,33 @@ mod sink;
 mod source;
 mod structs;
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyTuple, PyType};
+use pyo3::types::{PyList, PyTuple, PyType};
 
 use bytewright_wire::host::SliceOutput;
-use bytewright_wire::{compile, pack, unpack, Program, Schema};
+use bytewright_wire::{compile, pack, unpack, Program, Schema, Scratch};
 
 use buffer::{BytesOut, InBuf};
 use errors::{raise, Mode};
 use sink::PySink;
 use source::PySource;
 use structs::StructInfo;
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+}
+
+/// Runs `f` with this thread's VM working memory (a fresh one if a call re-enters).
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut s) => f(&mut s),
+        Err(_) => f(&mut Scratch::new()),
+    })
+}
 
 /// One struct's adapter info as the frontend passes it: (class or None, field names, defaults).
 type StructArg<'py> = (Option<Bound<'py, PyType>>, Vec<String>, Vec<Py<PyAny>>);
@@ -48,7 +61,7 @@ impl Codec {
             structs: &self.structs,
             typed: self.typed,
         };
-        unpack::unpack(&self.prog, &mut sink, data, offset)
+        with_scratch(|w| unpack::unpack_with(&self.prog, w, &mut sink, data, offset))
     }
 }
 
@@ -154,7 +167,7 @@ impl Codec {
             structs: &self.structs,
         };
         let mut out = BytesOut::new(py, self.size_hint.load(Ordering::Relaxed))?;
-        match pack::pack(&self.prog, &src, &mut out, value) {
+        match with_scratch(|w| pack::pack_with(&self.prog, w, &src, &mut out, value)) {
             Ok(()) => {
                 self.size_hint
                     .store(bytewright_wire::host::Output::pos(&out), Ordering::Relaxed);
@@ -190,10 +203,67 @@ impl Codec {
             structs: &self.structs,
         };
         let mut out = SliceOutput::new(slice, offset);
-        match pack::pack(&self.prog, &src, &mut out, value) {
+        match with_scratch(|w| pack::pack_with(&self.prog, w, &src, &mut out, value)) {
             Ok(()) => Ok(out.end()),
             Err(e) => Err(raise(py, *e, Mode::Pack)),
         }
+    }
+
+    /// Packs many values back to back into one bytes object, in one call. Items are
+    /// typed instances, mappings, or tuples listing every named field in order.
+    fn pack_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let src = PySource {
+            py,
+            structs: &self.structs,
+        };
+        let seq = items.try_iter()?;
+        let (lo, _) = seq.size_hint();
+        let per = self.size_hint.load(Ordering::Relaxed).max(1);
+        let mut out = BytesOut::new(py, per.saturating_mul(lo.max(1)))?;
+        let mut scratch = Scratch::new();
+        for (i, item) in seq.enumerate() {
+            let item = item?;
+            if let Err(mut e) = pack::pack_with(&self.prog, &mut scratch, &src, &mut out, &item) {
+                e.rev_path.push(bytewright_wire::Seg::Index(i));
+                return Err(raise(py, *e, Mode::PackGrowable));
+            }
+        }
+        out.finish(py)
+    }
+
+    /// Unpacks a buffer of back-to-back messages into a list, in one call.
+    fn iter_unpack<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let buf = InBuf::new(data, false)?;
+        let bytes = buf.as_slice();
+        let out = PyList::empty(py);
+        let mut offset = 0;
+        let mut i = 0;
+        while offset < bytes.len() {
+            match self.unpack_at(py, bytes, offset) {
+                Ok((v, end)) => {
+                    if end == offset {
+                        return Err(errors::decode_error(
+                            py,
+                            format!("[{i}]: a message of zero bytes cannot be iterated"),
+                            "",
+                            offset,
+                        ));
+                    }
+                    out.append(v)?;
+                    offset = end;
+                }
+                Err(mut e) => {
+                    e.rev_path.push(bytewright_wire::Seg::Index(i));
+                    return Err(raise(py, *e, Mode::Unpack));
+                }
+            }
+            i += 1;
+        }
+        Ok(out)
     }
 
     /// Unpacks exactly one value: trailing bytes are an error.

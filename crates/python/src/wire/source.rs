@@ -47,8 +47,12 @@ impl<'py> Source for PySource<'_, 'py> {
         // SAFETY: all pointers are live objects; borrowed results are increfed before use.
         unsafe {
             if let Some(cls) = &info.class {
-                if !info.offsets.is_empty() && ffi::PyObject_TypeCheck(p, cls.as_ptr().cast()) != 0
-                {
+                let exact = ffi::Py_TYPE(p) == cls.as_ptr().cast();
+                let inst = exact
+                    || (ffi::PyTuple_Check(p) == 0
+                        && ffi::PyDict_Check(p) == 0
+                        && ffi::PyType_IsSubtype(ffi::Py_TYPE(p), cls.as_ptr().cast()) != 0);
+                if !info.offsets.is_empty() && inst {
                     let slot = *p
                         .cast::<u8>()
                         .offset(info.offsets[field as usize])
@@ -60,6 +64,21 @@ impl<'py> Source for PySource<'_, 'py> {
                 }
             }
             let key = info.keys[field as usize].as_ptr();
+            if ffi::PyTuple_Check(p) != 0 {
+                // A tuple lists every named field in declaration order.
+                let n = ffi::PyTuple_GET_SIZE(p) as usize;
+                if n != info.keys.len() {
+                    return Err(SourceError::Type(format!(
+                        "a tuple for this struct needs {} items (every named field in order), got {n}",
+                        info.keys.len()
+                    )));
+                }
+                let v = ffi::PyTuple_GET_ITEM(p, field as ffi::Py_ssize_t);
+                if v == ffi::Py_None() {
+                    return Ok(None);
+                }
+                return Ok(Some(Bound::from_borrowed_ptr(self.py, v)));
+            }
             if ffi::PyDict_Check(p) != 0 {
                 let v = ffi::PyDict_GetItemWithError(p, key);
                 if v.is_null() {
