@@ -60,6 +60,25 @@ def test_stdlib_and_installed_peer_arms_are_measured(smoke) -> None:  # type: ig
         assert ("loads", "Ints (10,000)", "pysafe-pickle") in metrics
 
 
+def test_bytewright_arms_are_measured_once_their_api_exists(smoke) -> None:  # type: ignore[no-untyped-def]
+    """An API drift must not silently turn a bytewright arm into "unavailable"."""
+    import bytewright
+
+    result, _ = smoke
+    metrics = {k: v for part in result.parts for k, v in part.metrics.items()}
+    if hasattr(bytewright, "compile") and hasattr(bytewright, "Struct"):
+        for workload in ("scalars", "vector", "telemetry"):
+            for op in ("pack", "unpack"):
+                for arm in ("bytewright-codec", "bytewright"):
+                    assert ("slope", workload, op, arm) in metrics, (workload, op, arm)
+        assert ("lab", "bytewright codec.pack per record + join") in metrics
+        if hasattr(bytewright.Struct, "pack_many"):
+            assert ("lab", "bytewright pack_many (bulk)") in metrics
+    if importlib.util.find_spec("bytewright.pickle"):
+        assert ("dumps", "Primitives", "bytewright.pickle") in metrics
+        assert ("hmac", "bytewright.pickle") in metrics
+
+
 def test_report_renders_with_every_section_and_plot(smoke) -> None:  # type: ignore[no-untyped-def]
     result, out = smoke
     text = Path(result.report).read_text(encoding="utf-8")
