@@ -72,3 +72,29 @@ def plot_bars(path: Path, title: str, xlabel: str, values: dict[str, float]) -> 
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_speedups(path: Path, title: str, series: dict[str, dict[str, float]]) -> Path:
+    """Grouped horizontal bars of speedups (above 1 = faster than the baseline), log scale.
+
+    `series` maps a label (e.g. "bytewright dumps") to {row name: speedup}.
+    """
+    rows = list(dict.fromkeys(row for values in series.values() for row in values))
+    fig, ax = plt.subplots(figsize=(9, 0.14 * len(rows) * max(1, len(series)) + 1.5))
+    height = 0.8 / max(1, len(series))
+    for i, (label, values) in enumerate(series.items()):
+        ys = [r + i * height for r in range(len(rows))]
+        ax.barh(ys, [values.get(row, float("nan")) for row in rows], height, label=label)
+    ax.set_yticks([r + 0.4 - height / 2 for r in range(len(rows))], rows, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("speedup over pickle (time of pickle ÷ time; right of 1 is faster)")
+    ax.set_title(title)
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

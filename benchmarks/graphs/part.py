@@ -15,6 +15,7 @@ from benchmarks.graphs.serializers import (
 )
 from benchmarks.graphs.shapes_case import ShapeResult, run_shape
 from benchmarks.graphs.threads_case import run_threads_case, thread_payloads
+from benchmarks.plots import plot_speedups
 from benchmarks.profiles import Profile
 from benchmarks.progress import Reporter
 from benchmarks.results import PartResult, Section
@@ -121,5 +122,21 @@ def run_graphs(profile: Profile, results_dir: Path, reporter: Reporter) -> PartR
             threads_table,
         ],
     )
+    speedups = {
+        f"{name} {op}": {
+            shape: r_pickle / r_arm
+            for shape, r in results.items()
+            for times in [r.dumps_ns if op == "dumps" else r.loads_ns]
+            if (r_pickle := times.get(PICKLE)) and (r_arm := times.get(name))
+        }
+        for op in ("dumps", "loads")
+        for name in (PYSAFE, BYTEWRIGHT, LOADS_PICKLE)
+        if name in arms and not (op == "dumps" and name == LOADS_PICKLE)
+    }
+    speedups = {label: values for label, values in speedups.items() if values}
+    if speedups:
+        image = Path("graphs-speedup.png")
+        plot_speedups(results_dir / image, "Object graphs: speedup over pickle", speedups)
+        section.images.append(image)
     result.sections.append(section)
     return result
