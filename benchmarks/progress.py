@@ -17,6 +17,8 @@ class Reporter:
 
     def __init__(self, *, quiet: bool = False) -> None:
         self.console = Console(file=io.StringIO()) if quiet else Console()
+        if not self.console.is_terminal:
+            self.console.width = 160  # a log file: don't squeeze the tables to 80 columns
         self._progress: Progress | None = None
         self._task: Any = None
 
@@ -51,7 +53,7 @@ class Reporter:
     def table(self, table: Table) -> None:
         rich = RichTable(title=table.title, caption=table.note or None, title_justify="left")
         for i, column in enumerate(table.columns):
-            rich.add_column(column, justify="left" if i == 0 else "right")
+            rich.add_column(column, justify="left" if i == 0 else "right", overflow="fold")
         for row in table.rows:
             rich.add_row(*row)
         if self._progress is not None:
