@@ -2,10 +2,11 @@
 
 from bytewright._native import __version__
 from bytewright.errors import DecodeError, Error, Incomplete, PackError, SchemaError
-from bytewright.fields import Limits, const, derived, field, pad
+from bytewright.fields import Limits, bits, const, derived, enum, field, flag, pad
 from bytewright.stream import Reader, read_messages
 from bytewright.struct import Codec, Struct, compile, make_struct
 from bytewright.types import (
+    F16,
     F32,
     F64,
     I8,
@@ -20,13 +21,17 @@ from bytewright.types import (
     U32,
     U64,
     Array,
+    Bits,
     Bool,
     Bytes,
     CStr,
     Str,
+    VarInt,
+    VarUInt,
 )
 
 __all__ = [
+    "F16",
     "F32",
     "F64",
     "I8",
@@ -41,6 +46,7 @@ __all__ = [
     "U32",
     "U64",
     "Array",
+    "Bits",
     "Bool",
     "Bytes",
     "CStr",
@@ -54,11 +60,16 @@ __all__ = [
     "SchemaError",
     "Str",
     "Struct",
+    "VarInt",
+    "VarUInt",
     "__version__",
+    "bits",
     "compile",
     "const",
     "derived",
+    "enum",
     "field",
+    "flag",
     "make_struct",
     "pad",
     "read_messages",

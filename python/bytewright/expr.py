@@ -57,6 +57,7 @@ def _convert(node: ast.expr, source: str, where: str) -> list[Any]:
         if isinstance(v, int):
             if not -(2**127) <= v < 2**127:
                 raise SchemaError(f"{where}: constant {v} in {source!r} is too large")
+            # JSON numbers are exact only within the i64/u64 range: send larger ones as text.
             return ["int", v if -(2**63) <= v < 2**64 else str(v)]
         if isinstance(v, bytes):
             return ["bytes", list(v)]

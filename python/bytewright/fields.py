@@ -8,7 +8,19 @@ from typing import Any
 
 from bytewright.errors import SchemaError
 
-__all__ = ["MISSING", "FieldSpec", "Limits", "const", "derived", "field", "pad", "suggest"]
+__all__ = [
+    "MISSING",
+    "FieldSpec",
+    "Limits",
+    "bits",
+    "const",
+    "derived",
+    "enum",
+    "field",
+    "flag",
+    "pad",
+    "suggest",
+]
 
 
 class _Missing:
@@ -35,6 +47,8 @@ _OPTIONS = (
     "item",
     "type",
     "const",
+    "align",
+    "convert",
 )
 
 
@@ -46,13 +60,15 @@ def suggest(name: str, options: Any) -> str:
 
 @dataclass(frozen=True)
 class Limits:
-    """Limits for untrusted input: the largest item count and byte length of any field."""
+    """Limits for untrusted input: the largest item count and byte length of any field, and
+    the deepest nesting of structs (recursive types; at most 1000)."""
 
     max_count: int = 16 * 1024 * 1024
     max_len: int = 64 * 1024 * 1024
+    max_depth: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("max_count", "max_len"):
+        for name in ("max_count", "max_len", "max_depth"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise SchemaError(f"Limits.{name} must be a non-negative int, got {v!r}")
@@ -121,3 +137,67 @@ def derived() -> Any:
     Optional: derived fields work without it; it tells type checkers the field may be omitted.
     """
     return FieldSpec(default=None)
+
+
+def bits(width: int, *, signed: bool = False, **options: Any) -> Any:
+    """A bit field of ``width`` bits (1..64); see the struct's ``bitorder``."""
+    from bytewright.types import Bits
+
+    return FieldSpec(type=Bits(width, signed), **options)
+
+
+def flag(**options: Any) -> Any:
+    """A one-bit bool field (a named flag of a bit mask)."""
+    from bytewright.types import Bits
+
+    return FieldSpec(type=Bits(1, False, True), **options)
+
+
+class _EnumConverter:
+    """Maps wire integers to members of an ``IntEnum``/``IntFlag`` and back."""
+
+    __slots__ = ("cls", "strict", "valid")
+
+    def __init__(self, cls: type, strict: bool) -> None:
+        import enum as _enum
+
+        self.cls = cls
+        self.strict = strict
+        if issubclass(cls, _enum.Flag):
+            mask = 0
+            for m in cls:
+                mask |= int(m)
+            self.valid: Any = mask
+        else:
+            self.valid = None
+
+    def decode(self, v: int) -> Any:
+        if self.valid is not None:
+            if self.strict and v & ~self.valid:
+                raise ValueError(f"{v:#x} has bits that {self.cls.__name__} does not define")
+            return self.cls(v)
+        try:
+            return self.cls(v)
+        except ValueError:
+            if self.strict:
+                raise ValueError(f"{v} is not a valid {self.cls.__name__}") from None
+            return v
+
+    @staticmethod
+    def encode(v: Any) -> int:
+        return int(v)
+
+
+def enum(wire_type: Any, *, unknown: str = "keep", **options: Any) -> Any:
+    """An integer field decoded to the annotated ``IntEnum``/``IntFlag``.
+
+    ``unknown="keep"`` leaves values the enum does not define as plain ints; ``"raise"``
+    makes them a ``DecodeError``.
+    """
+    if unknown not in ("keep", "raise"):
+        raise SchemaError(
+            f"unknown= must be 'keep' or 'raise'{suggest(unknown, ('keep', 'raise'))}"
+        )
+    spec = FieldSpec(type=wire_type, **options)
+    object.__setattr__(spec, "convert", ("enum", unknown == "raise"))
+    return spec

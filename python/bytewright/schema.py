@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum as _enum
 import json
+import sys
 import types as _pytypes
 import typing
 from dataclasses import dataclass
@@ -11,7 +13,7 @@ from typing import Any
 from bytewright import types as t
 from bytewright.errors import SchemaError
 from bytewright.expr import parse_expr
-from bytewright.fields import MISSING, FieldSpec, Limits, suggest
+from bytewright.fields import MISSING, FieldSpec, Limits, _EnumConverter, suggest
 
 __all__ = ["StructField", "describe", "normalize_byteorder"]
 
@@ -86,50 +88,121 @@ def _is_struct_class(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, Struct) and obj is not Struct
 
 
+def _is_int_enum(ann: Any) -> bool:
+    return isinstance(ann, type) and issubclass(ann, _enum.IntEnum | _enum.IntFlag)
+
+
+def _converter(ann: Any, spec: FieldSpec, where: str) -> tuple[Any, Any] | None:
+    """The (decode, encode) callables of a field, or None."""
+    conv = spec.convert
+    is_enum_marker = isinstance(conv, tuple) and len(conv) == 2 and conv[0] == "enum"
+    if is_enum_marker or (conv is None and _is_int_enum(ann)):
+        if not _is_int_enum(ann):
+            raise SchemaError(f"{where}: bw.enum() needs an IntEnum or IntFlag annotation")
+        c = _EnumConverter(ann, bool(conv[1]) if is_enum_marker else False)
+        return (c.decode, c.encode)
+    if conv is None:
+        return None
+    if not (isinstance(conv, tuple) and len(conv) == 2 and all(callable(x) for x in conv)):
+        raise SchemaError(f"{where}: convert= must be a (decode, encode) pair of callables")
+    return conv
+
+
 class _Builder:
     def __init__(self, typed: bool) -> None:
         self.typed = typed
         self.infos: list[Any] = []
-        self.active: list[type] = []
+        self.active: list[tuple[type, int]] = []
+        self.owner: type | None = None
 
-    def struct(self, cls: type, where: str, order: str | None = None) -> dict[str, Any]:
-        if cls in self.active:
-            raise SchemaError(
-                f"{where}: {cls.__name__} contains itself; recursive types are not supported yet"
-            )
-        self.active.append(cls)
+    def struct(
+        self, cls: type, where: str, order: str | None = None, tag: Any = MISSING
+    ) -> dict[str, Any]:
+        if tag is MISSING:
+            for active, sid in self.active:
+                if active is cls:
+                    return {"t": "ref", "id": sid}
+            if cls.__dict__.get("__bw_registry__") is not None:
+                return self.registry(cls, where, order)
+            tag = getattr(cls, "__bw_tag__", MISSING)
         sid = len(self.infos)
+        self.active.append((cls, sid))
         self.infos.append(None)
+        tag_field = getattr(cls, "__bw_registry_field__", None)
         fields_desc: list[dict[str, Any]] = []
         names: list[str] = []
         defaults: list[Any] = []
+        decoders: list[Any] = []
+        encoders: list[Any] = []
+        owner = self.owner
         for f in cls.__bw_fields__():  # type: ignore[attr-defined]
             fw = f"{cls.__name__}.{f.name}"
             if f.spec.is_pad:
                 fields_desc.append({"name": None, "type": {"t": "pad", "n": f.spec.pad_size}})
                 continue
-            fields_desc.append(self.field(f, fw))
+            self.owner = cls
+            d = self.field(f, fw)
+            is_tag = f.name == tag_field and tag is not MISSING and tag is not None
+            if is_tag:
+                d["const"] = _const(tag, fw)
+            fields_desc.append(d)
             names.append(f.name)
-            if f.spec.default is not MISSING:
+            if is_tag:
+                defaults.append(tag)
+            elif f.spec.default is not MISSING:
                 defaults.append(f.spec.default)
             elif f.spec.const is not MISSING:
                 defaults.append(f.spec.const)
             else:
                 defaults.append(None)
-        self.infos[sid] = (cls if self.typed else None, names, defaults)
+            conv = _converter(f.annotation, f.spec, fw)
+            decoders.append(conv[0] if conv else None)
+            encoders.append(conv[1] if conv else None)
+        self.owner = owner
+        if self.typed and any(x is not None for x in decoders):
+            self.infos[sid] = (cls, names, defaults, decoders, encoders)
+        else:
+            self.infos[sid] = (cls if self.typed else None, names, defaults, None, None)
         self.active.pop()
-        own = cls.__bw_byteorder__  # type: ignore[attr-defined]
-        return {
+        desc: dict[str, Any] = {
             "t": "struct",
             "id": sid,
             "name": cls.__name__,
-            "order": own or order,
+            "order": cls.__bw_byteorder__ or order,  # type: ignore[attr-defined]
+            "bitorder": cls.__bw_bitorder__ or "msb",  # type: ignore[attr-defined]
             "fields": fields_desc,
         }
+        if cls.__bw_align__:  # type: ignore[attr-defined]
+            desc["align"] = cls.__bw_align__  # type: ignore[attr-defined]
+        return desc
+
+    def registry(self, cls: type, where: str, order: str | None) -> dict[str, Any]:
+        reg = cls.__bw_registry__  # type: ignore[attr-defined]
+        if not reg["cases"] and reg["default"] is None:
+            raise SchemaError(
+                f"{where}: registry {cls.__name__} has no variants yet "
+                "(declare subclasses with a tag= class keyword)"
+            )
+        cases = [
+            {"tag": _const(tag, where), "type": self.struct(sub, f"{where}[{tag!r}]", order, tag)}
+            for tag, sub in reg["cases"].items()
+        ]
+        d: dict[str, Any] = {
+            "t": "registry",
+            "field": cls.__bw_registry_field__,  # type: ignore[attr-defined]
+            "cases": cases,
+        }
+        if reg["default"] is not None:
+            d["default"] = self.struct(reg["default"], f"{where}[default]", order, None)
+        return d
 
     def field(self, f: StructField, where: str) -> dict[str, Any]:
         spec = f.spec
         d: dict[str, Any] = {"name": f.name, "type": self.type(f.annotation, spec, where)}
+        if spec.align is not None:
+            if not isinstance(spec.align, int) or isinstance(spec.align, bool) or spec.align < 1:
+                raise SchemaError(f"{where}: align= must be a positive int")
+            d["align"] = spec.align
         if spec.const is not MISSING:
             d["const"] = _const(spec.const, where)
         if spec.when is not None:
@@ -144,9 +217,23 @@ class _Builder:
             )
         return d
 
+    def resolve(self, ann: Any, where: str) -> Any:
+        """Evaluates a forward reference (a string, or ``list["Node"]``'s item)."""
+        name = ann.__forward_arg__ if isinstance(ann, typing.ForwardRef) else ann
+        module = sys.modules.get(self.owner.__module__) if self.owner is not None else None
+        ns = dict(vars(module)) if module else {}
+        for cls, _ in self.active:
+            ns.setdefault(cls.__name__, cls)
+        try:
+            return eval(name, ns)
+        except NameError as e:
+            raise NameError(f"{where}: {e}") from None
+
     def type(self, ann: Any, spec: FieldSpec, where: str) -> dict[str, Any]:
         if spec.type is not None:
             ann = spec.type
+        if isinstance(ann, str | typing.ForwardRef):
+            ann = self.resolve(ann, where)
         if spec.cases is not None or spec.tag is not None:
             return self.union(spec, where)
         order = normalize_byteorder(spec.byteorder, where)
@@ -155,9 +242,13 @@ class _Builder:
             for meta in ann.__metadata__:
                 if isinstance(meta, t.Scalar):
                     return meta.describe(order)
+                if isinstance(meta, t.Varint | t.Bits):
+                    return meta.describe()
             return self.type(typing.get_args(ann)[0], spec, where)
         if isinstance(ann, t.Scalar):
             return ann.describe(order)
+        if isinstance(ann, t.Varint | t.Bits):
+            return ann.describe()
         if ann is bytes or isinstance(ann, t.Bytes):
             length = ann.len if isinstance(ann, t.Bytes) else spec.len
             if (
@@ -211,12 +302,18 @@ class _Builder:
             if spec.max_count is not None:
                 d["max"] = spec.max_count
             return d
+        if _is_int_enum(ann):
+            raise SchemaError(
+                f"{where}: an enum field needs its wire type, e.g. bw.enum(bw.U8) or "
+                "bw.field(type=bw.U8)"
+            )
         if ann is int:
             raise SchemaError(
-                f"{where}: a plain int has no wire width; use bw.U8 .. bw.U64 or bw.I8 .. bw.I64"
+                f"{where}: a plain int has no wire width; use bw.U8 .. bw.U64, bw.I8 .. bw.I64, "
+                "bw.bits(n) or bw.VarUInt"
             )
         if ann is float:
-            raise SchemaError(f"{where}: a plain float has no wire width; use bw.F32 or bw.F64")
+            raise SchemaError(f"{where}: a plain float has no wire width; use bw.F16, F32 or F64")
         if origin in (typing.Union, _pytypes.UnionType):
             raise SchemaError(f"{where}: a union needs tag= and cases= to choose its variant")
         raise SchemaError(f"{where}: unsupported field type {ann!r}")
@@ -244,8 +341,13 @@ class _Builder:
 def describe(cls: type, *, typed: bool, limits: Limits | None) -> tuple[str, list[Any]]:
     """The schema JSON of ``cls`` and the adapter info of each struct, by struct id."""
     b = _Builder(typed)
+    b.owner = cls
     root = b.struct(cls, cls.__name__)
     schema: dict[str, Any] = {"root": root}
     if limits is not None:
-        schema["limits"] = {"max_count": limits.max_count, "max_len": limits.max_len}
+        schema["limits"] = {
+            "max_count": limits.max_count,
+            "max_len": limits.max_len,
+            "max_depth": limits.max_depth,
+        }
     return json.dumps(schema), b.infos

@@ -13,13 +13,14 @@ from typing import Any, ClassVar, TypeVar
 
 from bytewright._native import Codec
 from bytewright.errors import SchemaError
-from bytewright.fields import MISSING, FieldSpec, Limits, field, suggest
+from bytewright.fields import MISSING, FieldSpec, Limits, bits, enum, field, flag, suggest
 from bytewright.schema import StructField, describe, normalize_byteorder
 from bytewright.stream import Reader
 
 __all__ = ["Codec", "Struct", "StructMeta", "compile", "make_struct"]
 
-_CLASS_KEYWORDS = ("byteorder", "limits")
+_CLASS_KEYWORDS = ("byteorder", "bitorder", "align", "limits", "registry", "tag", "default")
+_BITORDERS = ("msb", "lsb")
 _RESERVED = frozenset(
     {"pack", "pack_into", "unpack", "unpack_from", "parse", "iter_unpack", "pack_many", "reader"}
     | {n for n in dir(object)}
@@ -63,7 +64,8 @@ def _resolve_fields(cls: type) -> tuple[StructField, ...]:
     own = cls.__dict__["__bw_declared__"]
     module = sys.modules.get(cls.__module__)
     globalns = dict(vars(module)) if module else {}
-    localns = {cls.__name__: cls}
+    # The namespace the class was defined in (a function's locals), then the class itself.
+    localns = {**cls.__dict__.get("__bw_localns__", {}), cls.__name__: cls}
 
     def resolve(ann: Any) -> Any:
         # String annotations (from __future__ import annotations) of this class only.
@@ -96,9 +98,14 @@ def _install(cls: type[Struct]) -> Codec:
 def _make_methods(cls: type[Struct], derived: set[str]) -> None:
     fields = [f for f in cls.__bw_fields__() if not f.spec.is_pad]
     params, body, defaults = [], [], {}
+    tag_field = getattr(cls, "__bw_registry_field__", None)
+    tag = getattr(cls, "__bw_tag__", MISSING)
     for f in fields:
         spec = f.spec
-        if spec.default is not MISSING:
+        if f.name == tag_field and tag is not MISSING:
+            defaults[f"_d_{f.name}"] = tag
+            params.append(f"{f.name}=_d_{f.name}")
+        elif spec.default is not MISSING:
             defaults[f"_d_{f.name}"] = spec.default
             params.append(f"{f.name}=_d_{f.name}")
         elif spec.const is not MISSING:
@@ -142,7 +149,7 @@ def _unknown_keywords(name: str, kw: dict[str, Any]) -> None:
         raise SchemaError(f"{name}: unknown class keyword {k!r}{suggest(k, _CLASS_KEYWORDS)}")
 
 
-@typing.dataclass_transform(kw_only_default=True, field_specifiers=(field,))
+@typing.dataclass_transform(kw_only_default=True, field_specifiers=(field, bits, flag, enum))
 class StructMeta(type):
     """Metaclass of ``bw.Struct``: turns annotations into slots and compiles the codec."""
 
@@ -153,11 +160,24 @@ class StructMeta(type):
         ns: dict[str, Any],
         *,
         byteorder: str | None = None,
+        bitorder: str | None = None,
+        align: int | None = None,
         limits: Limits | None = None,
+        registry: str | None = None,
+        tag: Any = MISSING,
+        default: bool = False,
         **kw: Any,
     ) -> StructMeta:
         _unknown_keywords(name, kw)
         order = normalize_byteorder(byteorder, name)
+        if bitorder is not None and bitorder not in _BITORDERS:
+            raise SchemaError(
+                f"{name}: bitorder must be 'msb' or 'lsb', got {bitorder!r}{suggest(bitorder, _BITORDERS)}"
+            )
+        if align is not None and (
+            not isinstance(align, int) or isinstance(align, bool) or align < 1
+        ):
+            raise SchemaError(f"{name}: align= must be a positive int")
         if limits is not None and not isinstance(limits, Limits):
             raise SchemaError(f"{name}: limits= must be a bw.Limits")
         declared: list[tuple[str, Any, FieldSpec]] = []
@@ -180,6 +200,11 @@ class StructMeta(type):
                     )
             declared.append((fname, ann, spec))
         ns["__slots__"] = tuple(f for f, _, spec in declared if not spec.is_pad)
+        if any(isinstance(ann, str) for _, ann, _ in declared):
+            # String annotations of a class defined in a function may name its local classes.
+            caller = sys._getframe(1)
+            if caller.f_locals is not caller.f_globals:
+                ns["__bw_localns__"] = dict(caller.f_locals)
         ns["__bw_declared__"] = tuple(declared)
         cls = super().__new__(mcls, name, bases, ns)
         inherited = next(
@@ -190,9 +215,19 @@ class StructMeta(type):
             (b.__bw_limits__ for b in cls.__mro__[1:] if isinstance(b, StructMeta)), None
         )
         type.__setattr__(cls, "__bw_limits__", limits or inherited_limits)
+        inherited_bits = next(
+            (b.__bw_bitorder__ for b in cls.__mro__[1:] if isinstance(b, StructMeta)), None
+        )
+        type.__setattr__(cls, "__bw_bitorder__", bitorder or inherited_bits)
+        type.__setattr__(cls, "__bw_align__", align)
+        _register(cls, name, registry, tag, default)
         type.__setattr__(cls, "__bw_resolved__", None)
         if not declared and all(not isinstance(b, StructMeta) for b in bases):
             return cls  # the Struct base itself
+        if registry is not None:
+            type.__setattr__(cls, "__bw_codec__", _LazyCodec(cls))  # type: ignore[arg-type]
+            _make_methods(cls, set())  # type: ignore[arg-type]
+            return cls
         try:
             _install(cls)  # type: ignore[arg-type]
         except NameError:
@@ -207,6 +242,44 @@ class StructMeta(type):
             resolved = _resolve_fields(cls)
             type.__setattr__(cls, "__bw_resolved__", resolved)
         return resolved
+
+
+def _register(cls: Any, name: str, registry: str | None, tag: Any, default: bool) -> None:
+    """Declares a registry base (``registry="field"``) or a variant of one (``tag=``)."""
+    type.__setattr__(cls, "__bw_registry__", None)
+    if registry is not None:
+        if not isinstance(registry, str):
+            raise SchemaError(f"{name}: registry= names the tag field")
+        type.__setattr__(cls, "__bw_registry__", {"cases": {}, "default": None})
+        type.__setattr__(cls, "__bw_registry_field__", registry)
+    if tag is MISSING and not default:
+        return
+    base = next(
+        (
+            b
+            for b in cls.__mro__[1:]
+            if isinstance(b, StructMeta) and b.__dict__.get("__bw_registry__")
+        ),
+        None,
+    )
+    if base is None:
+        raise SchemaError(f"{name}: tag= and default= need a base class declared with registry=")
+    reg = base.__dict__["__bw_registry__"]
+    if default:
+        if reg["default"] is not None:
+            raise SchemaError(
+                f"{name}: {base.__name__} already has the default variant {reg['default'].__name__}"
+            )
+        reg["default"] = cls
+    if tag is not MISSING:
+        if not isinstance(tag, int | bytes) or isinstance(tag, bool):
+            raise SchemaError(f"{name}: tag= must be an int or bytes, got {tag!r}")
+        if tag in reg["cases"]:
+            raise SchemaError(f"{name}: the tag {tag!r} is taken by {reg['cases'][tag].__name__}")
+        reg["cases"][tag] = cls
+        type.__setattr__(cls, "__bw_tag__", tag)
+    # The base's codec must learn the new variant: compile again on next use.
+    type.__setattr__(base, "__bw_codec__", _LazyCodec(base))
 
 
 def _lazy_init(self: Any, **kwargs: Any) -> None:

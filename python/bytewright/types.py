@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Final
 
 __all__ = [
+    "F16",
     "F32",
     "F64",
     "I8",
@@ -23,10 +24,14 @@ __all__ = [
     "U32",
     "U64",
     "Array",
+    "Bits",
     "Bool",
     "Bytes",
     "CStr",
     "Str",
+    "VarInt",
+    "VarUInt",
+    "Varint",
 ]
 
 
@@ -78,11 +83,39 @@ I16 = Annotated[int, Scalar("int", 2, True)]
 I24 = Annotated[int, Scalar("int", 3, True)]
 I32 = Annotated[int, Scalar("int", 4, True)]
 I64 = Annotated[int, Scalar("int", 8, True)]
+F16 = Annotated[float, Scalar("float", 2)]
 F32 = Annotated[float, Scalar("float", 4)]
 F64 = Annotated[float, Scalar("float", 8)]
 Bool = Annotated[bool, Scalar("bool", 1)]
 
 Length = int | str | _Rest
+
+
+@dataclass(frozen=True)
+class Bits:
+    """A bit field of ``width`` bits (1..64). Adjacent bit fields share whole bytes; the
+    struct's ``bitorder`` ("msb", network order, or "lsb", C-compiler order) places them."""
+
+    width: int
+    signed: bool = False
+    boolean: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        return {"t": "bits", "width": self.width, "signed": self.signed, "boolean": self.boolean}
+
+
+@dataclass(frozen=True)
+class Varint:
+    """LEB128 variable-length integer; ``zigzag`` for signed values (protobuf's sint)."""
+
+    zigzag: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        return {"t": "varint", "zigzag": self.zigzag}
+
+
+VarUInt = Annotated[int, Varint(False)]
+VarInt = Annotated[int, Varint(True)]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::expr::{self, Expr, SlotRef, Value};
 use crate::program::*;
-use crate::schema::{ConstDesc, FieldDesc, LenDesc, Order, Schema, StructDesc, TypeDesc};
+use crate::schema::{BitOrder, ConstDesc, FieldDesc, LenDesc, Order, Schema, StructDesc, TypeDesc};
 
 /// A problem in the schema, found at compile time. The message names the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +20,8 @@ impl std::fmt::Display for SchemaError {
 impl std::error::Error for SchemaError {}
 
 const PAD: u16 = u16::MAX;
+/// Marks an alignment step while a struct is being built.
+const ALIGN: u16 = u16::MAX - 1;
 
 struct Declared {
     name: String,
@@ -38,7 +40,18 @@ struct Frame {
 struct Compiler {
     frames: Vec<Frame>,
     structs: Vec<Option<StructProg>>,
+    /// (description id, struct index) of structs being compiled, for recursive references.
+    in_progress: Vec<(u32, u32)>,
     limits: Limits,
+}
+
+/// Where a bit field sits in its group.
+#[derive(Clone, Copy)]
+struct BitPlace {
+    group: u8,
+    shift: u8,
+    first: bool,
+    lsb: bool,
 }
 
 /// Compiles a schema into a program.
@@ -46,10 +59,12 @@ pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
     let limits = Limits {
         max_count: schema.limits.max_count,
         max_len: schema.limits.max_len,
+        max_depth: schema.limits.max_depth.min(crate::schema::HARD_MAX_DEPTH),
     };
     let mut c = Compiler {
         frames: Vec::new(),
         structs: Vec::new(),
+        in_progress: Vec::new(),
         limits,
     };
     let root = c.node(&schema.root, Order::Big, "")?;
@@ -113,8 +128,11 @@ impl Compiler {
             };
             let step = &mut frame.steps[d.step];
             match &step.node {
-                Node::Scalar(Scalar::Int { .. } | Scalar::Bool | Scalar::Bytes(_))
-                | Node::Bytes { .. } => {}
+                Node::Scalar(
+                    Scalar::Int { .. } | Scalar::Bool | Scalar::Bytes(_) | Scalar::Bits { .. },
+                )
+                | Node::Bytes { .. }
+                | Node::Varint { .. } => {}
                 _ => return Err(format!("field '{name}' cannot be used in an expression: only integer, bool and bytes fields can")),
             }
             let slot = match step.slot {
@@ -183,10 +201,10 @@ impl Compiler {
                 })
             }
             TypeDesc::Float { width, order: o } => {
-                if !matches!(width, 4 | 8) {
+                if !matches!(width, 2 | 4 | 8) {
                     return Err(self.err(
                         field,
-                        format!("float width {width} is not supported (4 or 8 bytes)"),
+                        format!("float width {width} is not supported (2, 4 or 8 bytes)"),
                     ));
                 }
                 Node::Scalar(Scalar::Float {
@@ -195,6 +213,19 @@ impl Compiler {
                 })
             }
             TypeDesc::Bool => Node::Scalar(Scalar::Bool),
+            TypeDesc::Bits { .. } => {
+                return Err(self.err(field, "bit fields can only be fields of a struct"))
+            }
+            TypeDesc::Varint { zigzag } => Node::Varint { zigzag: *zigzag },
+            TypeDesc::Ref { id } => match self.in_progress.iter().rev().find(|(d, _)| d == id) {
+                Some((_, index)) => Node::Struct(*index),
+                None => return Err(self.err(field, format!("reference to unknown struct id {id}"))),
+            },
+            TypeDesc::Registry {
+                field: tag_name,
+                cases,
+                default,
+            } => self.registry(field, tag_name, cases, default.as_deref(), order)?,
             TypeDesc::Pad { n } => Node::Scalar(Scalar::Pad(*n as usize)),
             TypeDesc::Bytes { len, max } => {
                 let max = max.unwrap_or(self.limits.max_len);
@@ -267,6 +298,65 @@ impl Compiler {
         })
     }
 
+    /// Subclass dispatch: the tag is a constant field at the same fixed offset in every case.
+    fn registry(
+        &mut self,
+        field: &str,
+        tag_name: &str,
+        cases: &[crate::schema::CaseDesc],
+        default: Option<&TypeDesc>,
+        order: Order,
+    ) -> Result<Node, SchemaError> {
+        let mut out = Vec::with_capacity(cases.len());
+        let mut place: Option<(usize, Scalar)> = None;
+        for case in cases {
+            let v = match &case.tag {
+                ConstDesc::Int(i) => Value::Int(*i),
+                ConstDesc::Bytes(b) => Value::Bytes(b.as_slice().into()),
+            };
+            if out.iter().any(|(t, _, _)| *t == v) {
+                return Err(self.err(field, format!("two variants share the tag {v:?}")));
+            }
+            let node = self.node(&case.ty, order, field)?;
+            let Node::Struct(si) = node else {
+                return Err(self.err(field, "registry variants must be structs"));
+            };
+            let sp = self.structs[si as usize]
+                .as_ref()
+                .expect("variant compiled");
+            let (off, scalar, fidx) = tag_place(sp, tag_name).ok_or_else(|| {
+                self.err(
+                    field,
+                    format!("variant {}: the tag field '{tag_name}' must be a fixed-size field at a fixed offset", sp.name),
+                )
+            })?;
+            if place.is_some_and(|p| p != (off, scalar)) {
+                return Err(self.err(
+                    field,
+                    format!(
+                        "variant {}: the tag field '{tag_name}' is placed differently",
+                        sp.name
+                    ),
+                ));
+            }
+            place = Some((off, scalar));
+            out.push((v, node, fidx));
+        }
+        let default = match default {
+            Some(d) => Some(Box::new(self.node(d, order, field)?)),
+            None => None,
+        };
+        let Some((tag_off, tag)) = place else {
+            return Err(self.err(field, "a registry needs at least one variant"));
+        };
+        Ok(Node::Registry {
+            tag_off,
+            tag,
+            cases: out,
+            default,
+        })
+    }
+
     /// Structs finished so far, for size computations (unfinished ones count as unknown).
     fn finished(&self) -> Vec<StructProg> {
         // Only used for item_min of arrays: cheap enough at compile time.
@@ -297,17 +387,26 @@ impl Compiler {
             slots: Vec::new(),
             steps: Vec::new(),
         });
+        self.in_progress.push((desc.id, index as u32));
+        let places = self.bit_plan(desc)?;
         let mut names: Vec<Arc<str>> = Vec::new();
-        for f in &desc.fields {
-            self.field(f, order, &mut names)?;
+        for (f, place) in desc.fields.iter().zip(places) {
+            if let Some(a) = f.align {
+                self.align_step(a, f.name.as_deref().unwrap_or(""))?;
+            }
+            self.field(f, order, &mut names, place)?;
         }
+        if let Some(a) = desc.align {
+            self.align_step(a, "")?;
+        }
+        self.in_progress.pop();
         let frame = self.frames.pop().expect("pushed above");
         let mut steps = frame.steps;
         derive_fields(&mut steps, &frame.slots);
         let derived = {
             let mut d = vec![false; names.len()];
             for s in &steps {
-                if s.derive.is_some() && s.field != PAD {
+                if s.derive.is_some() && s.field < ALIGN {
                     d[s.field as usize] = true;
                 }
             }
@@ -331,11 +430,90 @@ impl Compiler {
         Ok(index as u32)
     }
 
+    fn align_step(&mut self, n: u64, field: &str) -> Result<(), SchemaError> {
+        if n == 0 || n > 4096 {
+            return Err(self.err(field, format!("alignment {n} must be between 1 and 4096")));
+        }
+        let frame = self.frames.last_mut().expect("inside a struct");
+        frame.steps.push(FieldStep {
+            field: ALIGN,
+            node: Node::Scalar(Scalar::Pad(n as usize)),
+            when: None,
+            window: None,
+            slot: None,
+            konst: None,
+            derive: None,
+            fills: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Groups adjacent bit fields and places each one in its group.
+    fn bit_plan(&self, desc: &StructDesc) -> Result<Vec<Option<BitPlace>>, SchemaError> {
+        let mut out: Vec<Option<BitPlace>> = vec![None; desc.fields.len()];
+        let mut i = 0;
+        while i < desc.fields.len() {
+            if !matches!(desc.fields[i].ty, TypeDesc::Bits { .. }) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            let mut widths = Vec::new();
+            while i < desc.fields.len() {
+                let f = &desc.fields[i];
+                let TypeDesc::Bits { width, .. } = f.ty else {
+                    break;
+                };
+                let name = f.name.as_deref().unwrap_or("");
+                if !(1..=64).contains(&width) {
+                    return Err(
+                        self.err(name, format!("bit width {width} must be between 1 and 64"))
+                    );
+                }
+                if f.when.is_some() || f.size.is_some() || (i > start && f.align.is_some()) {
+                    return Err(self.err(
+                        name,
+                        "a bit field cannot be conditional, windowed or aligned",
+                    ));
+                }
+                widths.push(u32::from(width));
+                i += 1;
+            }
+            let total: u32 = widths.iter().sum();
+            let first = desc.fields[start].name.as_deref().unwrap_or("");
+            if !total.is_multiple_of(8) || total > 128 {
+                return Err(self.err(
+                    first,
+                    format!(
+                        "adjacent bit fields must fill whole bytes (at most 16): these {} fields total {total} bits",
+                        widths.len()
+                    ),
+                ));
+            }
+            let mut acc = 0u32;
+            for (k, w) in widths.iter().enumerate() {
+                let shift = match desc.bitorder {
+                    BitOrder::Msb => total - acc - w,
+                    BitOrder::Lsb => acc,
+                };
+                out[start + k] = Some(BitPlace {
+                    group: (total / 8) as u8,
+                    shift: shift as u8,
+                    first: k == 0,
+                    lsb: desc.bitorder == BitOrder::Lsb,
+                });
+                acc += w;
+            }
+        }
+        Ok(out)
+    }
+
     fn field(
         &mut self,
         f: &FieldDesc,
         order: Order,
         names: &mut Vec<Arc<str>>,
+        place: Option<BitPlace>,
     ) -> Result<(), SchemaError> {
         let fname = f.name.clone().unwrap_or_default();
         if let Some(n) = &f.name {
@@ -351,11 +529,34 @@ impl Compiler {
             Some(w) => Some(self.expr(&fname, w)?),
             None => None,
         };
-        let node = self.node(&f.ty, order, &fname)?;
+        let node = match (&f.ty, place) {
+            (
+                TypeDesc::Bits {
+                    width,
+                    signed,
+                    boolean,
+                },
+                Some(p),
+            ) => {
+                if *boolean && *width != 1 {
+                    return Err(self.err(&fname, "a bool bit field is 1 bit wide"));
+                }
+                Node::Scalar(Scalar::Bits {
+                    group: p.group,
+                    shift: p.shift,
+                    width: *width,
+                    signed: *signed,
+                    lsb: p.lsb,
+                    first: p.first,
+                    boolean: *boolean,
+                })
+            }
+            _ => self.node(&f.ty, order, &fname)?,
+        };
         let konst = match &f.konst {
             None => None,
             Some(ConstDesc::Int(v)) => match node {
-                Node::Scalar(s @ Scalar::Int { .. }) => {
+                Node::Scalar(s @ (Scalar::Int { .. } | Scalar::Bits { .. })) => {
                     let (lo, hi) = s.int_range().expect("int scalar");
                     if *v < lo || *v > hi {
                         return Err(self.err(
@@ -426,9 +627,6 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
     let step_of_field =
         |steps: &[FieldStep], field: u16| steps.iter().position(|s| s.field == field);
     for c in 0..steps.len() {
-        if steps[c].when.is_some() {
-            continue;
-        }
         let mut candidates: Vec<(Expr, Measure)> = Vec::new();
         match &steps[c].node {
             Node::Bytes {
@@ -460,8 +658,18 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
                 .filter_map(|s| {
                     let f = step_of_field(steps, slots[s.idx as usize])?;
                     let st = &steps[f];
-                    let plain = matches!(st.node, Node::Scalar(Scalar::Int { .. }))
-                        && st.when.is_none()
+                    // A conditional field is derived only from a consumer under the same
+                    // condition: both are present (or absent) together.
+                    let numeric = match st.node {
+                        Node::Scalar(Scalar::Int { .. } | Scalar::Bits { boolean: false, .. }) => {
+                            true
+                        }
+                        // A varint cannot hold a back-patched placeholder.
+                        Node::Varint { .. } => measure != Measure::Window,
+                        _ => false,
+                    };
+                    let plain = numeric
+                        && st.when == steps[c].when
                         && st.konst.is_none()
                         && st.derive.is_none()
                         && f < c
@@ -469,21 +677,33 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
                     plain.then_some((*s, f))
                 })
                 .collect();
+            // Look-ahead derivations solve at the derived field, so the rest must be known
+            // there: of `big - k + n`, only `n` (the later field) can be derived.
+            let eligible: Vec<(SlotRef, usize)> = if measure == Measure::Window {
+                eligible
+            } else {
+                eligible
+                    .into_iter()
+                    .filter(|&(target, f)| {
+                        local.iter().all(|s| {
+                            *s == target
+                                || step_of_field(steps, slots[s.idx as usize])
+                                    .is_some_and(|p| p < f)
+                        })
+                    })
+                    .collect()
+            };
             let [(target, f)] = eligible[..] else {
                 continue;
             };
-            // Look-ahead derivations solve at the derived field, so the rest must be known there.
-            if measure != Measure::Window {
-                let known = local.iter().all(|s| {
-                    *s == target
-                        || step_of_field(steps, slots[s.idx as usize]).is_some_and(|p| p < f)
-                });
-                if !known {
-                    continue;
-                }
-            }
-            let Node::Scalar(scalar) = steps[f].node else {
-                continue;
+            let scalar = match steps[f].node {
+                Node::Scalar(sc) => sc,
+                Node::Varint { .. } => Scalar::Int {
+                    width: 8,
+                    signed: false,
+                    big: true,
+                },
+                _ => continue,
             };
             if measure == Measure::Window {
                 steps[c].fills.push(Fill {
@@ -506,6 +726,12 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
 fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
     let mut out: Vec<Step> = Vec::new();
     for s in steps {
+        if s.field == ALIGN {
+            if let Node::Scalar(Scalar::Pad(n)) = s.node {
+                out.push(Step::Align(n));
+            }
+            continue;
+        }
         let fixed = match s.node {
             Node::Scalar(sc) if s.when.is_none() && s.window.is_none() => Some(sc),
             _ => None,
@@ -521,10 +747,16 @@ fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
                     derive: s.derive,
                 };
                 if let Some(Step::Run(run)) = out.last_mut() {
-                    run.items.push(RunItem {
-                        off: run.size,
-                        ..item
-                    });
+                    // Later fields of a bit group share the group's offset.
+                    let off = match scalar {
+                        Scalar::Bits {
+                            group,
+                            first: false,
+                            ..
+                        } => run.size - group as usize,
+                        _ => run.size,
+                    };
+                    run.items.push(RunItem { off, ..item });
                     run.size += scalar.size();
                 } else {
                     out.push(Step::Run(Run {
@@ -576,13 +808,26 @@ pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
             .map(|n| node_min(n, structs))
             .min()
             .unwrap_or(0),
+        Node::Registry { cases, default, .. } => cases
+            .iter()
+            .map(|(_, n, _)| n)
+            .chain(default.as_deref())
+            .map(|n| node_min(n, structs))
+            .min()
+            .unwrap_or(0),
+        Node::Varint { .. } => 1,
     }
 }
 
 fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
     match node {
         Node::Scalar(s) => Some(s.size()),
-        Node::Bytes { .. } | Node::Str { .. } | Node::Cstr { .. } | Node::Union { .. } => None,
+        Node::Bytes { .. }
+        | Node::Str { .. }
+        | Node::Cstr { .. }
+        | Node::Union { .. }
+        | Node::Registry { .. }
+        | Node::Varint { .. } => None,
         Node::Struct(i) => structs.get(*i as usize)?.static_size,
         Node::Array {
             item,
@@ -598,6 +843,7 @@ fn struct_min(p: &StructProg, structs: &[StructProg]) -> usize {
         .iter()
         .map(|s| match s {
             Step::Run(r) => r.size,
+            Step::Align(_) => 0,
             Step::Field(f) if f.when.is_some() => 0,
             Step::Field(f) => match &f.window {
                 Some(Expr::Const(Value::Int(n))) => usize::try_from(*n).unwrap_or(0),
@@ -612,6 +858,7 @@ fn struct_static(p: &StructProg, structs: &[StructProg]) -> Option<usize> {
     for s in &p.steps {
         total = total.checked_add(match s {
             Step::Run(r) => r.size,
+            Step::Align(n) => (n - total % n) % n,
             Step::Field(f) if f.when.is_some() => return None,
             Step::Field(f) => match &f.window {
                 Some(Expr::Const(Value::Int(n))) => usize::try_from(*n).ok()?,
@@ -621,4 +868,23 @@ fn struct_static(p: &StructProg, structs: &[StructProg]) -> Option<usize> {
         })?;
     }
     Some(total)
+}
+
+/// The fixed offset, scalar and field index of a named field, when everything before it has
+/// a static size.
+fn tag_place(sp: &StructProg, name: &str) -> Option<(usize, Scalar, u16)> {
+    let fidx = sp.fields.iter().position(|f| &**f == name)? as u16;
+    let mut off = 0usize;
+    for step in &sp.steps {
+        match step {
+            Step::Run(run) => {
+                if let Some(it) = run.items.iter().find(|it| it.field == Some(fidx)) {
+                    return Some((off + it.off, it.scalar, fidx));
+                }
+                off += run.size;
+            }
+            _ => return None,
+        }
+    }
+    None
 }

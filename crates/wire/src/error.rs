@@ -34,6 +34,10 @@ pub struct Error<E> {
     pub offset: usize,
     /// Innermost segment first (collected while unwinding); see [`Error::path`].
     pub rev_path: Vec<Seg>,
+    /// How many of the next segments added while unwinding to leave out: set when an error
+    /// is blamed on a sibling of the field being processed (e.g. the payload measured to
+    /// derive its length field), so the path names the sibling alone.
+    pub skip: u8,
 }
 
 pub type Result<T, E> = std::result::Result<T, Box<Error<E>>>;
@@ -44,11 +48,20 @@ impl<E> Error<E> {
             kind,
             offset,
             rev_path: Vec::new(),
+            skip: 0,
         })
     }
 
     pub fn invalid(msg: impl Into<String>, offset: usize) -> Box<Self> {
         Self::new(Kind::Invalid(msg.into()), offset)
+    }
+
+    fn push(&mut self, seg: Seg) {
+        if self.skip > 0 {
+            self.skip -= 1;
+        } else {
+            self.rev_path.push(seg);
+        }
     }
 
     /// The path as a user writes it: `frame.records[3].payload`.
@@ -107,20 +120,30 @@ impl<E> Error<E> {
 pub(crate) trait At<T, E> {
     fn at_field(self, name: &Arc<str>) -> Result<T, E>;
     fn at_index(self, i: usize) -> Result<T, E>;
+    /// Blames a sibling of the field being processed: the field's own segment, added next
+    /// while unwinding, is left out.
+    fn at_sibling(self, name: &Arc<str>) -> Result<T, E>;
 }
 
 impl<T, E> At<T, E> for Result<T, E> {
     #[inline]
     fn at_field(self, name: &Arc<str>) -> Result<T, E> {
         self.map_err(|mut e| {
-            e.rev_path.push(Seg::Field(name.clone()));
+            e.push(Seg::Field(name.clone()));
             e
         })
     }
     #[inline]
     fn at_index(self, i: usize) -> Result<T, E> {
         self.map_err(|mut e| {
-            e.rev_path.push(Seg::Index(i));
+            e.push(Seg::Index(i));
+            e
+        })
+    }
+    fn at_sibling(self, name: &Arc<str>) -> Result<T, E> {
+        self.map_err(|mut e| {
+            e.push(Seg::Field(name.clone()));
+            e.skip += 1;
             e
         })
     }

@@ -386,7 +386,7 @@ fn binop(op: BinOp, l: &Value, r: &Value) -> Result<Value, EvalError> {
 
 /// Parses the frontend's JSON form, resolving each name with `resolve`.
 ///
-/// Forms: `["name", s]`, `["int", i]`, `["bytes", [..]]`, `["bin", op, a, b]`,
+/// Forms: `["name", s]`, `["int", i]` (i a number, or a decimal string beyond 64 bits), `["bytes", [..]]`, `["bin", op, a, b]`,
 /// `["un", op, a]` (op: `-`, `~`, `not`), `["and", a, b]`, `["or", a, b]`, `["if", c, a, b]`.
 pub fn parse(
     v: &serde_json::Value,
@@ -513,9 +513,12 @@ mod tests {
         let max = u64::MAX as i128;
         let env = Slots(vec![Value::Int(max), Value::Int(max)]);
         let e = p(json!(["bin", "*", ["name", "a"], ["name", "b"]]));
-        assert_eq!(e.eval_int(&env), Ok(max * max));
-        let e = p(json!(["bin", "-", ["name", "a"], ["int", 1]]));
-        assert_eq!(e.eval_int(&env), Ok(max - 1));
+        // (2**64 - 1)**2 does not fit an i128: an error value, never a wrapped result.
+        assert_eq!(e.eval_int(&env), Err(EvalError::Overflow));
+        let e2 = p(json!(["bin", "-", ["name", "a"], ["int", 1]]));
+        assert_eq!(e2.eval_int(&env), Ok(max - 1));
+        let env = Slots(vec![Value::Int(max), Value::Int(1 << 62)]);
+        assert_eq!(e.eval_int(&env), Ok(max * (1 << 62)));
     }
 
     #[test]

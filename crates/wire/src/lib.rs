@@ -5,6 +5,7 @@
 //! [`host::Sink`] / [`host::Source`] (Python objects in the extension, a value tree in tests).
 
 pub mod compile;
+pub mod digest;
 mod env;
 pub use env::Scratch;
 pub mod error;

@@ -27,6 +27,7 @@ pub fn pack_with<S: Source, O: Output>(
 ) -> Result<(), S::Error> {
     scratch.reset();
     let mut e = Enc {
+        depth: 0,
         p: prog,
         src,
         out,
@@ -37,6 +38,8 @@ pub fn pack_with<S: Source, O: Output>(
 }
 
 struct Enc<'p, 's, 'o, 'w, S: Source, O: Output> {
+    /// Structs entered and not yet left.
+    depth: u32,
     p: &'p Program,
     src: &'s S,
     out: &'o mut O,
@@ -87,6 +90,31 @@ fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), St
                 return Err(format!("{v} is not a bool"));
             }
             dst[0] = v as u8;
+            Ok(())
+        }
+        Scalar::Bits {
+            group,
+            shift,
+            width,
+            lsb,
+            ..
+        } => {
+            let (lo, hi) = s.int_range().expect("bits");
+            if v < lo || v > hi {
+                return Err(format!(
+                    "{v} does not fit {} (range {lo}..={hi})",
+                    s.describe()
+                ));
+            }
+            // Read-modify-write: the other fields of the group share these bytes.
+            let mask = ((1u128 << width) - 1) << shift;
+            let cur = crate::unpack::read_group(dst, group, lsb);
+            let new = (cur & !mask) | (((v as u128) << shift) & mask);
+            let n = group as usize;
+            for (i, b) in dst[..n].iter_mut().enumerate() {
+                let k = if lsb { i } else { n - 1 - i };
+                *b = (new >> (8 * k)) as u8;
+            }
             Ok(())
         }
         _ => Err(format!("an integer cannot be packed as {}", s.describe())),
@@ -157,11 +185,21 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         want: bool,
     ) -> Result<Value, S::Error> {
         match *s {
-            Scalar::Int { .. } => {
+            Scalar::Int { .. } | Scalar::Bits { boolean: false, .. } => {
                 let i = self.src.int(v).map_err(|e| self.src_err(e))?;
-                let m = encode_int(self.out.slot(at, s.size()), s, i);
+                let m = encode_int(self.out.slot(at, s.span()), s, i);
                 m.map_err(|m| self.invalid(m))?;
                 Ok(if want { Value::Int(i) } else { Value::Absent })
+            }
+            Scalar::Bits { boolean: true, .. } => {
+                let b = self.src.bool(v).map_err(|e| self.src_err(e))?;
+                let m = encode_int(self.out.slot(at, s.span()), s, i128::from(b));
+                m.map_err(|m| self.invalid(m))?;
+                Ok(if want {
+                    Value::Int(i128::from(b))
+                } else {
+                    Value::Absent
+                })
             }
             Scalar::Bool => {
                 let b = self.src.bool(v).map_err(|e| self.src_err(e))?;
@@ -174,10 +212,15 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             }
             Scalar::Float { width, big } => {
                 let f = self.src.float(v).map_err(|e| self.src_err(e))?;
-                if width == 4 {
+                if width == 2 {
+                    let Some(h) = f64_to_f16(f) else {
+                        return Err(self.invalid(format!("{f} is too large for f16")));
+                    };
+                    write_uint(self.out.slot(at, 2), u64::from(h), 2, big);
+                } else if width == 4 {
                     let g = f as f32;
                     if g.is_infinite() && f.is_finite() {
-                        return Err(self.invalid(format!("{f} is too large for f32")));
+                        return Err(self.invalid(format!("{f:?} is too large for f32")));
                     }
                     write_uint(self.out.slot(at, 4), u64::from(g.to_bits()), 4, big);
                 } else {
@@ -252,6 +295,39 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 }
                 Ok(())
             }
+            Node::Varint { zigzag } => {
+                let i = self.src.int(v).map_err(|e| self.src_err(e))?;
+                self.varint(i, *zigzag)
+            }
+            Node::Registry { cases, default, .. } => {
+                let mut chosen = None;
+                for (tag, node, fidx) in cases {
+                    let Node::Struct(si) = node else { continue };
+                    let sp = &self.p.structs[*si as usize];
+                    let hit = match self.src.is_struct(v, sp.sink_id) {
+                        Some(hit) => hit,
+                        // A mapping: its tag field decides.
+                        None => match self.src.field(v, sp.sink_id, *fidx) {
+                            Ok(Some(t)) => match tag {
+                                Value::Int(want) => self.src.int(&t).is_ok_and(|i| i == *want),
+                                Value::Bytes(want) => {
+                                    self.src.bytes(&t).is_ok_and(|b| b == &**want)
+                                }
+                                _ => false,
+                            },
+                            _ => false,
+                        },
+                    };
+                    if hit {
+                        chosen = Some(node);
+                        break;
+                    }
+                }
+                match chosen.or(default.as_deref()) {
+                    Some(n) => self.node(n, v),
+                    None => Err(self.invalid("the value matches no registered variant")),
+                }
+            }
             Node::Union {
                 tag,
                 cases,
@@ -284,6 +360,35 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         }
     }
 
+    fn varint(&mut self, v: i128, zigzag: bool) -> Result<(), S::Error> {
+        let u: u64 = if zigzag {
+            let Ok(i) = i64::try_from(v) else {
+                return Err(self.invalid(format!("{v} does not fit a signed varint (64 bits)")));
+            };
+            ((i << 1) ^ (i >> 63)) as u64
+        } else {
+            match u64::try_from(v) {
+                Ok(u) => u,
+                Err(_) => return Err(self.invalid(format!("{v} does not fit an unsigned varint"))),
+            }
+        };
+        let mut buf = [0u8; 10];
+        let mut n = 0;
+        let mut x = u;
+        loop {
+            let b = (x & 0x7f) as u8;
+            x >>= 7;
+            if x == 0 {
+                buf[n] = b;
+                n += 1;
+                break;
+            }
+            buf[n] = b | 0x80;
+            n += 1;
+        }
+        self.put(&buf[..n])
+    }
+
     /// The value of a derived field, computed from its consumer (look-ahead measures).
     fn derived(
         &mut self,
@@ -297,9 +402,9 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             .src
             .field(obj, sp.sink_id, d.consumer)
             .map_err(|e| self.src_err(e))
-            .at_field(cname)?;
+            .at_sibling(cname)?;
         let Some(cv) = cv else {
-            return Err(self.invalid("missing field")).at_field(cname);
+            return Err(self.invalid("missing field")).at_sibling(cname);
         };
         let measured = match &d.measure {
             Measure::ByteLen(None) => self.src.bytes(&cv).map(<[u8]>::len),
@@ -308,7 +413,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             Measure::Window => unreachable!("window sizes are back-patched"),
         }
         .map_err(|e| self.src_err(e))
-        .at_field(cname)?;
+        .at_sibling(cname)?;
         let target = SlotRef { up: 0, idx: slot };
         match d.expr.solve(target, measured as i128, self.env) {
             Ok(Some(v)) => Ok(v),
@@ -357,7 +462,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             } else {
                 match &kv {
                     Value::Int(i) => {
-                        let m = encode_int(self.out.slot(at, s.size()), s, *i);
+                        let m = encode_int(self.out.slot(at, s.span()), s, *i);
                         m.map_err(|m| self.invalid(m))?;
                     }
                     Value::Bytes(b) => self.out.slot(at, b.len()).copy_from_slice(b),
@@ -376,7 +481,9 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 None => None,
             };
             if d.measure == Measure::Window {
-                self.out.slot(at, s.size()).fill(0);
+                if !matches!(s, Scalar::Bits { .. }) {
+                    self.out.slot(at, s.size()).fill(0);
+                }
                 let abs = self.env.abs(slot);
                 self.pending.push((abs, at, given));
                 self.env.set(slot, Value::Pending);
@@ -391,7 +498,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                     )));
                 }
             }
-            let m = encode_int(self.out.slot(at, s.size()), s, v);
+            let m = encode_int(self.out.slot(at, s.span()), s, v);
             m.map_err(|m| self.invalid(format!("the derived value {m}")))?;
             self.env.set(slot, Value::Int(v));
             return Ok(());
@@ -409,7 +516,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
     /// A run of plain numbers: fetch, convert and write each, with nothing else to check.
     #[inline]
     fn plain_run(&mut self, run: &Run, obj: &S::Value, sp: &'p StructProg) -> Result<(), S::Error> {
-        let base = self.grow(run.size)?;
+        let base = self.run_start(run)?;
         for it in &run.items {
             let f = it.field.unwrap_or(0);
             let v = match self.src.field(obj, sp.sink_id, f) {
@@ -428,16 +535,43 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         Ok(())
     }
 
+    /// Reserves a run's bytes; bit groups start from zero since their fields are OR-ed in.
+    #[inline]
+    fn run_start(&mut self, run: &Run) -> Result<usize, S::Error> {
+        let base = self.grow(run.size)?;
+        if run
+            .items
+            .iter()
+            .any(|it| matches!(it.scalar, Scalar::Bits { .. }))
+        {
+            self.out.slot(base, run.size).fill(0);
+        }
+        Ok(base)
+    }
+
     fn structure(&mut self, index: u32, obj: &S::Value) -> Result<(), S::Error> {
         let p = self.p;
         let sp = &p.structs[index as usize];
+        if self.depth >= p.limits.max_depth {
+            return Err(self.invalid(format!(
+                "nesting deeper than {} structs (the depth limit; is the value cyclic?)",
+                p.limits.max_depth
+            )));
+        }
+        self.depth += 1;
+        let start = self.out.pos();
         self.env.push(sp.n_slots);
         let pending_mark = self.pending.len();
         for step in &sp.steps {
             match step {
+                Step::Align(n) => {
+                    let pad = (n - (self.out.pos() - start) % n) % n;
+                    let at = self.grow(pad)?;
+                    self.out.slot(at, pad).fill(0);
+                }
                 Step::Run(run) if run.plain => self.plain_run(run, obj, sp)?,
                 Step::Run(run) => {
-                    let base = self.grow(run.size)?;
+                    let base = self.run_start(run)?;
                     for it in &run.items {
                         let at = base + it.off;
                         match it.field {
@@ -455,6 +589,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         }
         self.pending.truncate(pending_mark);
         self.env.pop();
+        self.depth -= 1;
         Ok(())
     }
 
@@ -480,6 +615,24 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         if let Node::Scalar(s) = &fs.node {
             let at = self.grow(s.size())?;
             self.item(s, fs.field, fs.slot, &fs.konst, &fs.derive, obj, sp, at)?;
+        } else if let (Node::Varint { zigzag }, Some(d)) = (&fs.node, &fs.derive) {
+            let slot = fs.slot.expect("a derived field has a slot");
+            let v = self.derived(d, slot, obj, sp)?;
+            let given = self
+                .src
+                .field(obj, sp.sink_id, fs.field)
+                .map_err(|e| self.src_err(e))?;
+            if let Some(g) = given {
+                let g = self.src.int(&g).map_err(|e| self.src_err(e))?;
+                if g != v {
+                    return Err(self.invalid(format!(
+                        "is {g}, but '{}' needs {v} (leave it out to have it derived)",
+                        sp.fields[d.consumer as usize]
+                    )));
+                }
+            }
+            self.varint(v, *zigzag)?;
+            self.env.set(slot, Value::Int(v));
         } else {
             let v = self
                 .src
@@ -526,9 +679,9 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             Ok(Some(v)) => v,
             Ok(None) => {
                 return Err(self.invalid(format!("no integer value makes the window {size} bytes")))
-                    .at_field(name)
+                    .at_sibling(name)
             }
-            Err(e) => return Err(self.invalid(format!("cannot be derived: {e}"))).at_field(name),
+            Err(e) => return Err(self.invalid(format!("cannot be derived: {e}"))).at_sibling(name),
         };
         if let Some(g) = given {
             if g != v {
@@ -536,15 +689,12 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                     format!("is {g}, but the window packed to a size that needs {v} (leave it out to have it derived)"),
                     pos,
                 ))
-                .at_field(name);
+                .at_sibling(name);
             }
         }
-        let mut tmp = [0u8; 8];
-        let n = fill.scalar.size();
-        encode_int(&mut tmp[..n], &fill.scalar, v)
+        encode_int(self.out.slot(pos, fill.scalar.span()), &fill.scalar, v)
             .map_err(|m| Error::invalid(format!("the derived value {m}"), pos))
-            .at_field(name)?;
-        self.out.patch(pos, &tmp[..n]);
+            .at_sibling(name)?;
         self.env.set_abs(abs, Value::Int(v));
         Ok(())
     }
@@ -556,4 +706,61 @@ fn measure_name(m: &Measure) -> &'static str {
         Measure::Count => "count",
         Measure::Window => "size",
     }
+}
+
+/// Double to IEEE 754 half precision, rounding half to even; `None` when too large.
+pub(crate) fn f64_to_f16(x: f64) -> Option<u16> {
+    let sign: u16 = if x.is_sign_negative() { 0x8000 } else { 0 };
+    if x.is_nan() {
+        return Some(sign | 0x7e00);
+    }
+    if x.is_infinite() {
+        return Some(sign | 0x7c00);
+    }
+    let a = x.abs();
+    if a == 0.0 {
+        return Some(sign);
+    }
+    // a = f * 2^e with 1 <= f < 2
+    let (mut f, mut e) = frexp(a);
+    f *= 2.0;
+    e -= 1;
+    if e >= 16 {
+        return None;
+    } else if e < -25 {
+        f = 0.0;
+        e = 0;
+    } else if e < -14 {
+        f *= 2f64.powi(14 + e);
+        e = 0;
+    } else {
+        e += 15;
+        f -= 1.0;
+    }
+    f *= 1024.0;
+    let mut bits = f as u16;
+    let rest = f - f64::from(bits);
+    if rest > 0.5 || (rest == 0.5 && bits % 2 == 1) {
+        bits += 1;
+        if bits == 1024 {
+            bits = 0;
+            e += 1;
+            if e == 31 {
+                return None;
+            }
+        }
+    }
+    Some(sign | ((e as u16) << 10) | bits)
+}
+
+/// `x = m * 2^e` with `0.5 <= m < 1`, for finite positive `x`.
+fn frexp(x: f64) -> (f64, i32) {
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    if exp == 0 {
+        let (m, e) = frexp(x * 2f64.powi(64));
+        return (m, e - 64);
+    }
+    let m = f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52));
+    (m, exp - 1022)
 }

@@ -8,11 +8,29 @@ pub use crate::schema::Encoding;
 /// A fixed-size scalar read or written at a known offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scalar {
-    Int { width: u8, signed: bool, big: bool },
-    Float { width: u8, big: bool },
+    Int {
+        width: u8,
+        signed: bool,
+        big: bool,
+    },
+    Float {
+        width: u8,
+        big: bool,
+    },
     Bool,
     Bytes(usize),
     Pad(usize),
+    /// A bit field: `width` bits at `shift` of a `group`-byte number (big-endian unless
+    /// `lsb`). Every field of a group has the group's offset; the first one owns its bytes.
+    Bits {
+        group: u8,
+        shift: u8,
+        width: u8,
+        signed: bool,
+        lsb: bool,
+        first: bool,
+        boolean: bool,
+    },
 }
 
 impl Scalar {
@@ -21,22 +39,37 @@ impl Scalar {
             Scalar::Int { width, .. } | Scalar::Float { width, .. } => width as usize,
             Scalar::Bool => 1,
             Scalar::Bytes(n) | Scalar::Pad(n) => n,
+            Scalar::Bits { group, first, .. } => {
+                if first {
+                    group as usize
+                } else {
+                    0
+                }
+            }
+        }
+    }
+
+    /// The bytes this scalar reads or writes at its offset (a whole group for bit fields).
+    pub fn span(&self) -> usize {
+        match *self {
+            Scalar::Bits { group, .. } => group as usize,
+            s => s.size(),
         }
     }
 
     /// The inclusive range of an integer scalar.
     pub fn int_range(&self) -> Option<(i128, i128)> {
-        match *self {
-            Scalar::Int { width, signed, .. } => {
-                let bits = u32::from(width) * 8;
-                Some(if signed {
-                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-                } else {
-                    (0, (1i128 << bits) - 1)
-                })
-            }
-            _ => None,
-        }
+        let (bits, signed) = match *self {
+            Scalar::Int { width, signed, .. } => (u32::from(width) * 8, signed),
+            Scalar::Bits { width, signed, .. } => (u32::from(width), signed),
+            Scalar::Bool => (1, false),
+            _ => return None,
+        };
+        Some(if signed {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        } else {
+            (0, (1i128 << bits) - 1)
+        })
     }
 
     pub fn describe(&self) -> String {
@@ -48,6 +81,9 @@ impl Scalar {
             Scalar::Bool => "bool".into(),
             Scalar::Bytes(n) => format!("{n} bytes"),
             Scalar::Pad(n) => format!("{n} padding bytes"),
+            Scalar::Bits { width, signed, .. } => {
+                format!("a {}{width}-bit field", if signed { "signed " } else { "" })
+            }
         }
     }
 }
@@ -126,6 +162,18 @@ pub enum Node {
         cases: Vec<(Value, Node)>,
         default: Option<Box<Node>>,
     },
+    /// LEB128 (zigzag-mapped when signed).
+    Varint {
+        zigzag: bool,
+    },
+    /// Subclass dispatch on the scalar at `tag_off` from the start; each case is a struct
+    /// (with the index of its tag field, which holds the tag as a constant).
+    Registry {
+        tag_off: usize,
+        tag: Scalar,
+        cases: Vec<(Value, Node, u16)>,
+        default: Option<Box<Node>>,
+    },
 }
 
 /// One item of a coalesced run of fixed-size fields.
@@ -168,6 +216,8 @@ pub struct FieldStep {
 pub enum Step {
     Run(Run),
     Field(FieldStep),
+    /// Zero padding up to a multiple of this many bytes from the start of the struct.
+    Align(usize),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -190,6 +240,8 @@ pub struct StructProg {
 pub struct Limits {
     pub max_count: u64,
     pub max_len: u64,
+    /// Deepest nesting of structs (recursive types).
+    pub max_depth: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]

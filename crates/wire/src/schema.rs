@@ -52,6 +52,20 @@ pub enum TypeDesc {
         order: Option<Order>,
     },
     Bool,
+    /// A bit field inside a group of adjacent bit fields (see [`StructDesc::bitorder`]).
+    Bits {
+        width: u8,
+        #[serde(default)]
+        signed: bool,
+        /// Decode as a bool (width 1).
+        #[serde(default)]
+        boolean: bool,
+    },
+    /// LEB128; `zigzag` maps signed values as protobuf does.
+    Varint {
+        #[serde(default)]
+        zigzag: bool,
+    },
     Bytes {
         len: LenDesc,
         #[serde(default)]
@@ -85,6 +99,29 @@ pub enum TypeDesc {
         #[serde(default)]
         default: Option<Box<TypeDesc>>,
     },
+    /// A struct being defined (recursion): refers to the enclosing struct with this `id`.
+    Ref {
+        id: u32,
+    },
+    /// Subclass dispatch: every case is a struct that starts with the same fields, `field`
+    /// among them at a fixed offset; its value selects the case.
+    Registry {
+        field: String,
+        cases: Vec<CaseDesc>,
+        #[serde(default)]
+        default: Option<Box<TypeDesc>>,
+    },
+}
+
+/// How adjacent bit fields are laid out in their group of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BitOrder {
+    /// Network order: the group is a big-endian number, the first field its top bits.
+    #[default]
+    Msb,
+    /// C-compiler order: the group is a little-endian number, the first field its low bits.
+    Lsb,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -94,6 +131,11 @@ pub struct StructDesc {
     pub name: String,
     #[serde(default)]
     pub order: Option<Order>,
+    #[serde(default)]
+    pub bitorder: BitOrder,
+    /// Pads the struct's end to a multiple of this many bytes.
+    #[serde(default)]
+    pub align: Option<u64>,
     pub fields: Vec<FieldDesc>,
 }
 
@@ -113,23 +155,43 @@ pub struct FieldDesc {
     /// The field is confined to a window of exactly this many bytes.
     #[serde(default)]
     pub size: Option<serde_json::Value>,
+    /// Zero padding before the field so it starts at a multiple of this many bytes
+    /// from the start of its struct.
+    #[serde(default)]
+    pub align: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "ConstRepr")]
 pub enum ConstDesc {
-    #[serde(deserialize_with = "int128")]
     Int(i128),
     Bytes(Vec<u8>),
 }
 
-/// An integer from a JSON number, or from a decimal string when it exceeds 64 bits.
-pub fn int128<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i128, D::Error> {
-    use serde::de::Error;
-    let v = serde_json::Value::deserialize(d)?;
-    value_to_i128(&v).ok_or_else(|| D::Error::custom(format!("expected an integer, got {v}")))
+/// The JSON form of a constant. Integers go through `serde_json::Value` because a constant
+/// nested in an internally tagged type is buffered by serde, which cannot hold an `i128`;
+/// beyond 64 bits the frontend sends decimal digits as a string.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ConstRepr {
+    Int(serde_json::Value),
+    Bytes(Vec<u8>),
 }
 
+impl TryFrom<ConstRepr> for ConstDesc {
+    type Error = String;
+
+    fn try_from(r: ConstRepr) -> Result<Self, String> {
+        match r {
+            ConstRepr::Bytes(b) => Ok(ConstDesc::Bytes(b)),
+            ConstRepr::Int(v) => value_to_i128(&v)
+                .map(ConstDesc::Int)
+                .ok_or_else(|| format!("invalid integer constant {v}")),
+        }
+    }
+}
+
+/// An integer from a JSON number, or from a decimal string when it exceeds 64 bits.
 pub fn value_to_i128(v: &serde_json::Value) -> Option<i128> {
     match v {
         serde_json::Value::Number(n) => n
@@ -155,10 +217,20 @@ pub struct LimitsDesc {
     pub max_count: u64,
     #[serde(default = "default_max_len")]
     pub max_len: u64,
+    #[serde(default = "default_max_depth")]
+    pub max_depth: u32,
 }
 
 pub const DEFAULT_MAX_COUNT: u64 = 16 * 1024 * 1024;
 pub const DEFAULT_MAX_LEN: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_MAX_DEPTH: u32 = 64;
+/// The deepest nesting any codec allows, whatever its limits say: keeps the VM's native
+/// stack use bounded.
+pub const HARD_MAX_DEPTH: u32 = 1000;
+
+fn default_max_depth() -> u32 {
+    DEFAULT_MAX_DEPTH
+}
 
 fn default_max_count() -> u64 {
     DEFAULT_MAX_COUNT
@@ -172,6 +244,7 @@ impl Default for LimitsDesc {
         LimitsDesc {
             max_count: DEFAULT_MAX_COUNT,
             max_len: DEFAULT_MAX_LEN,
+            max_depth: DEFAULT_MAX_DEPTH,
         }
     }
 }

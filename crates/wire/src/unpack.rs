@@ -42,6 +42,7 @@ pub fn unpack_with<S: Sink>(
         end: buf.len(),
         at_end: true,
         env: &mut scratch.slots,
+        depth: 0,
         sink,
     };
     let v = d.node(&prog.root)?;
@@ -57,6 +58,8 @@ struct Dec<'p, 'b, 's, S: Sink> {
     /// Whether `end` is the end of the input, so running short means "incomplete".
     at_end: bool,
     env: &'s mut Slots,
+    /// Structs entered and not yet left.
+    depth: u32,
     sink: &'s mut S,
 }
 
@@ -88,6 +91,35 @@ fn read_uint(b: &[u8], width: u8, big: bool) -> u64 {
     }
 }
 
+/// A group of `n` bytes as a number: big-endian, or little-endian when `lsb`.
+#[inline]
+pub(crate) fn read_group(b: &[u8], n: u8, lsb: bool) -> u128 {
+    let b = &b[..n as usize];
+    if lsb {
+        b.iter().rev().fold(0u128, |a, &x| (a << 8) | u128::from(x))
+    } else {
+        b.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x))
+    }
+}
+
+/// IEEE 754 half precision to double (exact).
+pub(crate) fn f16_to_f64(h: u16) -> f64 {
+    let neg = h & 0x8000 != 0;
+    let exp = i32::from((h >> 10) & 0x1f);
+    let frac = f64::from(h & 0x3ff);
+    let v = match exp {
+        0 => frac * 2f64.powi(-24),
+        31 if frac == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
+    };
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
 #[inline(always)]
 fn read_scalar<'b>(s: &Scalar, b: &'b [u8]) -> std::result::Result<Option<Raw<'b>>, String> {
     Ok(Some(match *s {
@@ -100,6 +132,7 @@ fn read_scalar<'b>(s: &Scalar, b: &'b [u8]) -> std::result::Result<Option<Raw<'b
                 Raw::U(u)
             }
         }
+        Scalar::Float { width: 2, big } => Raw::F(f16_to_f64(read_uint(b, 2, big) as u16)),
         Scalar::Float { width: 4, big } => {
             let bits = read_uint(b, 4, big) as u32;
             Raw::F(f64::from(f32::from_bits(bits)))
@@ -112,6 +145,26 @@ fn read_scalar<'b>(s: &Scalar, b: &'b [u8]) -> std::result::Result<Option<Raw<'b
         },
         Scalar::Bytes(n) => Raw::Bytes(&b[..n]),
         Scalar::Pad(_) => return Ok(None),
+        Scalar::Bits {
+            group,
+            shift,
+            width,
+            signed,
+            lsb,
+            boolean,
+            ..
+        } => {
+            let mask = (1u128 << width) - 1;
+            let v = (read_group(b, group, lsb) >> shift) & mask;
+            if boolean {
+                Raw::B(v != 0)
+            } else if signed {
+                let s = 128 - u32::from(width);
+                Raw::I((((v << s) as i128) >> s) as i64)
+            } else {
+                Raw::U(v as u64)
+            }
+        }
     }))
 }
 
@@ -261,6 +314,41 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 max,
                 item_min,
             } => self.array(item, count, *max, *item_min),
+            Node::Varint { zigzag } => {
+                let (u, n) = self.varint()?;
+                self.pos += n;
+                let r = if *zigzag {
+                    self.sink.int(((u >> 1) as i64) ^ -((u & 1) as i64))
+                } else {
+                    self.sink.uint(u)
+                };
+                r.map_err(|e| self.host(e))
+            }
+            Node::Registry {
+                tag_off,
+                tag,
+                cases,
+                default,
+            } => {
+                let need = tag_off + tag.span();
+                if need > self.end - self.pos {
+                    return Err(self.short(need));
+                }
+                let at = self.pos + tag_off;
+                let raw = match read_scalar(tag, &self.buf[at..]) {
+                    Ok(Some(raw)) => raw,
+                    _ => return Err(Error::invalid("invalid registry tag", at)),
+                };
+                let t = slot_value(&raw);
+                let chosen = cases.iter().find(|(v, _, _)| *v == t).map(|(_, n, _)| n);
+                match chosen.or(default.as_deref()) {
+                    Some(n) => self.node(n),
+                    None => Err(Error::invalid(
+                        format!("unknown tag {}", show_value(&t)),
+                        at,
+                    )),
+                }
+            }
             Node::Union {
                 tag,
                 cases,
@@ -283,6 +371,32 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 }
             }
         }
+    }
+
+    /// Reads a LEB128 value at the current position: (value, byte length), without consuming.
+    fn varint(&self) -> Result<(u64, usize), S::Error> {
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            if self.pos + i >= self.end {
+                return Err(self.short(i + 1));
+            }
+            let b = self.buf[self.pos + i];
+            let bits = u64::from(b & 0x7f);
+            if i == 9 && b > 1 {
+                return Err(Error::invalid("varint overflows 64 bits", self.pos));
+            }
+            v |= bits << (7 * i);
+            if b & 0x80 == 0 {
+                if i > 0 && b == 0 {
+                    return Err(Error::invalid(
+                        "overlong varint (trailing zero byte)",
+                        self.pos,
+                    ));
+                }
+                return Ok((v, i + 1));
+            }
+        }
+        Err(Error::invalid("varint longer than 10 bytes", self.pos))
     }
 
     fn text(&mut self, b: &[u8], enc: Encoding, at: usize) -> Result<S::Value, S::Error> {
@@ -359,6 +473,17 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
     fn structure(&mut self, index: u32) -> Result<S::Value, S::Error> {
         let p = self.p;
         let sp = &p.structs[index as usize];
+        if self.depth >= p.limits.max_depth {
+            return Err(Error::invalid(
+                format!(
+                    "nesting deeper than {} structs (the depth limit)",
+                    p.limits.max_depth
+                ),
+                self.pos,
+            ));
+        }
+        self.depth += 1;
+        let start = self.pos;
         self.env.push(sp.n_slots);
         let mut st = self
             .sink
@@ -366,6 +491,10 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             .map_err(|e| self.host(e))?;
         for step in &sp.steps {
             match step {
+                Step::Align(n) => {
+                    let pad = (n - (self.pos - start) % n) % n;
+                    self.take(pad)?;
+                }
                 Step::Run(run) => self.run(run, sp, &mut st)?,
                 Step::Field(fs) => self
                     .field(fs, &mut st)
@@ -373,6 +502,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             }
         }
         self.env.pop();
+        self.depth -= 1;
         self.sink.end_struct(st).map_err(|e| self.host(e))
     }
 
@@ -386,15 +516,37 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         let b = match self.take(run.size) {
             Ok(b) => b,
             Err(_) => {
-                // Blame the first field that does not fit.
                 let left = self.end - start;
+                // A constant that fits and does not match makes the input invalid, not short.
+                for it in run
+                    .items
+                    .iter()
+                    .take_while(|it| it.off + it.scalar.size() <= left)
+                {
+                    let (Some(k), Some(f)) = (&it.konst, it.field) else {
+                        continue;
+                    };
+                    let b = &self.buf[start + it.off..];
+                    if let Ok(Some(raw)) = read_scalar(&it.scalar, b) {
+                        if !konst_matches(k, &raw) {
+                            let msg = format!(
+                                "expected the constant {}, found {}",
+                                show_konst(k),
+                                show_raw(&raw)
+                            );
+                            return Err(Error::invalid(msg, start + it.off))
+                                .at_field(&sp.fields[f as usize]);
+                        }
+                    }
+                }
+                // Blame the first field that does not fit.
                 let it = run
                     .items
                     .iter()
-                    .find(|it| it.off + it.scalar.size() > left)
+                    .find(|it| it.off + it.scalar.span() > left)
                     .expect("run exceeds input");
                 self.pos = start + it.off;
-                let e = self.short(it.scalar.size());
+                let e = self.short(it.scalar.span());
                 self.pos = start;
                 return match it.field {
                     Some(f) => Err(e).at_field(&sp.fields[f as usize]),
@@ -430,7 +582,10 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 self.env.set(slot, slot_value(&raw));
             }
             let v = self.emit(raw)?;
-            self.sink.set_field(st, f, v).map_err(|e| self.host(e))?;
+            self.sink
+                .set_field(st, f, v)
+                .map_err(|e| self.host(e))
+                .at_field(&sp.fields[f as usize])?;
         }
         Ok(())
     }
@@ -483,6 +638,18 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 self.env.set(slot, slot_value(&raw));
             }
             return self.emit(raw);
+        }
+        if let (Node::Varint { zigzag }, Some(slot)) = (&fs.node, fs.slot) {
+            let (u, n) = self.varint()?;
+            self.pos += n;
+            let (v, r) = if *zigzag {
+                let i = ((u >> 1) as i64) ^ -((u & 1) as i64);
+                (i128::from(i), self.sink.int(i))
+            } else {
+                (i128::from(u), self.sink.uint(u))
+            };
+            self.env.set(slot, Value::Int(v));
+            return r.map_err(|e| self.host(e));
         }
         if let Some(slot) = fs.slot {
             // A variable-length bytes field used as a tag.

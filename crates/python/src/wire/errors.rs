@@ -65,10 +65,29 @@ pub fn incomplete<'py>(py: Python<'py>, e: &Error<PyErr>) -> PyResult<Bound<'py,
 pub fn raise(py: Python<'_>, e: Error<PyErr>, mode: Mode) -> PyErr {
     let path = e.path();
     match (&e.kind, &mode) {
-        (Kind::Host(_), Mode::Unpack) => match e.kind {
-            Kind::Host(err) => err,
-            _ => unreachable!(),
-        },
+        (Kind::Host(err), Mode::Unpack)
+            if err.is_instance_of::<pyo3::exceptions::PyMemoryError>(py)
+                || !err.is_instance_of::<pyo3::exceptions::PyException>(py) =>
+        {
+            match e.kind {
+                Kind::Host(err) => err,
+                _ => unreachable!(),
+            }
+        }
+        (Kind::Host(err), Mode::Unpack) => {
+            // A converter rejected a decoded value: the input is invalid for this schema.
+            let text = err.to_string();
+            let msg = if path.is_empty() {
+                text
+            } else {
+                format!("{path}: {text}")
+            };
+            let exc = decode_error(py, msg, &path, e.offset);
+            if let Kind::Host(cause) = e.kind {
+                exc.set_cause(py, Some(cause));
+            }
+            exc
+        }
         (Kind::Host(_), _) => {
             let msg = match &e.kind {
                 Kind::Host(err) => {

@@ -20,7 +20,7 @@ use buffer::{BytesOut, InBuf};
 use errors::{raise, Mode};
 use sink::PySink;
 use source::PySource;
-use structs::StructInfo;
+use structs::{Converters, StructInfo};
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
@@ -34,8 +34,15 @@ fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     })
 }
 
-/// One struct's adapter info as the frontend passes it: (class or None, field names, defaults).
-type StructArg<'py> = (Option<Bound<'py, PyType>>, Vec<String>, Vec<Py<PyAny>>);
+/// One struct's adapter info as the frontend passes it: (class or None, field names,
+/// defaults, decoders, encoders).
+type StructArg<'py> = (
+    Option<Bound<'py, PyType>>,
+    Vec<String>,
+    Vec<Py<PyAny>>,
+    Converters,
+    Converters,
+);
 
 /// A compiled codec: immutable, thread-safe, picklable.
 #[pyclass(frozen, module = "bytewright._native", name = "Codec")]
@@ -89,7 +96,9 @@ impl Codec {
         let prog = compile(&parsed).map_err(|e| errors::schema_error(py, e.0))?;
         let infos = structs
             .into_iter()
-            .map(|(cls, names, defaults)| StructInfo::new(py, cls, names, defaults, typed))
+            .map(|(cls, names, defaults, dec, enc)| {
+                StructInfo::new(py, cls, names, defaults, (dec, enc), typed)
+            })
             .collect::<PyResult<Vec<_>>>()?;
         for s in &prog.structs {
             let info = infos.get(s.sink_id as usize).ok_or_else(|| {

@@ -116,6 +116,10 @@ impl<'py> Sink for PySink<'_, 'py> {
     #[inline]
     fn set_field(&mut self, s: &mut Self::Struct, field: u16, v: Self::Value) -> PyResult<()> {
         let info = &self.structs[s.sid as usize];
+        let v = match info.decoders.get(field as usize) {
+            Some(Some(decode)) => decode.bind(self.py).call1((v,))?,
+            _ => v,
+        };
         if self.typed && info.class.is_some() {
             let off = info.offsets[field as usize];
             // SAFETY: `off` is the offset of an object member slot of this exact type (checked at

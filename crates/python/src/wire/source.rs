@@ -25,23 +25,14 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 }
 
 impl<'py> PySource<'_, 'py> {
-    fn host(&self) -> SourceError<PyErr> {
-        SourceError::Host(PyErr::fetch(self.py))
-    }
-
-    /// Turns a pending Python exception into a type error with its message.
-    fn type_from_pending(&self, what: &str) -> SourceError<PyErr> {
-        let e = PyErr::fetch(self.py);
-        SourceError::Type(format!("{what}: {e}"))
-    }
-}
-
-impl<'py> Source for PySource<'_, 'py> {
-    type Value = Bound<'py, PyAny>;
-    type Error = PyErr;
-
+    /// A field's value as stored, before any converter.
     #[inline]
-    fn field(&self, obj: &Self::Value, sid: u32, field: u16) -> SResult<Option<Self::Value>> {
+    fn raw_field(
+        &self,
+        obj: &Bound<'py, PyAny>,
+        sid: u32,
+        field: u16,
+    ) -> SResult<Option<Bound<'py, PyAny>>> {
         let info = &self.structs[sid as usize];
         let p = obj.as_ptr();
         // SAFETY: all pointers are live objects; borrowed results are increfed before use.
@@ -126,6 +117,33 @@ impl<'py> Source for PySource<'_, 'py> {
             }
             let v = Bound::from_owned_ptr(self.py, v);
             Ok((!v.is_none()).then_some(v))
+        }
+    }
+
+    fn host(&self) -> SourceError<PyErr> {
+        SourceError::Host(PyErr::fetch(self.py))
+    }
+
+    /// Turns a pending Python exception into a type error with its message.
+    fn type_from_pending(&self, what: &str) -> SourceError<PyErr> {
+        let e = PyErr::fetch(self.py);
+        SourceError::Type(format!("{what}: {e}"))
+    }
+}
+
+impl<'py> Source for PySource<'_, 'py> {
+    type Value = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    #[inline]
+    fn field(&self, obj: &Self::Value, sid: u32, field: u16) -> SResult<Option<Self::Value>> {
+        let v = self.raw_field(obj, sid, field)?;
+        match (v, self.structs[sid as usize].encoders.get(field as usize)) {
+            (Some(v), Some(Some(encode))) => match encode.bind(self.py).call1((&v,)) {
+                Ok(e) => Ok(Some(e)),
+                Err(e) => Err(SourceError::Type(format!("the converter failed: {e}"))),
+            },
+            (v, _) => Ok(v),
         }
     }
 

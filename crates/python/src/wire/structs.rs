@@ -6,6 +6,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
 
+/// Per-field converters of a struct (decoders or encoders), or None.
+pub type Converters = Option<Vec<Option<Py<PyAny>>>>;
+
 pub struct StructInfo {
     /// Interned field names, by field index.
     pub keys: Vec<Py<PyString>>,
@@ -14,6 +17,9 @@ pub struct StructInfo {
     pub class: Option<Py<PyType>>,
     /// Byte offsets of the class's member slots, by field index (typed codecs only).
     pub offsets: Vec<isize>,
+    /// Converters from wire values to Python values and back, by field index (typed only).
+    pub decoders: Vec<Option<Py<PyAny>>>,
+    pub encoders: Vec<Option<Py<PyAny>>>,
 }
 
 // From CPython's structmember.h (stable since 3.0; Py_T_OBJECT_EX in 3.12+).
@@ -56,6 +62,7 @@ impl StructInfo {
         class: Option<Bound<'_, PyType>>,
         names: Vec<String>,
         defaults: Vec<Py<PyAny>>,
+        converters: (Converters, Converters),
         typed: bool,
     ) -> PyResult<Self> {
         if defaults.len() != names.len() {
@@ -76,6 +83,16 @@ impl StructInfo {
             defaults,
             class: class.map(Bound::unbind),
             offsets,
+            decoders: if typed {
+                converters.0.unwrap_or_default()
+            } else {
+                Vec::new()
+            },
+            encoders: if typed {
+                converters.1.unwrap_or_default()
+            } else {
+                Vec::new()
+            },
         })
     }
 }
