@@ -536,6 +536,28 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 }
                 Err(e) => return Err(self.src_err(e)).at_field(&sp.fields[f as usize]),
             };
+            if let (Scalar::Int { width, signed, big }, None) = (it.scalar, it.slot) {
+                // The common case, kept lean: an integer nothing else refers to.
+                let i = match self.src.int(&v) {
+                    Ok(i) => i,
+                    Err(e) => return Err(self.src_err(e)).at_field(&sp.fields[f as usize]),
+                };
+                let bits = u32::from(width) * 8;
+                let fits = if signed {
+                    (i >> (bits - 1)) == 0 || (i >> (bits - 1)) == -1
+                } else {
+                    i >> bits == 0
+                };
+                if fits {
+                    write_uint(
+                        self.out.slot(base + it.off, width as usize),
+                        i as u64,
+                        width,
+                        big,
+                    );
+                    continue;
+                }
+            }
             let val = self.scalar_value(&it.scalar, &v, base + it.off, it.slot.is_some());
             let val = val.at_field(&sp.fields[f as usize])?;
             if let Some(slot) = it.slot {
