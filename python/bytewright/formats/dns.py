@@ -172,7 +172,8 @@ class Record(bw.Struct):
 
 
 class Message(bw.Struct):
-    """A whole DNS message; the four section counts are computed on pack."""
+    """A whole DNS message; the four section counts are computed on pack. Sections left
+    out are empty tuples (pass lists to build them up)."""
 
     id: bw.U16
     qr: bool = bw.flag(default=False)
@@ -189,7 +190,7 @@ class Message(bw.Struct):
     ancount: bw.U16 = bw.derived()
     nscount: bw.U16 = bw.derived()
     arcount: bw.U16 = bw.derived()
-    questions: list[Question] = bw.field(count="qdcount", default=[])
-    answers: list[Record] = bw.field(count="ancount", default=[])
-    authority: list[Record] = bw.field(count="nscount", default=[])
-    additional: list[Record] = bw.field(count="arcount", default=[])
+    questions: list[Question] = bw.field(count="qdcount", default=())
+    answers: list[Record] = bw.field(count="ancount", default=())
+    authority: list[Record] = bw.field(count="nscount", default=())
+    additional: list[Record] = bw.field(count="arcount", default=())

@@ -240,10 +240,13 @@ def _tree(v: Any, depth: int) -> dict[str, Any]:
         head = 0xC7 if n < 0x100 else 0xC8 if n < 0x10000 else 0xC9
         return {"head": head, "body": {"code": code, "data": data}}
     # Subclasses of the basic types, as msgpack accepts them.
-    for base in (bool, int, float, str, bytes, list, tuple, dict):
+    for base in _BASES:
         if isinstance(v, base):
             return _tree(base(v), depth)
     raise bw.PackError(f"cannot serialize {t.__name__!r} object", "")
+
+
+_BASES: tuple[Any, ...] = (bool, int, float, str, bytes, list, tuple, dict)
 
 
 def packb(value: Any) -> bytes:

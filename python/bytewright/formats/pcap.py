@@ -8,6 +8,7 @@ decodes one record at a time.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import bytewright as bw
 
@@ -121,18 +122,17 @@ def write(
 ) -> bytes:
     """Encodes a capture from ``(ts_sec, ts_frac, data[, orig_len])`` tuples."""
     little = byteorder == "little"
-    if little:
-        magic = MAGIC_LE_NS if nanoseconds else MAGIC_LE_US
-        rec_cls: type[RecordLE] = RecordLE
-        body: BodyLE | BodyBE = BodyLE(
-            header=HeaderLE(snaplen=snaplen, linktype=linktype), records=[]
-        )
-    else:
-        magic = MAGIC_BE_NS if nanoseconds else MAGIC_BE_US
-        rec_cls = RecordBE
-        body = BodyBE(header=HeaderBE(snaplen=snaplen, linktype=linktype), records=[])
+    rec_cls: type[RecordLE] = RecordLE if little else RecordBE
+    recs: list[Any] = []
     for r in records:
         sec, frac, payload = r[0], r[1], r[2]
         orig = r[3] if len(r) > 3 else len(payload)  # type: ignore[misc]
-        body.records.append(rec_cls(ts_sec=sec, ts_frac=frac, orig_len=orig, data=payload))
+        recs.append(rec_cls(ts_sec=sec, ts_frac=frac, orig_len=orig, data=payload))
+    body: BodyLE | BodyBE
+    if little:
+        magic = MAGIC_LE_NS if nanoseconds else MAGIC_LE_US
+        body = BodyLE(header=HeaderLE(snaplen=snaplen, linktype=linktype), records=recs)
+    else:
+        magic = MAGIC_BE_NS if nanoseconds else MAGIC_BE_US
+        body = BodyBE(header=HeaderBE(snaplen=snaplen, linktype=linktype), records=recs)
     return Pcap(magic=magic, body=body).pack()
