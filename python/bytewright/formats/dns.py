@@ -1,8 +1,8 @@
 """DNS messages (RFC 1035), with name compression.
 
 Names are text with the final dot (``"www.example.com."``; the root is ``"."``), decoded by
-the core's ``bw.DnsName`` node: compression pointers are followed (only backwards, so loops
-are impossible; at most 127 labels and 255 bytes). On pack, names in questions, owner names
+the core's DNS name node (``bytewright.types.DnsName``): compression pointers are followed
+(only backwards, so loops are impossible; at most 127 labels and 255 bytes). On pack, names in questions, owner names
 and the RDATA of CNAME, NS, PTR, MX and SOA are compressed against the names written before
 them, as most servers (and dnslib) do; SRV targets are written whole (RFC 2782).
 
