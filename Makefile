@@ -27,7 +27,7 @@ lint: venv
 test-rust:
 	cargo test --workspace --exclude bytewright-python
 
-test-python: build
+test-python: build bench-deps
 	pytest
 
 test: lint test-rust test-python
@@ -36,6 +36,20 @@ fmt: venv
 	cargo fmt --all
 	ruff format .
 	ruff check --fix .
+
+# The comparison packages (pinned; never imported by the library). `make test` installs them
+# too (about 15 s), so the smoke test of the harness measures every peer arm.
+bench-deps: $(VENV)/.bench-installed
+
+$(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
+	touch $@
+
+bench: build bench-deps
+	$(PY) -m benchmarks --profile default
+
+bench-full: build bench-deps
+	$(PY) -m benchmarks --profile full
 
 clean:
 	rm -rf target $(VENV) benchmarks/results

@@ -1,0 +1,1 @@
+"""Part C: object graphs, reproducing the pysafe-pickle performance page."""

@@ -1,0 +1,56 @@
+"""Per shape: round-trip gate, dumps and loads (best of 5), payload sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from benchmarks.arms import describe
+from benchmarks.graphs.equality import same
+from benchmarks.graphs.serializers import Serializer
+from benchmarks.progress import Reporter
+from benchmarks.sampling import Sampling, measure_ns
+
+
+@dataclass
+class ShapeResult:
+    dumps_ns: dict[str, float] = field(default_factory=dict)
+    loads_ns: dict[str, float] = field(default_factory=dict)
+    size: dict[str, int] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)  # arm -> why it was not timed
+
+
+def run_shape(
+    value: Any, arms: dict[str, Serializer], sampling: Sampling, reporter: Reporter, label: str
+) -> ShapeResult:
+    result = ShapeResult()
+    payloads: dict[str, bytes] = {}
+    for name, arm in arms.items():
+        if arm.dumps is None:
+            continue
+        try:
+            payloads[name] = arm.dumps(value)
+        except Exception as exc:
+            result.problems[name] = f"dumps raised {describe(exc)}"
+    for name, arm in arms.items():
+        reporter.step(f"{label}: {name}")
+        source = arm.reads or name
+        if name in result.problems or source not in payloads:
+            result.problems.setdefault(name, f"no {source} payload to read")
+            reporter.advance()
+            continue
+        data = payloads[source]
+        try:
+            back = arm.loads(data)
+            if not same(value, back, lookalike=arm.lookalike):
+                result.problems[name] = "round trip differs from the original"
+        except Exception as exc:
+            result.problems[name] = f"loads raised {describe(exc)}"
+        if name not in result.problems:
+            if arm.dumps is not None:
+                result.size[name] = len(data)
+                result.dumps_ns[name] = measure_ns(partial(arm.dumps, value), sampling)
+            result.loads_ns[name] = measure_ns(partial(arm.loads, data), sampling)
+        reporter.advance()
+    return result

@@ -1,0 +1,54 @@
+"""Timing: one warm-up call, calibrate the iteration count to a budget, keep the best round."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How one measurement is taken."""
+
+    budget_ns: int  # a timed round lasts at least this long
+    rounds: int  # best of this many rounds at the calibrated count
+    min_iterations: int = 1
+
+
+def _round(fn: Callable[[], object], iterations: int) -> int:
+    loop = range(iterations)
+    enabled = gc.isenabled()
+    gc.disable()  # as timeit does: a collection landing in one arm's round is noise
+    try:
+        start = time.perf_counter_ns()
+        for _ in loop:
+            fn()
+        return time.perf_counter_ns() - start
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def calibrate(fn: Callable[[], object], sampling: Sampling) -> int:
+    """The smallest iteration count (growing geometrically) whose round meets the budget."""
+    iterations = sampling.min_iterations
+    while True:
+        elapsed = _round(fn, iterations)
+        if elapsed >= sampling.budget_ns:
+            return iterations
+        if elapsed <= 0:
+            iterations *= 10
+            continue
+        # Aim 20% past the budget so the next round usually meets it; at most x10 per step.
+        wanted = int(iterations * 1.2 * sampling.budget_ns / elapsed) + 1
+        iterations = max(iterations + 1, min(wanted, iterations * 10))
+
+
+def measure_ns(fn: Callable[[], object], sampling: Sampling) -> float:
+    """Nanoseconds per call of `fn`: the best of `sampling.rounds` calibrated rounds."""
+    fn()  # warm-up
+    iterations = calibrate(fn, sampling)
+    best = min(_round(fn, iterations) for _ in range(sampling.rounds))
+    return best / iterations
