@@ -30,6 +30,8 @@ pub fn pack_with<S: Source, O: Output>(
     scratch.reset();
     let mut e = Enc {
         depth: 0,
+        base: out.pos(),
+        names: &mut scratch.names,
         p: prog,
         src,
         out,
@@ -42,6 +44,9 @@ pub fn pack_with<S: Source, O: Output>(
 struct Enc<'p, 's, 'o, 'w, S: Source, O: Output> {
     /// Structs entered and not yet left.
     depth: u32,
+    /// Where the outermost value starts (DNS compression pointers count from there).
+    base: usize,
+    names: &'w mut crate::dnsname::Table,
     p: &'p Program,
     src: &'s S,
     out: &'o mut O,
@@ -304,6 +309,16 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                     self.node(item, &it).at_index(i)?;
                 }
                 Ok(())
+            }
+            Node::DnsName { compress } => {
+                let t = self
+                    .src
+                    .text(v, Encoding::Ascii)
+                    .map_err(|e| self.src_err(e))?;
+                let (wire, starts) = crate::dnsname::encode(&t).map_err(|m| self.invalid(m))?;
+                let at = self.out.pos() - self.base;
+                let bytes = self.names.compress(&wire, &starts, at, *compress);
+                self.put(&bytes)
             }
             Node::Varint { zigzag } => {
                 let i = self.src.int(v).map_err(|e| self.src_err(e))?;
