@@ -219,6 +219,7 @@ impl Compiler {
                 return Err(self.err(field, "bit fields can only be fields of a struct"))
             }
             TypeDesc::Varint { zigzag } => Node::Varint { zigzag: *zigzag },
+            TypeDesc::Msgpack => Node::Msgpack,
             TypeDesc::Dnsname { compress } => Node::DnsName {
                 compress: *compress,
             },
@@ -943,7 +944,7 @@ pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
             .map(|n| node_min(n, structs))
             .min()
             .unwrap_or(0),
-        Node::Varint { .. } | Node::DnsName { .. } => 1,
+        Node::Varint { .. } | Node::DnsName { .. } | Node::Msgpack => 1,
     }
 }
 
@@ -956,7 +957,8 @@ fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
         | Node::Union { .. }
         | Node::Registry { .. }
         | Node::Varint { .. }
-        | Node::DnsName { .. } => None,
+        | Node::DnsName { .. }
+        | Node::Msgpack => None,
         Node::Struct(i) => structs.get(*i as usize)?.static_size,
         Node::Array {
             item,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytewright_wire::error::{Error, Kind};
-use bytewright_wire::host::{Sink, Source, SourceError};
+use bytewright_wire::host::{Dyn, Sink, Source, SourceError};
 use bytewright_wire::program::Encoding;
 use bytewright_wire::{compile, pack, unpack, Program, Schema};
 use serde_json::{json, Value as J};
@@ -62,6 +62,7 @@ impl Sink for Host {
     type Value = Val;
     type Struct = (u32, Vec<(String, Val)>);
     type List = Vec<Val>;
+    type Map = Vec<(String, Val)>;
     type Error = String;
 
     fn uint(&mut self, v: u64) -> Result<Val, String> {
@@ -99,6 +100,29 @@ impl Sink for Host {
     }
     fn end_struct(&mut self, s: Self::Struct) -> Result<Val, String> {
         Ok(Val::Map(s.1))
+    }
+    fn none(&mut self) -> Result<Val, String> {
+        Ok(Val::None)
+    }
+    fn ext(&mut self, code: i8, data: &[u8]) -> Result<Val, String> {
+        Ok(Val::List(vec![
+            Val::Int(code.into()),
+            Val::Bytes(data.to_vec()),
+        ]))
+    }
+    fn begin_map(&mut self, cap: usize) -> Result<Vec<(String, Val)>, String> {
+        Ok(Vec::with_capacity(cap))
+    }
+    fn map_insert(&mut self, m: &mut Vec<(String, Val)>, k: Val, v: Val) -> Result<(), String> {
+        let k = match k {
+            Val::Str(s) => s,
+            other => format!("{other:?}"),
+        };
+        m.push((k, v));
+        Ok(())
+    }
+    fn end_map(&mut self, m: Vec<(String, Val)>) -> Result<Val, String> {
+        Ok(Val::Map(m))
     }
     fn begin_list(&mut self, cap: usize) -> Result<Vec<Val>, String> {
         self.max_cap.set(self.max_cap.get().max(cap));
@@ -189,6 +213,30 @@ impl Source for Host {
     }
     fn is_struct(&self, _v: &Val, _sink_id: u32) -> Option<bool> {
         None
+    }
+    fn kind(&self, v: &Val) -> SRes<Dyn> {
+        Ok(match v {
+            Val::None => Dyn::None,
+            Val::Bool(b) => Dyn::Bool(*b),
+            Val::Int(i) => Dyn::Int(*i),
+            Val::Float(f) => Dyn::Float(*f),
+            Val::Str(_) => Dyn::Str,
+            Val::Bytes(_) => Dyn::Bytes,
+            Val::List(_) => Dyn::List,
+            Val::Map(_) => Dyn::Map,
+        })
+    }
+    fn entries(&self, v: &Val) -> SRes<Vec<(Val, Val)>> {
+        match v {
+            Val::Map(m) => Ok(m
+                .iter()
+                .map(|(k, v)| (Val::Str(k.clone()), v.clone()))
+                .collect()),
+            other => wrong("map", other),
+        }
+    }
+    fn ext(&self, v: &Val) -> SRes<(i8, Val)> {
+        wrong("ext", v)
     }
 }
 
@@ -889,4 +937,37 @@ fn dns_names_compress_against_the_outermost_value() {
     // Text that is no name is a pack error.
     let e = do_pack(&one, &map(&[("n", Val::Str("a..b".into()))])).unwrap_err();
     assert!(matches!(e.kind, Kind::Invalid(_)));
+}
+
+#[test]
+fn msgpack_values_round_trip() {
+    let p = prog(json!({"t": "msgpack"}));
+    let v = Val::List(vec![
+        Val::None,
+        Val::Bool(true),
+        int(-33),
+        int(1 << 40),
+        Val::Float(1.5),
+        Val::Str("hé".into()),
+        bytes(b"\x00\x01"),
+        map(&[("a", int(1)), ("b", Val::List(vec![]))]),
+    ]);
+    let mut out = Vec::new();
+    let h = Host::new(&p);
+    pack::pack(&p, &h, &mut out, &v).unwrap();
+    assert_eq!(
+        out,
+        b"\x98\xc0\xc3\xd0\xdf\xcf\x00\x00\x01\x00\x00\x00\x00\x00\xcb\x3f\xf8\x00\x00\x00\x00\x00\x00\xa3h\xc3\xa9\xc4\x02\x00\x01\x82\xa1a\x01\xa1b\x90"
+    );
+    let mut h = Host::new(&p);
+    let (back, end) = unpack::unpack(&p, &mut h, &out, 0).unwrap();
+    assert_eq!(end, out.len());
+    assert_eq!(back, v);
+    // Truncations and flips never panic.
+    for cut in 0..out.len() {
+        let _ = unpack::unpack(&p, &mut h, &out[..cut], 0);
+    }
+    let deep = vec![0x91u8; 100_000];
+    let e = unpack::unpack(&p, &mut h, &deep, 0).unwrap_err();
+    assert!(e.message().contains("depth limit"), "{}", e.message());
 }

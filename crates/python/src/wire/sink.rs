@@ -2,6 +2,8 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
 
 use super::structs::StructInfo;
 use bytewright_wire::host::Sink;
@@ -9,6 +11,13 @@ use bytewright_wire::host::Sink;
 extern "C" {
     // Exported by CPython 3.8+ (cpython/dictobject.h); pyo3-ffi leaves it out as private.
     fn _PyDict_NewPresized(minused: ffi::Py_ssize_t) -> *mut ffi::PyObject;
+}
+
+static EXT_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `bytewright.types.ExtType`, the Python form of a MessagePack extension value.
+pub fn ext_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    EXT_TYPE.import(py, "bytewright.types", "ExtType")
 }
 
 pub struct PySink<'a, 'py> {
@@ -34,6 +43,7 @@ impl<'py> Sink for PySink<'_, 'py> {
     type Value = Bound<'py, PyAny>;
     type Struct = PyStruct<'py>;
     type List = Vec<Bound<'py, PyAny>>;
+    type Map = Bound<'py, PyAny>;
     type Error = PyErr;
 
     #[inline]
@@ -155,6 +165,36 @@ impl<'py> Sink for PySink<'_, 'py> {
     #[inline]
     fn end_struct(&mut self, s: Self::Struct) -> PyResult<Self::Value> {
         Ok(s.obj)
+    }
+
+    #[inline]
+    fn none(&mut self) -> PyResult<Self::Value> {
+        Ok(self.py.None().into_bound(self.py))
+    }
+
+    fn ext(&mut self, code: i8, data: &[u8]) -> PyResult<Self::Value> {
+        let data = self.bytes(data)?;
+        ext_type(self.py)?.call1((code, data))
+    }
+
+    #[inline]
+    fn begin_map(&mut self, _cap: usize) -> PyResult<Self::Map> {
+        // SAFETY: plain constructor call.
+        self.own(unsafe { ffi::PyDict_New() })
+    }
+
+    #[inline]
+    fn map_insert(&mut self, m: &mut Self::Map, k: Self::Value, v: Self::Value) -> PyResult<()> {
+        // SAFETY: live dict, key and value; SetItem does not steal.
+        if unsafe { ffi::PyDict_SetItem(m.as_ptr(), k.as_ptr(), v.as_ptr()) } != 0 {
+            return Err(PyErr::fetch(self.py));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn end_map(&mut self, m: Self::Map) -> PyResult<Self::Value> {
+        Ok(m)
     }
 
     #[inline]
