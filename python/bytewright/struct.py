@@ -355,8 +355,14 @@ def make_struct(
     byteorder: str | None = None,
     limits: Limits | None = None,
     module: str | None = None,
+    bases: tuple[type, ...] = (),
+    **class_keywords: Any,
 ) -> type[Struct]:
-    """Builds a Struct class from data: ``[(name, type), (name, type, bw.field(...)), ...]``."""
+    """Builds a Struct class from data: ``[(name, type), (name, type, bw.field(...)), ...]``.
+
+    ``bases`` (default ``(bw.Struct,)``) and class keywords (``bitorder``, ``align``,
+    ``registry``, ``tag``, ``default``) work as in a class statement.
+    """
     annotations: dict[str, Any] = {}
     ns: dict[str, Any] = {"__annotations__": annotations}
     for i, entry in enumerate(fields):
@@ -374,7 +380,9 @@ def make_struct(
             ns[fname] = entry[2]
     ns["__module__"] = module or sys._getframe(1).f_globals.get("__name__", __name__)
     ns["__qualname__"] = name
-    return StructMeta(name, (Struct,), ns, byteorder=byteorder, limits=limits)  # type: ignore[return-value]
+    return StructMeta(  # type: ignore[return-value]
+        name, bases or (Struct,), ns, byteorder=byteorder, limits=limits, **class_keywords
+    )
 
 
 def compile(cls: type[Struct], *, limits: Limits | None = None) -> Codec:
