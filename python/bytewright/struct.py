@@ -353,6 +353,8 @@ def make_struct(
     fields: typing.Iterable[tuple[Any, ...]],
     *,
     byteorder: str | None = None,
+    bitorder: str | None = None,
+    align: int | None = None,
     limits: Limits | None = None,
     module: str | None = None,
 ) -> type[Struct]:
@@ -374,7 +376,9 @@ def make_struct(
             ns[fname] = entry[2]
     ns["__module__"] = module or sys._getframe(1).f_globals.get("__name__", __name__)
     ns["__qualname__"] = name
-    return StructMeta(name, (Struct,), ns, byteorder=byteorder, limits=limits)  # type: ignore[return-value]
+    return StructMeta(  # type: ignore[return-value]
+        name, (Struct,), ns, byteorder=byteorder, bitorder=bitorder, align=align, limits=limits
+    )
 
 
 def compile(cls: type[Struct], *, limits: Limits | None = None) -> Codec:
