@@ -336,11 +336,15 @@ impl Compiler {
                     "a checksum field must be a fixed-size integer or bytes field",
                 ));
             };
+            // Integer checksums go into unsigned integers (a signed field would read back
+            // a value that no longer matches), digests into bytes of their length.
             let fits = match item.scalar {
-                Scalar::Int { width, .. } => {
-                    algo.is_integer() && width as usize == algo.output_len()
-                }
-                Scalar::Bytes(n) => n == algo.output_len(),
+                Scalar::Int {
+                    width,
+                    signed: false,
+                    ..
+                } => algo.is_integer() && width as usize == algo.output_len(),
+                Scalar::Bytes(n) => !algo.is_integer() && n == algo.output_len(),
                 _ => false,
             };
             if !fits {
@@ -395,12 +399,44 @@ impl Compiler {
                 verify: desc.verify,
             });
         }
+        let out = self.sum_order(out, names)?;
         for s in steps.iter_mut() {
             if let Step::Run(r) = s {
                 if r.items.iter().any(|it| it.sum) {
                     r.plain = false;
                 }
             }
+        }
+        Ok(out)
+    }
+
+    /// Orders checksums so that each one is computed after every other checksum whose
+    /// field it covers (pack writes them in this order; a covered checksum must hold its
+    /// final bytes by then, or verification would see different bytes).
+    fn sum_order(
+        &self,
+        mut left: Vec<Checksum>,
+        names: &[Arc<str>],
+    ) -> Result<Vec<Checksum>, SchemaError> {
+        let covers = |a: &Checksum, b: &Checksum| {
+            a.field != b.field && a.over.as_ref().is_none_or(|o| o.contains(&b.field))
+        };
+        let mut out = Vec::with_capacity(left.len());
+        while !left.is_empty() {
+            let Some(i) =
+                (0..left.len()).find(|&i| left.iter().all(|other| !covers(&left[i], other)))
+            else {
+                let a = &left[0];
+                let b = left.iter().find(|b| covers(a, b)).expect("a cycle");
+                return Err(self.err(
+                    &names[a.field as usize],
+                    format!(
+                        "the checksums '{}' and '{}' cover each other's bytes",
+                        names[a.field as usize], names[b.field as usize]
+                    ),
+                ));
+            };
+            out.push(left.remove(i));
         }
         Ok(out)
     }
