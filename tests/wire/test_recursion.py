@@ -166,3 +166,61 @@ def test_bad_limits():
         bw.Limits(max_depth=-1)
     with pytest.raises(bw.SchemaError):
         bw.Limits(max_depth=1.5)
+
+
+class Expr(bw.Struct, registry="op"):
+    """A recursive registry: an expression tree whose variants contain expressions."""
+
+    op: bw.U8
+
+
+class Lit(Expr, tag=1):
+    v: bw.I32
+
+
+class Add(Expr, tag=2):
+    n: bw.U8
+    args: list[Expr] = bw.field(count="n")
+
+
+class Neg(Expr, tag=3):
+    arg: Expr
+
+
+def evaluate(e: Expr) -> int:
+    if isinstance(e, Lit):
+        return e.v
+    if isinstance(e, Neg):
+        return -evaluate(e.arg)
+    return sum(evaluate(a) for a in e.args)
+
+
+def test_recursive_registry_round_trip():
+    # Declaring Add and Neg used to recurse without end (RecursionError at class creation).
+    e = Add(args=[Lit(v=1), Neg(arg=Add(args=[Lit(v=2), Lit(v=3)])), Add(args=[])])
+    wire = e.pack()
+    assert wire == (
+        b"\x02\x03"
+        + b"\x01\x00\x00\x00\x01"
+        + b"\x03\x02\x02"
+        + b"\x01\x00\x00\x00\x02\x01\x00\x00\x00\x03"
+        + b"\x02\x00"
+    )
+    back = Expr.unpack(wire)
+    assert type(back) is Add and back == e and evaluate(back) == -4
+    assert Add.unpack(wire) == e
+    assert type(Neg.unpack(b"\x03\x01\x00\x00\x00\x07").arg) is Lit
+    d = bw.compile(Expr).unpack(b"\x03\x01\x00\x00\x00\x07")
+    assert d == {"op": 3, "arg": {"op": 1, "v": 7}}
+    assert bw.compile(Expr).pack(d) == b"\x03\x01\x00\x00\x00\x07"
+
+
+def test_recursive_registry_depth_limit():
+    with pytest.raises(bw.DecodeError) as ei:
+        Expr.unpack(b"\x03" * 100_000 + b"\x01\x00\x00\x00\x00")
+    assert "depth limit" in str(ei.value)
+    e: Expr = Lit(v=0)
+    for _ in range(100):
+        e = Neg(arg=e)
+    with pytest.raises(bw.PackError):
+        e.pack()

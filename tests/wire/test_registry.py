@@ -206,3 +206,25 @@ def test_tag_after_a_variable_field_is_schema_error():
     with pytest.raises(bw.SchemaError) as ei:
         bw.compile(Var)
     assert "fixed offset" in str(ei.value)
+
+
+def test_structs_embedding_a_registry_see_later_variants():
+    class Ev(bw.Struct, registry="t"):
+        t: bw.U8
+
+    class Ev1(Ev, tag=1):
+        a: bw.U8
+
+    class Log(bw.Struct):
+        n: bw.U8
+        events: list[Ev] = bw.field(count="n")
+
+    assert Log.unpack(b"\x01\x01\x05").events == [Ev1(a=5)]
+
+    class Ev2(Ev, tag=2):
+        b: bw.U16
+
+    # Log was compiled before Ev2 existed; it used to reject tag 2 as unknown.
+    log = Log.unpack(b"\x02\x01\x05\x02\x00\x09")
+    assert log.events == [Ev1(a=5), Ev2(b=9)]
+    assert log.pack() == b"\x02\x01\x05\x02\x00\x09"

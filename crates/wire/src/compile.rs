@@ -31,6 +31,8 @@ struct Declared {
 
 struct Frame {
     name: String,
+    /// Index of the struct being built in [`Compiler::structs`].
+    index: u32,
     /// Checksum fields declared so far: (field index, description).
     sums: Vec<(u16, crate::schema::ChecksumDesc)>,
     declared: Vec<Declared>,
@@ -464,9 +466,29 @@ impl Compiler {
             let Node::Struct(si) = node else {
                 return Err(self.err(field, "registry variants must be structs"));
             };
-            let sp = self.structs[si as usize]
-                .as_ref()
-                .expect("variant compiled");
+            let Some(sp) = self.structs[si as usize].as_ref() else {
+                // A variant still being compiled, because it contains this registry
+                // (recursion): its tag field's index comes from its frame, and the other
+                // variants give the tag's place.
+                let frame = self
+                    .frames
+                    .iter()
+                    .find(|f| f.index == si)
+                    .expect("an unfinished struct is being compiled");
+                let fidx = frame
+                    .declared
+                    .iter()
+                    .find(|d| d.name == tag_name)
+                    .map(|d| d.field)
+                    .ok_or_else(|| {
+                        self.err(
+                            field,
+                            format!("variant {}: no tag field '{tag_name}'", frame.name),
+                        )
+                    })?;
+                out.push((v, node, fidx));
+                continue;
+            };
             let (off, scalar, fidx) = tag_place(sp, tag_name).ok_or_else(|| {
                 self.err(
                     field,
@@ -490,7 +512,14 @@ impl Compiler {
             None => None,
         };
         let Some((tag_off, tag)) = place else {
-            return Err(self.err(field, "a registry needs at least one variant"));
+            return Err(self.err(
+                field,
+                if out.is_empty() {
+                    "a registry needs at least one variant"
+                } else {
+                    "a registry that contains itself needs a variant that does not"
+                },
+            ));
         };
         Ok(Node::Registry {
             tag_off,
@@ -527,6 +556,7 @@ impl Compiler {
         self.structs.push(None);
         self.frames.push(Frame {
             name: desc.name.clone(),
+            index: index as u32,
             sums: Vec::new(),
             declared: Vec::new(),
             slots: Vec::new(),

@@ -735,3 +735,39 @@ fn recursion_depth_limits() {
     let e = err_of(do_pack(&p, &v));
     assert!(e.message().contains("depth limit"), "{}", e.message());
 }
+
+#[test]
+fn recursive_registry_through_a_ref() {
+    // Neg contains the registry it belongs to; the inner registry refers to Neg in progress.
+    let lit = |id: u32| variant(id, "Lit", vec![f("v", u8t())]);
+    let inner = json!({
+        "t": "registry", "field": "kind",
+        "cases": [
+            {"tag": {"int": 1}, "type": lit(2)},
+            {"tag": {"int": 2}, "type": {"t": "ref", "id": 1}},
+        ],
+    });
+    let root = json!({
+        "t": "registry", "field": "kind",
+        "cases": [
+            {"tag": {"int": 1}, "type": lit(0)},
+            {"tag": {"int": 2}, "type": variant(1, "Neg", vec![f("arg", inner)])},
+        ],
+    });
+    let p = prog(root);
+    let v = map(&[
+        ("kind", int(2)),
+        (
+            "arg",
+            map(&[
+                ("kind", int(2)),
+                ("arg", map(&[("kind", int(1)), ("v", int(5))])),
+            ]),
+        ),
+    ]);
+    assert_eq!(round_trip(&p, &v), b"\x02\x02\x01\x05");
+    let mut deep = vec![2u8; 100_000];
+    deep.extend_from_slice(&[1, 0]);
+    let e = err_of(do_unpack(&p, &deep));
+    assert!(e.message().contains("depth limit"), "{}", e.message());
+}
