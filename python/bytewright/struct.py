@@ -37,6 +37,11 @@ class _LazyCodec:
         self._cls = cls
 
     def _real(self) -> Codec:
+        # A holder of this stand-in (a Reader) keeps it after the class is compiled: reuse
+        # the class's codec rather than compiling again on every call.
+        codec = self._cls.__dict__.get("__bw_codec__")
+        if isinstance(codec, Codec):
+            return codec
         return _install(self._cls)
 
     def pack(self, value: Any) -> bytes:

@@ -328,3 +328,34 @@ def test_pack_many_registry_variants():
         v: bw.U16
 
     assert Msg.pack_many([A(v=1), B(v=2), {"t": 1, "v": 3}]) == b"\x01\x01\x02\x00\x02\x01\x03"
+
+
+def test_reader_of_a_lazily_compiled_class_compiles_once(monkeypatch):
+    import bytewright.struct as bs
+
+    class Msg(bw.Struct, registry="t"):
+        t: bw.U8
+
+    class A(Msg, tag=1):
+        v: bw.U8
+
+    compiles = []
+    real = bs.describe
+
+    def counting(*args, **kwargs):
+        compiles.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bs, "describe", counting)
+    r = Msg.reader()  # holds the registry's stand-in codec
+    for _ in range(50):
+        r.feed(b"\x01\x02")
+        assert list(r) == [A(v=2)]
+    # It used to compile the whole schema again for every parse.
+    assert compiles == [Msg]
+
+    class B(Msg, tag=2):
+        pass
+
+    r.feed(b"\x02")
+    assert list(r) == [B()]  # a later variant still reaches the reader
