@@ -228,3 +228,26 @@ def test_structs_embedding_a_registry_see_later_variants():
     log = Log.unpack(b"\x02\x01\x05\x02\x00\x09")
     assert log.events == [Ev1(a=5), Ev2(b=9)]
     assert log.pack() == b"\x02\x01\x05\x02\x00\x09"
+
+
+def test_enum_tag_field():
+    import enum
+
+    class Kind(enum.IntEnum):
+        A = 1
+        B = 2
+
+    class M(bw.Struct, registry="kind"):
+        kind: Kind = bw.enum(bw.U8)
+
+    class MA(M, tag=Kind.A):
+        x: bw.U8
+
+    class MB(M, tag=Kind.B):
+        pass
+
+    assert MA(x=3).pack() == b"\x01\x03"
+    back = M.unpack(b"\x01\x03")
+    assert type(back) is MA and back.kind is Kind.A
+    assert M.unpack(b"\x02") == MB()
+    assert bw.compile(M).unpack(b"\x01\x05") == {"kind": 1, "x": 5}
