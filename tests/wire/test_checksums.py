@@ -467,3 +467,31 @@ def test_checksum_chain_is_written_in_dependency_order():
     assert Chain.unpack(wire) == Chain(
         whole=zlib.crc32(bytes(4) + wire[4:]), outer=outer, inner=inner, data=b"abc"
     )
+
+
+def test_checksums_at_offsets_pack_into_and_pack_many():
+    class Inner(bw.Struct):
+        a: bw.U8
+        b: bytes = bw.field(len=3)
+        s: bw.U16 = bw.checksum("internet", over=["a", "b"])  # odd split across fields
+        crc: bw.U32 = bw.checksum("crc32")
+
+    class Outer(bw.Struct):
+        pre: bw.U8
+        inner: Inner
+        crc: bw.U16 = bw.checksum("crc16-arc")
+
+    inner = Inner(a=1, b=b"\x02\x03\x04")
+    w = inner.pack()
+    assert w[4:6] == struct.pack(">H", internet_ref(b"\x01\x02\x03\x04"))
+    assert w[6:] == struct.pack(">I", zlib.crc32(w[:6] + bytes(4)))
+    outer = Outer(pre=9, inner=inner)
+    w2 = outer.pack()
+    assert w2[1:-2] == w
+    assert w2[-2:] == struct.pack(">H", crc_ref(w2[:-2] + bytes(2), *PARAMS["crc16-arc"]))
+    buf = bytearray(40)
+    end = outer.pack_into(buf, 7)
+    assert bytes(buf[7:end]) == w2 and buf[:7] == bytes(7) and buf[end:] == bytes(40 - end)
+    assert Outer.unpack_from(bytes(buf), 7)[0].inner.crc == zlib.crc32(w[:6] + bytes(4))
+    assert Outer.pack_many([outer, outer]) == w2 * 2
+    assert Outer.iter_unpack(w2 * 2)[1] == Outer.unpack(w2)

@@ -141,3 +141,16 @@ def test_bad_convert_is_schema_error(bad):
             v: int = bw.field(type=bw.U8, convert=bad)
 
     assert "convert=" in str(ei.value)
+
+
+def test_absent_conditional_field_keeps_its_default_unconverted():
+    class Opt(bw.Struct):
+        flag: bw.U8
+        addr: ipaddress.IPv4Address = bw.field(
+            type=bw.U32, convert=(ipaddress.IPv4Address, int), when="flag", default=None
+        )
+
+    assert Opt.unpack(b"\x01\x0a\x00\x00\x01").addr == ipaddress.IPv4Address("10.0.0.1")
+    # The decoder used to be called on the default (IPv4Address(None): a DecodeError).
+    assert Opt.unpack(b"\x00") == Opt(flag=0, addr=None)
+    assert Opt(flag=0).pack() == b"\x00"

@@ -165,3 +165,12 @@ def test_schema_errors():
             v: Color
 
     assert "needs its wire type" in str(ei.value)
+
+
+def test_absent_conditional_enum_keeps_its_default():
+    class Opt(bw.Struct):
+        flag: bw.U8
+        color: Color = bw.enum(bw.U8, unknown="raise", when="flag", default=None)
+
+    assert Opt.unpack(b"\x01\x02").color is Color.GREEN
+    assert Opt.unpack(b"\x00").color is None  # not passed through the enum
