@@ -11,6 +11,8 @@ import zlib
 
 import bytewright as bw
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 class Kind(enum.IntEnum):
@@ -189,3 +191,35 @@ def test_codec_decodes_in_a_spawned_worker():
             pool.apply(codec.unpack, (WIRE[:-1] + b"\x00",))
     assert results == [codec.unpack(w) for w in wires]
     assert packed == WIRE
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_input_gives_a_value_or_decode_error(data):
+    """Every part-2 op on hostile input: a value or a DecodeError, never anything else."""
+    wire = bytearray(WIRE)
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(wire) - 1))
+        wire[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(wire)))
+    for codec in (Packet, bw.compile(Packet)):
+        for buf in (bytes(wire), bytes(wire[:cut])):
+            try:
+                codec.unpack(buf)
+            except bw.DecodeError:
+                pass
+            try:
+                r = codec.parse(buf)
+            except bw.DecodeError:
+                continue
+            assert isinstance(r, bw.Incomplete | tuple)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=64))
+def test_random_bytes_give_a_value_or_decode_error(raw):
+    for codec in (Packet, Tree, Msg, Item, bw.compile(Msg)):
+        try:
+            codec.unpack(raw)
+        except bw.DecodeError:
+            pass

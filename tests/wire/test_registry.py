@@ -251,3 +251,23 @@ def test_enum_tag_field():
     assert type(back) is MA and back.kind is Kind.A
     assert M.unpack(b"\x02") == MB()
     assert bw.compile(M).unpack(b"\x01\x05") == {"kind": 1, "x": 5}
+
+
+def test_bit_field_tag():
+    class Hdr(bw.Struct, registry="kind"):
+        version: int = bw.bits(4)
+        kind: int = bw.bits(4)
+
+    class HA(Hdr, tag=1):
+        x: bw.U8
+
+    class HB(Hdr, tag=2):
+        pass
+
+    assert HA(version=3, x=9).pack() == b"\x31\x09"
+    assert Hdr.unpack(b"\x31\x09") == HA(version=3, x=9)
+    assert Hdr.unpack(b"\x32") == HB(version=3)
+    with pytest.raises(bw.DecodeError) as ei:
+        Hdr.unpack(b"\x35")
+    assert "unknown tag 5" in str(ei.value)
+    assert bw.compile(Hdr).pack({"version": 1, "kind": 2}) == b"\x12"
