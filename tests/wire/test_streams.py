@@ -361,3 +361,36 @@ def test_reader_of_a_lazily_compiled_class_compiles_once(monkeypatch):
 
     r.feed(b"\x02")
     assert list(r) == [B()]  # a later variant still reaches the reader
+
+
+class Samples(bw.Struct):
+    n: bw.U32
+    values: list[bw.U16] = bw.field(count="n")
+    points: list[Point] = bw.field(count=2)
+
+
+def test_reader_count_prefixed_array_is_linear():
+    def attempts(k: int) -> int:
+        wire = Samples(values=list(range(k)), points=[Point(x=1, y=2)] * 2).pack()
+        counter = CountingCodec(bw.compile(Samples))
+        r = bw.Reader(counter)
+        got = []
+        for i in range(len(wire)):
+            r.feed(wire[i : i + 1])
+            got.extend(r)
+        assert len(got) == 1 and got[0]["values"] == list(range(k))
+        return len(counter.calls)
+
+    # It used to take one attempt per array item, each re-reading the message from its
+    # start: quadratic work for a count-prefixed array fed in small pieces.
+    assert attempts(10) == attempts(1000) <= 6
+
+
+def test_truncated_static_array_asks_for_the_rest_and_names_the_item():
+    wire = Samples(values=[1, 2, 3], points=[Point(x=1, y=2)] * 2).pack()
+    part = Samples.parse(wire[:7])  # the count, one value and half of the next
+    assert not part and part.needed == 3  # the two remaining values at once
+    with pytest.raises(bw.DecodeError) as ei:
+        Samples.unpack(wire[:7])
+    assert ei.value.path == "values[1]" and ei.value.offset == 6
+    assert Samples.parse(wire[:10]) == bw.Incomplete(8)  # then both points at once

@@ -1010,7 +1010,7 @@ pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
     }
 }
 
-fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
+pub(crate) fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
     match node {
         Node::Scalar(s) => Some(s.size()),
         Node::Bytes { .. }

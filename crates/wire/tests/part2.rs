@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytewright_wire::error::Error;
+use bytewright_wire::error::{Error, Kind};
 use bytewright_wire::host::{Sink, Source, SourceError};
 use bytewright_wire::program::Encoding;
 use bytewright_wire::{compile, pack, unpack, Program, Schema};
@@ -770,4 +770,26 @@ fn recursive_registry_through_a_ref() {
     deep.extend_from_slice(&[1, 0]);
     let e = err_of(do_unpack(&p, &deep));
     assert!(e.message().contains("depth limit"), "{}", e.message());
+}
+
+#[test]
+fn truncated_static_array_asks_for_the_rest() {
+    let p = prog(st(
+        0,
+        "A",
+        None,
+        vec![
+            f("n", u8t()),
+            f(
+                "items",
+                json!({"t": "array", "item": u16t(), "count": name("n")}),
+            ),
+        ],
+    ));
+    let e = err_of(do_unpack(&p, &[3, 0, 1, 0]));
+    assert_eq!((e.path().as_str(), e.offset), ("items[1]", 3));
+    match e.kind {
+        Kind::Short { need, left, at_end } => assert_eq!((need, left, at_end), (4, 1, true)),
+        ref k => panic!("expected a short read, got {k:?}"),
+    }
 }
