@@ -10,6 +10,7 @@ import keyword
 import sys
 import typing
 from typing import Any, ClassVar, TypeVar
+from weakref import WeakSet
 
 from bytewright._native import Codec
 from bytewright.errors import SchemaError
@@ -36,6 +37,11 @@ class _LazyCodec:
         self._cls = cls
 
     def _real(self) -> Codec:
+        # A holder of this stand-in (a Reader) keeps it after the class is compiled: reuse
+        # the class's codec rather than compiling again on every call.
+        codec = self._cls.__dict__.get("__bw_codec__")
+        if isinstance(codec, Codec):
+            return codec
         return _install(self._cls)
 
     def pack(self, value: Any) -> bytes:
@@ -86,8 +92,11 @@ def _resolve_fields(cls: type) -> tuple[StructField, ...]:
 
 def _install(cls: type[Struct]) -> Codec:
     """Compiles the typed codec of ``cls`` and generates its ``__init__``."""
-    schema, infos = describe(cls, typed=True, limits=cls.__bw_limits__)
+    used: list[type] = []
+    schema, infos = describe(cls, typed=True, limits=cls.__bw_limits__, registries=used)
     codec = Codec(schema, infos, True)
+    for base in used:
+        base.__dict__["__bw_registry__"]["dependents"].add(cls)
     derived = set(codec.derived_fields(0))
     type.__setattr__(cls, "__bw_codec__", codec)
     type.__setattr__(cls, "__bw_derived__", frozenset(derived))
@@ -250,7 +259,9 @@ def _register(cls: Any, name: str, registry: str | None, tag: Any, default: bool
     if registry is not None:
         if not isinstance(registry, str):
             raise SchemaError(f"{name}: registry= names the tag field")
-        type.__setattr__(cls, "__bw_registry__", {"cases": {}, "default": None})
+        type.__setattr__(
+            cls, "__bw_registry__", {"cases": {}, "default": None, "dependents": WeakSet()}
+        )
         type.__setattr__(cls, "__bw_registry_field__", registry)
     if tag is MISSING and not default:
         return
@@ -278,8 +289,13 @@ def _register(cls: Any, name: str, registry: str | None, tag: Any, default: bool
             raise SchemaError(f"{name}: the tag {tag!r} is taken by {reg['cases'][tag].__name__}")
         reg["cases"][tag] = cls
         type.__setattr__(cls, "__bw_tag__", tag)
-    # The base's codec must learn the new variant: compile again on next use.
+    # The base's codec, and every typed codec that embeds the registry (a variant that
+    # contains it, a struct with a list of it), must learn the new variant: compile again
+    # on next use.
     type.__setattr__(base, "__bw_codec__", _LazyCodec(base))
+    for dep in list(reg["dependents"]):
+        type.__setattr__(dep, "__bw_codec__", _LazyCodec(dep))
+    reg["dependents"].clear()
 
 
 def _lazy_init(self: Any, **kwargs: Any) -> None:
@@ -353,6 +369,8 @@ def make_struct(
     fields: typing.Iterable[tuple[Any, ...]],
     *,
     byteorder: str | None = None,
+    bitorder: str | None = None,
+    align: int | None = None,
     limits: Limits | None = None,
     module: str | None = None,
     bases: tuple[type, ...] = (),
@@ -381,7 +399,14 @@ def make_struct(
     ns["__module__"] = module or sys._getframe(1).f_globals.get("__name__", __name__)
     ns["__qualname__"] = name
     return StructMeta(  # type: ignore[return-value]
-        name, bases or (Struct,), ns, byteorder=byteorder, limits=limits, **class_keywords
+        name,
+        bases or (Struct,),
+        ns,
+        byteorder=byteorder,
+        bitorder=bitorder,
+        align=align,
+        limits=limits,
+        **class_keywords,
     )
 
 

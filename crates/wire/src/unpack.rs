@@ -592,7 +592,15 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             let n = self.length(count, max, "count")?;
             let cap = n.min((self.end - self.pos) / item_min.max(1));
             list = self.sink.begin_list(cap).map_err(|e| self.host(e))?;
+            // Items of one static size: running short asks for the whole rest of the array,
+            // so an incremental reader does not re-parse the message once per item.
+            let size = crate::compile::node_static(item, &self.p.structs).filter(|&s| s > 0);
             for i in 0..n {
+                if let Some(size) = size {
+                    if self.end - self.pos < size {
+                        return Err(self.short((n - i).saturating_mul(size))).at_index(i);
+                    }
+                }
                 let v = self.node(item).at_index(i)?;
                 self.sink.push(&mut list, v).map_err(|e| self.host(e))?;
             }

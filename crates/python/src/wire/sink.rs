@@ -37,6 +37,35 @@ impl<'py> PySink<'_, 'py> {
         // SAFETY: `p` is a new reference or NULL with an exception set.
         unsafe { Bound::from_owned_ptr_or_err(self.py, p) }
     }
+
+    /// Stores a Python value (already converted) into a struct being built.
+    #[inline]
+    fn store(&mut self, s: &mut PyStruct<'py>, field: u16, v: Bound<'py, PyAny>) -> PyResult<()> {
+        let info = &self.structs[s.sid as usize];
+        if self.typed && info.class.is_some() {
+            let off = info.offsets[field as usize];
+            // SAFETY: `off` is the offset of an object member slot of this exact type (checked at
+            // codec construction); the slot is NULL (fresh instance) or already owned, so the old
+            // value is released.
+            unsafe {
+                let slot = s
+                    .obj
+                    .as_ptr()
+                    .cast::<u8>()
+                    .offset(off)
+                    .cast::<*mut ffi::PyObject>();
+                let old = std::mem::replace(&mut *slot, v.into_ptr());
+                ffi::Py_XDECREF(old);
+            }
+            return Ok(());
+        }
+        let key = info.keys[field as usize].as_ptr();
+        // SAFETY: dict, str key and value are live; SetItem does not steal.
+        if unsafe { ffi::PyDict_SetItem(s.obj.as_ptr(), key, v.as_ptr()) } != 0 {
+            return Err(PyErr::fetch(self.py));
+        }
+        Ok(())
+    }
 }
 
 impl<'py> Sink for PySink<'_, 'py> {
@@ -130,36 +159,15 @@ impl<'py> Sink for PySink<'_, 'py> {
             Some(Some(decode)) => decode.bind(self.py).call1((v,))?,
             _ => v,
         };
-        if self.typed && info.class.is_some() {
-            let off = info.offsets[field as usize];
-            // SAFETY: `off` is the offset of an object member slot of this exact type (checked at
-            // codec construction); the slot is NULL (fresh instance) or already owned, so the old
-            // value is released.
-            unsafe {
-                let slot = s
-                    .obj
-                    .as_ptr()
-                    .cast::<u8>()
-                    .offset(off)
-                    .cast::<*mut ffi::PyObject>();
-                let old = std::mem::replace(&mut *slot, v.into_ptr());
-                ffi::Py_XDECREF(old);
-            }
-            return Ok(());
-        }
-        let key = info.keys[field as usize].as_ptr();
-        // SAFETY: dict, str key and value are live; SetItem does not steal.
-        if unsafe { ffi::PyDict_SetItem(s.obj.as_ptr(), key, v.as_ptr()) } != 0 {
-            return Err(PyErr::fetch(self.py));
-        }
-        Ok(())
+        self.store(s, field, v)
     }
 
     fn absent_field(&mut self, s: &mut Self::Struct, field: u16) -> PyResult<()> {
+        // The default is a Python value already: no decoder applies to it.
         let v = self.structs[s.sid as usize].defaults[field as usize]
             .bind(self.py)
             .clone();
-        self.set_field(s, field, v)
+        self.store(s, field, v)
     }
 
     #[inline]
