@@ -332,7 +332,7 @@ impl<'a> Reader<'a> {
         let offset = self.pos;
         let tag = self.byte()?;
         if tag == SHARE {
-            if self.pending_share || self.after_replace {
+            if self.pending_share {
                 return Err(ReadError::malformed(
                     offset,
                     "SHARE must be followed by a value",
