@@ -44,6 +44,23 @@ impl Header {
         varint::put(out, body_len);
     }
 
+    /// The header bytes for a body of `body_len` bytes, without allocating.
+    pub fn encode(flags: u8, body_len: u64) -> ([u8; MAX_HEADER_LEN], usize) {
+        let mut out = [0u8; MAX_HEADER_LEN];
+        out[..2].copy_from_slice(&MAGIC);
+        out[2] = VERSION;
+        out[3] = flags;
+        let mut n = 4;
+        let mut v = body_len;
+        while v >= 0x80 {
+            out[n] = (v as u8) | 0x80;
+            v >>= 7;
+            n += 1;
+        }
+        out[n] = v as u8;
+        (out, n + 1)
+    }
+
     /// Parses the header at the start of `buf`, enforcing magic, version and flags.
     pub fn parse(buf: &[u8]) -> Result<Header, ReadError> {
         if buf.len() < 2 || buf[..2] != MAGIC {

@@ -156,14 +156,14 @@ impl<'a> Reader<'a> {
         ReadError::malformed(self.pos, "truncated record: the body ends inside a value")
     }
 
-    #[inline]
+    #[inline(always)]
     fn byte(&mut self) -> Result<u8, ReadError> {
         let b = *self.buf.get(self.pos).ok_or_else(|| self.truncated())?;
         self.pos += 1;
         Ok(b)
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8], ReadError> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
         let end = end.ok_or_else(|| self.truncated())?;
@@ -172,7 +172,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    #[inline]
+    #[inline(always)]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], ReadError> {
         let s = self.take(N)?;
         let mut a = [0u8; N];
@@ -180,7 +180,7 @@ impl<'a> Reader<'a> {
         Ok(a)
     }
 
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64, ReadError> {
         varint::get(self.buf, &mut self.pos).ok_or_else(|| self.err("invalid or truncated varint"))
     }
@@ -205,6 +205,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Checks a child count (`per_item` bytes at least each) before anyone allocates for it.
+    #[inline(always)]
     fn check_len(&self, n: u64, per_item: u64) -> Result<usize, ReadError> {
         if n > self.limits.max_container_len {
             return Err(ReadError::limit(
@@ -223,6 +224,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
+    #[inline(always)]
     fn counted_len(&mut self, per_item: u64) -> Result<usize, ReadError> {
         let n = self.varint()?;
         self.check_len(n, per_item)
@@ -246,7 +248,7 @@ impl<'a> Reader<'a> {
 
     /// Opens a container with `children` child values. `prefix` says whether its memo slot
     /// (if shared) is usable before its children (mutable containers) or only after.
-    #[inline]
+    #[inline(always)]
     fn open(&mut self, children: u64, prefix: bool) -> Result<(), ReadError> {
         let slot = self.take_share(prefix);
         if children == 0 {
@@ -266,7 +268,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Allocates the pending memo slot, if any; filled now when `filled`.
-    #[inline]
+    #[inline(always)]
     fn take_share(&mut self, filled: bool) -> Option<u32> {
         if !self.pending_share {
             return None;
@@ -597,7 +599,7 @@ impl<'a> Reader<'a> {
         Ok(Some(event))
     }
 
-    #[inline]
+    #[inline(always)]
     fn atom(&mut self, event: Event<'a>) -> Event<'a> {
         self.take_share(true);
         event

@@ -39,10 +39,9 @@ impl Writer {
     /// Completes the record; returns the buffer and where the record starts in it.
     pub fn finish(mut self, key: Option<&[u8]>) -> (Vec<u8>, usize) {
         let flags = if key.is_some() { FLAG_SIGNED } else { 0 };
-        let mut header = Vec::with_capacity(MAX_HEADER_LEN);
-        Header::write(&mut header, flags, self.body_len() as u64);
-        let start = MAX_HEADER_LEN - header.len();
-        self.buf[start..MAX_HEADER_LEN].copy_from_slice(&header);
+        let (header, len) = Header::encode(flags, self.body_len() as u64);
+        let start = MAX_HEADER_LEN - len;
+        self.buf[start..MAX_HEADER_LEN].copy_from_slice(&header[..len]);
         if let Some(key) = key {
             let tag = integrity::sign(key, &self.buf[start..]);
             self.buf.extend_from_slice(&tag);

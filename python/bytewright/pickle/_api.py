@@ -16,53 +16,18 @@ _native.graph_configure(
     _stdlib.BUILDERS,
     _stdlib.DEFAULT_FACTORIES,
     (collections.OrderedDict, collections.Counter, collections.defaultdict, collections.deque),
+    Limits,
+    _classes.class_map,
 )
 
 Buffer = bytes | bytearray | memoryview
 Classes = Iterable[type] | Mapping[str, type]
-_NO_CLASSES: dict[str, type] = {}
 
-
-def _key(hmac_key: Buffer | None) -> bytes | None:
-    if hmac_key is None:
-        return None
-    if not isinstance(hmac_key, bytes | bytearray | memoryview):
-        raise TypeError(f"hmac_key must be bytes-like, not {type(hmac_key).__name__}")
-    key = bytes(hmac_key)
-    if not key:
-        raise ValueError("hmac_key must not be empty")
-    return key
-
-
-def _limits(limits: Limits | None) -> tuple[int, ...] | None:
-    if limits is None:
-        return None
-    if not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a pickle.Limits, not {type(limits).__name__}")
-    return limits._as_tuple()
-
-
-def dumps(
-    obj: Any,
-    protocol: int | None = None,
-    *,
-    hmac_key: Buffer | None = None,
-    deterministic: bool = False,
-) -> bytes:
-    """Serialize `obj` to one record. `protocol` is accepted and ignored."""
-    return _native.graph_dumps(obj, _key(hmac_key), bool(deterministic))
-
-
-def loads(
-    data: Buffer,
-    *,
-    classes: Classes = (),
-    hmac_key: Buffer | None = None,
-    limits: Limits | None = None,
-) -> Any:
-    """Rebuild the object graph in one record. Only `classes` may be instantiated."""
-    class_map = _classes.class_map(classes) if classes else _NO_CLASSES
-    return _native.graph_loads(data, class_map, _key(hmac_key), _limits(limits))
+# Both are native functions; their signatures are in bytewright/_native.pyi:
+#   dumps(obj, protocol=None, *, hmac_key=None, deterministic=False) -> bytes
+#   loads(data, *, classes=(), hmac_key=None, limits=None) -> Any
+dumps = _native.pickle_dumps
+loads = _native.pickle_loads
 
 
 def _read_exactly(file: BinaryIO, n: int) -> bytes:
@@ -88,11 +53,12 @@ class Pickler:
         deterministic: bool = False,
     ) -> None:
         self._file = file
-        self._key = _key(hmac_key)
+        self._key = hmac_key
         self._deterministic = bool(deterministic)
 
     def dump(self, obj: Any) -> None:
-        self._file.write(_native.graph_dumps(obj, self._key, self._deterministic))
+        """Write one record for `obj`."""
+        self._file.write(dumps(obj, hmac_key=self._key, deterministic=self._deterministic))
 
 
 class Unpickler:
@@ -108,12 +74,14 @@ class Unpickler:
     ) -> None:
         self._file = file
         self._classes = _classes.class_map(classes)
-        self._key = _key(hmac_key)
+        self._key = hmac_key
         self._limits = limits if limits is not None else DEFAULT_LIMITS
-        self._limit_tuple = _limits(self._limits)
+        if not isinstance(self._limits, Limits):
+            raise TypeError(f"limits must be a pickle.Limits, not {type(limits).__name__}")
         self._records = 0
 
     def load(self) -> Any:
+        """Read exactly one record; `EOFError` when the stream has no more."""
         record = self._records + 1
         head = _read_exactly(self._file, 4)
         if not head:
@@ -137,7 +105,9 @@ class Unpickler:
             raise UnpicklingError(f"record {record}: truncated, the stream ends inside it")
         self._records = record
         try:
-            return _native.graph_loads(head + rest, self._classes, self._key, self._limit_tuple)
+            return loads(
+                head + rest, classes=self._classes, hmac_key=self._key, limits=self._limits
+            )
         except UnpicklingError as exc:
             raise type(exc)(f"record {record}: {exc}") from exc.__cause__
 

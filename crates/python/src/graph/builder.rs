@@ -12,6 +12,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
+use super::classes::AllowedClasses;
 use super::config::Config;
 use super::errors::{read_error, unpickling};
 
@@ -26,17 +27,48 @@ enum Collect {
 }
 
 enum Frame<'py> {
-    List { obj: Bound<'py, PyAny>, filled: isize },
-    Tuple { obj: Bound<'py, PyAny>, filled: isize, slot: Option<usize> },
-    Dict { obj: Bound<'py, PyAny>, key: Option<Bound<'py, PyAny>> },
+    List {
+        obj: Bound<'py, PyAny>,
+        filled: isize,
+    },
+    Tuple {
+        obj: Bound<'py, PyAny>,
+        filled: isize,
+        slot: Option<usize>,
+    },
+    Dict {
+        obj: Bound<'py, PyAny>,
+        key: Option<Bound<'py, PyAny>>,
+    },
     /// Dict subclasses (OrderedDict, Counter, defaultdict), filled through `__setitem__`.
-    Mapping { obj: Bound<'py, PyAny>, key: Option<Bound<'py, PyAny>> },
-    Set { obj: Bound<'py, PyAny> },
-    FrozenSet { obj: Bound<'py, PyAny>, slot: Option<usize> },
-    Deque { obj: Bound<'py, PyAny> },
-    Collect { what: Collect, values: Vec<Bound<'py, PyAny>>, slot: Option<usize> },
-    Object { class: usize, obj: Option<Bound<'py, PyAny>>, values: Vec<Bound<'py, PyAny>>, slot: Option<usize> },
-    Replace { target: usize },
+    Mapping {
+        obj: Bound<'py, PyAny>,
+        key: Option<Bound<'py, PyAny>>,
+    },
+    Set {
+        obj: Bound<'py, PyAny>,
+    },
+    FrozenSet {
+        obj: Bound<'py, PyAny>,
+        slot: Option<usize>,
+    },
+    Deque {
+        obj: Bound<'py, PyAny>,
+    },
+    Collect {
+        what: Collect,
+        values: Vec<Bound<'py, PyAny>>,
+        slot: Option<usize>,
+    },
+    Object {
+        class: usize,
+        obj: Option<Bound<'py, PyAny>>,
+        values: Vec<Bound<'py, PyAny>>,
+        slot: Option<usize>,
+    },
+    Replace {
+        target: usize,
+    },
 }
 
 /// A payload class resolved against `classes=` (once per class definition per call).
@@ -55,7 +87,7 @@ pub struct Builder<'py, 'a> {
     py: Python<'py>,
     cfg: &'static Config,
     reader: Reader<'a>,
-    classes: &'a Bound<'py, PyDict>,
+    classes: AllowedClasses<'py>,
     memo: Vec<Option<Bound<'py, PyAny>>>,
     pending_share: bool,
     frames: Vec<Frame<'py>>,
@@ -64,7 +96,12 @@ pub struct Builder<'py, 'a> {
 }
 
 impl<'py, 'a> Builder<'py, 'a> {
-    pub fn new(py: Python<'py>, cfg: &'static Config, reader: Reader<'a>, classes: &'a Bound<'py, PyDict>) -> Self {
+    pub fn new(
+        py: Python<'py>,
+        cfg: &'static Config,
+        reader: Reader<'a>,
+        classes: AllowedClasses<'py>,
+    ) -> Self {
         Self {
             py,
             cfg,
@@ -85,7 +122,12 @@ impl<'py, 'a> Builder<'py, 'a> {
                 return cause.clone_ref(self.py);
             }
         }
-        unpickling(self.py, self.cfg, format!("{message} (at byte {})", self.reader.offset()), cause)
+        unpickling(
+            self.py,
+            self.cfg,
+            format!("{message} (at byte {})", self.reader.offset()),
+            cause,
+        )
     }
 
     fn wrap<T>(&self, what: &str, r: PyResult<T>) -> PyResult<T> {
@@ -155,7 +197,13 @@ impl<'py, 'a> Builder<'py, 'a> {
                 }
                 Event::Str(s) => {
                     // SAFETY: s is a live slice; the decoder validates the UTF-8.
-                    let p = unsafe { ffi::PyUnicode_DecodeUTF8(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr()) };
+                    let p = unsafe {
+                        ffi::PyUnicode_DecodeUTF8(
+                            s.as_ptr().cast(),
+                            s.len() as isize,
+                            c"strict".as_ptr(),
+                        )
+                    };
                     let v = self.owned("str", p)?;
                     self.share_now(&v);
                     v
@@ -187,7 +235,11 @@ impl<'py, 'a> Builder<'py, 'a> {
                     // SAFETY: a fresh tuple of n NULL slots, never exposed before it is full.
                     let obj = self.owned("tuple", unsafe { ffi::PyTuple_New(n as isize) })?;
                     if n > 0 {
-                        self.frames.push(Frame::Tuple { obj, filled: 0, slot });
+                        self.frames.push(Frame::Tuple {
+                            obj,
+                            filled: 0,
+                            slot,
+                        });
                         continue;
                     }
                     self.fill(slot, &obj);
@@ -230,7 +282,11 @@ impl<'py, 'a> Builder<'py, 'a> {
                 Event::StrSurrogates(s) => {
                     // SAFETY: s is a live slice.
                     let p = unsafe {
-                        ffi::PyUnicode_DecodeUTF8(s.as_ptr().cast(), s.len() as isize, c"surrogatepass".as_ptr())
+                        ffi::PyUnicode_DecodeUTF8(
+                            s.as_ptr().cast(),
+                            s.len() as isize,
+                            c"surrogatepass".as_ptr(),
+                        )
                     };
                     let v = self.owned("str", p)?;
                     self.share_now(&v);
@@ -238,14 +294,18 @@ impl<'py, 'a> Builder<'py, 'a> {
                 }
                 Event::Bytes(s) => {
                     // SAFETY: s is a live slice.
-                    let p = unsafe { ffi::PyBytes_FromStringAndSize(s.as_ptr().cast(), s.len() as isize) };
+                    let p = unsafe {
+                        ffi::PyBytes_FromStringAndSize(s.as_ptr().cast(), s.len() as isize)
+                    };
                     let v = self.owned("bytes", p)?;
                     self.share_now(&v);
                     v
                 }
                 Event::ByteArray(s) => {
                     // SAFETY: s is a live slice.
-                    let p = unsafe { ffi::PyByteArray_FromStringAndSize(s.as_ptr().cast(), s.len() as isize) };
+                    let p = unsafe {
+                        ffi::PyByteArray_FromStringAndSize(s.as_ptr().cast(), s.len() as isize)
+                    };
                     let v = self.owned("bytearray", p)?;
                     self.share_now(&v);
                     v
@@ -263,7 +323,9 @@ impl<'py, 'a> Builder<'py, 'a> {
                 Event::FrozenSet(n) => {
                     let slot = self.share_later();
                     // SAFETY: plain constructor; filled with PySet_Add while we hold the only reference.
-                    let obj = self.owned("frozenset", unsafe { ffi::PyFrozenSet_New(std::ptr::null_mut()) })?;
+                    let obj = self.owned("frozenset", unsafe {
+                        ffi::PyFrozenSet_New(std::ptr::null_mut())
+                    })?;
                     if n > 0 {
                         self.frames.push(Frame::FrozenSet { obj, slot });
                         continue;
@@ -272,7 +334,11 @@ impl<'py, 'a> Builder<'py, 'a> {
                     obj
                 }
                 Event::OrderedDict(n) | Event::Counter(n) => {
-                    let cls = if matches!(event, Event::OrderedDict(_)) { &self.cfg.ordered_dict } else { &self.cfg.counter };
+                    let cls = if matches!(event, Event::OrderedDict(_)) {
+                        &self.cfg.ordered_dict
+                    } else {
+                        &self.cfg.counter
+                    };
                     let obj = self.wrap("mapping", cls.bind(py).call0())?;
                     self.share_now(&obj);
                     if n > 0 {
@@ -282,10 +348,16 @@ impl<'py, 'a> Builder<'py, 'a> {
                     obj
                 }
                 Event::DefaultDict { factory, len } => {
-                    let Ok(factory) = self.cfg.factories.bind(py).get_item(usize::from(factory)) else {
-                        return Err(self.fail(format!("unknown defaultdict factory code {factory}"), None));
+                    let Ok(factory) = self.cfg.factories.bind(py).get_item(usize::from(factory))
+                    else {
+                        return Err(
+                            self.fail(format!("unknown defaultdict factory code {factory}"), None)
+                        );
                     };
-                    let obj = self.wrap("defaultdict", self.cfg.default_dict.bind(py).call1((factory,)))?;
+                    let obj = self.wrap(
+                        "defaultdict",
+                        self.cfg.default_dict.bind(py).call1((factory,)),
+                    )?;
                     self.share_now(&obj);
                     if len > 0 {
                         self.frames.push(Frame::Mapping { obj, key: None });
@@ -294,10 +366,18 @@ impl<'py, 'a> Builder<'py, 'a> {
                     obj
                 }
                 Event::Deque { maxlen, len } => {
-                    let Some(maxlen) = maxlen.map_or(Some(None), |m| isize::try_from(m).ok().map(Some)) else {
+                    let Some(maxlen) =
+                        maxlen.map_or(Some(None), |m| isize::try_from(m).ok().map(Some))
+                    else {
                         return Err(self.fail("deque maxlen out of range".into(), None));
                     };
-                    let obj = self.wrap("deque", self.cfg.deque.bind(py).call1((self.empty_tuple.clone(), maxlen)))?;
+                    let obj = self.wrap(
+                        "deque",
+                        self.cfg
+                            .deque
+                            .bind(py)
+                            .call1((self.empty_tuple.clone(), maxlen)),
+                    )?;
                     self.share_now(&obj);
                     if len > 0 {
                         self.frames.push(Frame::Deque { obj });
@@ -313,24 +393,35 @@ impl<'py, 'a> Builder<'py, 'a> {
                         Event::Std(kind) => Collect::Std(kind),
                         _ => unreachable!(),
                     };
-                    self.frames.push(Frame::Collect { what, values: Vec::with_capacity(3), slot });
+                    self.frames.push(Frame::Collect {
+                        what,
+                        values: Vec::with_capacity(3),
+                        slot,
+                    });
                     continue;
                 }
                 Event::Enum { class } => {
                     let slot = self.share_later();
                     self.resolve(class, true)?;
-                    self.frames.push(Frame::Collect { what: Collect::Enum(class), values: Vec::with_capacity(1), slot });
+                    self.frames.push(Frame::Collect {
+                        what: Collect::Enum(class),
+                        values: Vec::with_capacity(1),
+                        slot,
+                    });
                     continue;
                 }
-                Event::Object { class, len } => {
-                    match self.object(class, len)? {
-                        Some(obj) => obj,
-                        None => continue,
-                    }
-                }
+                Event::Object { class, len } => match self.object(class, len)? {
+                    Some(obj) => obj,
+                    None => continue,
+                },
                 Event::Ref(slot) => match self.memo.get(slot) {
                     Some(Some(v)) => v.clone(),
-                    _ => return Err(self.fail(format!("reference to memo slot {slot} before its value is complete"), None)),
+                    _ => {
+                        return Err(self.fail(
+                            format!("reference to memo slot {slot} before its value is complete"),
+                            None,
+                        ))
+                    }
                 },
                 Event::Replace(target) => {
                     self.frames.push(Frame::Replace { target });
@@ -357,19 +448,32 @@ impl<'py, 'a> Builder<'py, 'a> {
             let r = self.resolve_def(&def)?;
             self.resolved[class] = Some(r);
         }
-        let Some(r) = &self.resolved[class] else { unreachable!() };
+        let Some(r) = &self.resolved[class] else {
+            unreachable!()
+        };
         if (r.kind == KIND_ENUM) != want_enum {
-            let what = if want_enum { "an enum member" } else { "an object" };
-            return Err(self.fail(format!("record of class '{}' is {what}, but the class is not", r.name), None));
+            let what = if want_enum {
+                "an enum member"
+            } else {
+                "an object"
+            };
+            return Err(self.fail(
+                format!(
+                    "record of class '{}' is {what}, but the class is not",
+                    r.name
+                ),
+                None,
+            ));
         }
         Ok(())
     }
 
-    fn resolve_def(&self, def: &ClassDef<'_>) -> PyResult<Resolved<'py>> {
+    fn resolve_def(&mut self, def: &ClassDef<'_>) -> PyResult<Resolved<'py>> {
         let py = self.py;
         let name = String::from_utf8_lossy(def.name).into_owned();
         let short = name.rsplit('.').next().unwrap_or(&name).to_string();
-        let cls = match self.classes.get_item(&name)? {
+        let found = self.classes.get(self.cfg, &name)?;
+        let cls = match found {
             Some(cls) => cls,
             None => {
                 return Err(self.fail(
@@ -380,8 +484,10 @@ impl<'py, 'a> Builder<'py, 'a> {
                 ))
             }
         };
-        let cls = cls.cast_into::<PyType>().map_err(|_| self.fail(format!("classes['{name}'] is not a class"), None))?;
-        let info = self.wrap(&format!("class '{name}'"), self.cfg.describe.bind(py).call1((&cls,)))?;
+        let info = self.wrap(
+            &format!("class '{name}'"),
+            self.cfg.describe.bind(py).call1((&cls,)),
+        )?;
         let kind: u8 = info.getattr("kind")?.extract()?;
         let version: u64 = info.getattr("version")?.extract()?;
         let fields = info.getattr("fields")?;
@@ -395,16 +501,29 @@ impl<'py, 'a> Builder<'py, 'a> {
         } else {
             let declared: Vec<Bound<'py, PyString>> = fields.extract()?;
             declared.len() == names.len()
-                && declared.iter().zip(&names).all(|(a, b)| a.as_any().eq(b).unwrap_or(false))
+                && declared
+                    .iter()
+                    .zip(&names)
+                    .all(|(a, b)| a.as_any().eq(b).unwrap_or(false))
         };
         let fast = def.version == version && same_fields && kind != KIND_TUPLE && kind != KIND_ENUM;
-        Ok(Resolved { info, cls, kind, name, version: def.version, names, fast })
+        Ok(Resolved {
+            info,
+            cls,
+            kind,
+            name,
+            version: def.version,
+            names,
+            fast,
+        })
     }
 
     /// Starts an object record; `Some` when it is complete already (no fields).
     fn object(&mut self, class: usize, len: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.resolve(class, false)?;
-        let Some(r) = &self.resolved[class] else { unreachable!() };
+        let Some(r) = &self.resolved[class] else {
+            unreachable!()
+        };
         let (obj, slot) = if r.kind == KIND_TUPLE {
             (None, self.share_later())
         } else {
@@ -413,7 +532,11 @@ impl<'py, 'a> Builder<'py, 'a> {
             let p = unsafe {
                 let base = addr_of_mut!(ffi::PyBaseObject_Type);
                 match (*base).tp_new {
-                    Some(tp_new) => tp_new(r.cls.as_ptr().cast(), self.empty_tuple.as_ptr(), std::ptr::null_mut()),
+                    Some(tp_new) => tp_new(
+                        r.cls.as_ptr().cast(),
+                        self.empty_tuple.as_ptr(),
+                        std::ptr::null_mut(),
+                    ),
                     None => std::ptr::null_mut(),
                 }
             };
@@ -424,7 +547,12 @@ impl<'py, 'a> Builder<'py, 'a> {
         if len == 0 {
             return self.finish_object(class, obj, Vec::new(), slot).map(Some);
         }
-        self.frames.push(Frame::Object { class, obj, values: Vec::with_capacity(len), slot });
+        self.frames.push(Frame::Object {
+            class,
+            obj,
+            values: Vec::with_capacity(len),
+            slot,
+        });
         Ok(None)
     }
 
@@ -436,18 +564,24 @@ impl<'py, 'a> Builder<'py, 'a> {
         slot: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
-        let Some(r) = &self.resolved[class] else { unreachable!() };
+        let Some(r) = &self.resolved[class] else {
+            unreachable!()
+        };
         if r.fast {
             if let Some(obj) = obj {
                 for (name, value) in r.names.iter().zip(&values) {
                     // SAFETY: generic attribute store (as object.__setattr__) of a str name
                     // on a live instance; bypasses a frozen dataclass's __setattr__.
-                    let rc = unsafe { ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
+                    let rc = unsafe {
+                        ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr())
+                    };
                     if rc < 0 {
                         let e = PyErr::fetch(py);
                         let what = format!("field '{name}' of class '{}'", r.name);
                         if e.is_instance_of::<PyAttributeError>(py) {
-                            return Err(self.fail(format!("cannot set {what}: {}", e.value(py)), Some(e)));
+                            return Err(
+                                self.fail(format!("cannot set {what}: {}", e.value(py)), Some(e))
+                            );
                         }
                         return self.wrap(&what, Err(e));
                     }
@@ -459,7 +593,9 @@ impl<'py, 'a> Builder<'py, 'a> {
         for (name, value) in r.names.iter().zip(values) {
             state.set_item(name, value)?;
         }
-        let target = obj.map(Bound::into_any).unwrap_or_else(|| py.None().into_bound(py));
+        let target = obj
+            .map(Bound::into_any)
+            .unwrap_or_else(|| py.None().into_bound(py));
         let what = format!("an instance of '{}'", r.name);
         let result = r.info.call_method1("build", (target, state, r.version));
         let result = self.wrap(&what, result)?;
@@ -476,10 +612,20 @@ impl<'py, 'a> Builder<'py, 'a> {
                 self.fill(slot, &obj);
                 obj
             }
-            Frame::Object { class, obj, values, slot } => self.finish_object(class, obj, values, slot)?,
+            Frame::Object {
+                class,
+                obj,
+                values,
+                slot,
+            } => self.finish_object(class, obj, values, slot)?,
             Frame::Replace { target } => match self.memo.get(target) {
                 Some(Some(v)) => v.clone(),
-                _ => return Err(self.fail(format!("replacement by memo slot {target} that is not complete"), None)),
+                _ => {
+                    return Err(self.fail(
+                        format!("replacement by memo slot {target} that is not complete"),
+                        None,
+                    ))
+                }
             },
             Frame::Collect { what, values, slot } => {
                 let value = match what {
@@ -494,23 +640,34 @@ impl<'py, 'a> Builder<'py, 'a> {
                     }
                     Collect::Slice => {
                         // SAFETY: three live objects; PySlice_New takes its own references.
-                        let p = unsafe { ffi::PySlice_New(values[0].as_ptr(), values[1].as_ptr(), values[2].as_ptr()) };
+                        let p = unsafe {
+                            ffi::PySlice_New(
+                                values[0].as_ptr(),
+                                values[1].as_ptr(),
+                                values[2].as_ptr(),
+                            )
+                        };
                         self.owned("slice", p)?
                     }
                     Collect::Std(kind) => {
-                        let args = values[0]
-                            .cast::<PyTuple>()
-                            .map_err(|_| self.fail("standard-library arguments must be a tuple".into(), None))?;
+                        let args = values[0].cast::<PyTuple>().map_err(|_| {
+                            self.fail("standard-library arguments must be a tuple".into(), None)
+                        })?;
                         if !args.is_exact_instance_of::<PyTuple>() {
-                            return Err(self.fail("standard-library arguments must be a tuple".into(), None));
+                            return Err(self
+                                .fail("standard-library arguments must be a tuple".into(), None));
                         }
                         let Some(builder) = self.cfg.builders.bind(py).get_item(kind)? else {
-                            return Err(self.fail(format!("unknown standard-library kind {kind}"), None));
+                            return Err(
+                                self.fail(format!("unknown standard-library kind {kind}"), None)
+                            );
                         };
                         self.wrap("a standard-library value", builder.call1(args))?
                     }
                     Collect::Enum(class) => {
-                        let Some(r) = &self.resolved[class] else { unreachable!() };
+                        let Some(r) = &self.resolved[class] else {
+                            unreachable!()
+                        };
                         let member = r.info.call_method1("member", (&values[0],));
                         self.wrap(&format!("a member of '{}'", r.name), member)?
                     }
@@ -560,7 +717,8 @@ impl<'py, 'a> Builder<'py, 'a> {
                 None => *key = Some(value),
                 Some(k) => {
                     // SAFETY: a live dict, key and value; PyDict_SetItem takes its own references.
-                    let rc = unsafe { ffi::PyDict_SetItem(obj.as_ptr(), k.as_ptr(), value.as_ptr()) };
+                    let rc =
+                        unsafe { ffi::PyDict_SetItem(obj.as_ptr(), k.as_ptr(), value.as_ptr()) };
                     if rc < 0 {
                         let e = PyErr::fetch(self.py);
                         return self.wrap("a dict", Err(e));

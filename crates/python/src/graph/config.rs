@@ -21,6 +21,10 @@ pub struct Config {
     pub counter: Py<PyType>,
     pub default_dict: Py<PyType>,
     pub deque: Py<PyType>,
+    /// `pickle.Limits`.
+    pub limits_type: Py<PyType>,
+    /// `class_map(classes) -> dict[str, type]`, for `classes=` that is not a dict, list or tuple.
+    pub class_map: Py<PyAny>,
 }
 
 static CONFIG: PyOnceLock<Config> = PyOnceLock::new();
@@ -33,6 +37,7 @@ pub fn get(py: Python<'_>) -> PyResult<&'static Config> {
 
 /// Called once by `bytewright.pickle` at import.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 pub fn graph_configure(
     py: Python<'_>,
     errors: (Py<PyType>, Py<PyType>, Py<PyType>, Py<PyType>),
@@ -41,6 +46,8 @@ pub fn graph_configure(
     builders: Py<PyDict>,
     factories: Py<PyTuple>,
     collections: (Py<PyType>, Py<PyType>, Py<PyType>, Py<PyType>),
+    limits_type: Py<PyType>,
+    class_map: Py<PyAny>,
 ) -> PyResult<()> {
     let config = Config {
         pickling_error: errors.0,
@@ -55,6 +62,8 @@ pub fn graph_configure(
         counter: collections.1,
         default_dict: collections.2,
         deque: collections.3,
+        limits_type,
+        class_map,
     };
     // A second import (e.g. importlib.reload) keeps the first configuration.
     let _ = CONFIG.set(py, config);

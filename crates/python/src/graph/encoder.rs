@@ -67,7 +67,11 @@ pub struct Encoder<'py> {
 
 fn type_name(obj: *mut ffi::PyObject) -> String {
     // SAFETY: obj is a live object; tp_name is a NUL-terminated C string owned by its type.
-    unsafe { CStr::from_ptr((*ffi::Py_TYPE(obj)).tp_name).to_string_lossy().into_owned() }
+    unsafe {
+        CStr::from_ptr((*ffi::Py_TYPE(obj)).tp_name)
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 fn py_err(py: Python<'_>) -> PyErr {
@@ -161,7 +165,8 @@ impl<'py> Encoder<'py> {
     fn remember(&mut self, obj: *mut ffi::PyObject, slot: u32) {
         self.memo.insert(obj as usize, slot);
         // SAFETY: obj is live; the new strong reference keeps its address unique.
-        self.memo_keep.push(unsafe { Bound::from_borrowed_ptr(self.py, obj) });
+        self.memo_keep
+            .push(unsafe { Bound::from_borrowed_ptr(self.py, obj) });
     }
 
     /// Ends a value built after its children. If it was met again inside itself, that
@@ -206,7 +211,11 @@ impl<'py> Encoder<'py> {
                 return Ok(());
             }
             if ty == addr_of_mut!(ffi::PyBool_Type) {
-                self.w.tag(if obj == ffi::Py_True() { tags::TRUE } else { tags::FALSE });
+                self.w.tag(if obj == ffi::Py_True() {
+                    tags::TRUE
+                } else {
+                    tags::FALSE
+                });
                 return Ok(());
             }
             if ty == addr_of_mut!(ffi::PyBytes_Type) {
@@ -224,7 +233,11 @@ impl<'py> Encoder<'py> {
                 }
                 let p = ffi::PyByteArray_AsString(obj) as *const u8;
                 let n = ffi::PyByteArray_Size(obj) as usize;
-                let data = if n == 0 { &[][..] } else { std::slice::from_raw_parts(p, n) };
+                let data = if n == 0 {
+                    &[][..]
+                } else {
+                    std::slice::from_raw_parts(p, n)
+                };
                 self.w.bytearray(data);
                 return Ok(());
             }
@@ -235,7 +248,10 @@ impl<'py> Encoder<'py> {
                 return self.set(obj, tags::FROZENSET);
             }
             if ty == addr_of_mut!(ffi::PyComplex_Type) {
-                self.w.complex(ffi::PyComplex_RealAsDouble(obj), ffi::PyComplex_ImagAsDouble(obj));
+                self.w.complex(
+                    ffi::PyComplex_RealAsDouble(obj),
+                    ffi::PyComplex_ImagAsDouble(obj),
+                );
                 return Ok(());
             }
             if obj == ffi::Py_Ellipsis() {
@@ -258,12 +274,14 @@ impl<'py> Encoder<'py> {
             let mut n: ffi::Py_ssize_t = 0;
             let p = ffi::PyUnicode_AsUTF8AndSize(obj, &mut n);
             if !p.is_null() {
-                self.w.str(std::slice::from_raw_parts(p as *const u8, n as usize));
+                self.w
+                    .str(std::slice::from_raw_parts(p as *const u8, n as usize));
                 return Ok(());
             }
             // Lone surrogates have no UTF-8 form: write their "surrogatepass" bytes.
             ffi::PyErr_Clear();
-            let b = ffi::PyUnicode_AsEncodedString(obj, c"utf-8".as_ptr(), c"surrogatepass".as_ptr());
+            let b =
+                ffi::PyUnicode_AsEncodedString(obj, c"utf-8".as_ptr(), c"surrogatepass".as_ptr());
             let b = Bound::from_owned_ptr_or_err(self.py, b)
                 .map_err(|e| EncodeError::caused("cannot encode str", e))?;
             let data = std::slice::from_raw_parts(
@@ -402,8 +420,11 @@ impl<'py> Encoder<'py> {
 
     /// The items of any iterable, each as an owned reference.
     fn items(&self, obj: &Bound<'py, PyAny>) -> Result<Vec<Bound<'py, PyAny>>, EncodeError> {
-        let iter = obj.try_iter().map_err(|e| EncodeError::caused("cannot iterate", e))?;
-        iter.collect::<PyResult<Vec<_>>>().map_err(|e| EncodeError::caused("cannot iterate", e))
+        let iter = obj
+            .try_iter()
+            .map_err(|e| EncodeError::caused("cannot iterate", e))?;
+        iter.collect::<PyResult<Vec<_>>>()
+            .map_err(|e| EncodeError::caused("cannot iterate", e))
     }
 
     fn set(&mut self, obj: *mut ffi::PyObject, tag: u8) -> R {
@@ -421,7 +442,8 @@ impl<'py> Encoder<'py> {
         self.w.counted(tag, items.len());
         self.enter()?;
         for (i, item) in items.iter().enumerate() {
-            self.encode(item.as_ptr()).map_err(|e| e.at(Step::Index(i)))?;
+            self.encode(item.as_ptr())
+                .map_err(|e| e.at(Step::Index(i)))?;
         }
         self.leave();
         if !prefix {
@@ -431,14 +453,20 @@ impl<'py> Encoder<'py> {
     }
 
     /// Sorts set items by their own encoding, which does not depend on the hash seed.
-    fn canonical_order(&self, items: Vec<Bound<'py, PyAny>>) -> Result<Vec<Bound<'py, PyAny>>, EncodeError> {
+    fn canonical_order(
+        &self,
+        items: Vec<Bound<'py, PyAny>>,
+    ) -> Result<Vec<Bound<'py, PyAny>>, EncodeError> {
         let mut keyed = Vec::with_capacity(items.len());
         for item in items {
             let mut sub = Encoder::new(self.py, self.cfg, true);
             sub.use_memo = false;
             sub.depth = self.depth;
             sub.encode(item.as_ptr()).map_err(|e| {
-                EncodeError::new(format!("deterministic=True cannot order this set item: {}", e.message))
+                EncodeError::new(format!(
+                    "deterministic=True cannot order this set item: {}",
+                    e.message
+                ))
             })?;
             let (buf, start) = sub.w.finish(None);
             keyed.push((buf[start..].to_vec(), item));
@@ -462,8 +490,11 @@ impl<'py> Encoder<'py> {
         self.w.tag(if is_range { tags::RANGE } else { tags::SLICE });
         self.enter()?;
         for name in ["start", "stop", "step"] {
-            let part = bound.getattr(name).map_err(|e| EncodeError::caused("cannot read range", e))?;
-            self.encode(part.as_ptr()).map_err(|e| e.at(Step::Attr(name.to_string())))?;
+            let part = bound
+                .getattr(name)
+                .map_err(|e| EncodeError::caused("cannot read range", e))?;
+            self.encode(part.as_ptr())
+                .map_err(|e| e.at(Step::Attr(name.to_string())))?;
         }
         self.leave();
         self.memo_end(obj, slot, mark);
@@ -478,11 +509,17 @@ impl<'py> Encoder<'py> {
         let bound = unsafe { Bound::from_borrowed_ptr(py, obj) };
         let ty = bound.get_type();
         if ty.is(cfg.ordered_dict.bind(py)) || ty.is(cfg.counter.bind(py)) {
-            let tag = if ty.is(cfg.ordered_dict.bind(py)) { tags::ORDERED_DICT } else { tags::COUNTER };
+            let tag = if ty.is(cfg.ordered_dict.bind(py)) {
+                tags::ORDERED_DICT
+            } else {
+                tags::COUNTER
+            };
             return self.mapping(&bound, tag, None);
         }
         if ty.is(cfg.default_dict.bind(py)) {
-            let factory = bound.getattr("default_factory").map_err(|e| EncodeError::caused("bad defaultdict", e))?;
+            let factory = bound
+                .getattr("default_factory")
+                .map_err(|e| EncodeError::caused("bad defaultdict", e))?;
             let code = cfg.factories.bind(py).iter().position(|f| f.is(&factory));
             let Some(code) = code else {
                 return Err(EncodeError::new(format!(
@@ -501,14 +538,20 @@ impl<'py> Encoder<'py> {
         // SAFETY: reading the flags of a live type object.
         let heap = unsafe { (*ffi::Py_TYPE(obj)).tp_flags } & ffi::Py_TPFLAGS_HEAPTYPE != 0;
         if !heap {
-            return Err(EncodeError::new(format!("cannot pickle '{}' object", type_name(obj))));
+            return Err(EncodeError::new(format!(
+                "cannot pickle '{}' object",
+                type_name(obj)
+            )));
         }
         let index = self.class_entry(&ty)?;
         match self.classes[index].kind {
             KIND_DICT | KIND_SLOTS => self.instance(&bound, index),
             KIND_TUPLE => self.named_tuple(&bound, index),
             KIND_ENUM => self.enum_member(&bound, index),
-            _ => Err(EncodeError::new(format!("cannot pickle '{}' object", type_name(obj)))),
+            _ => Err(EncodeError::new(format!(
+                "cannot pickle '{}' object",
+                type_name(obj)
+            ))),
         }
     }
 
@@ -516,7 +559,9 @@ impl<'py> Encoder<'py> {
         if self.memo_begin(obj.as_ptr(), true).is_none() {
             return Ok(());
         }
-        let items = obj.call_method0("items").map_err(|e| EncodeError::caused("cannot read items", e))?;
+        let items = obj
+            .call_method0("items")
+            .map_err(|e| EncodeError::caused("cannot read items", e))?;
         let pairs = self.items(&items)?;
         match factory {
             Some(code) => self.w.default_dict(code, pairs.len()),
@@ -524,7 +569,9 @@ impl<'py> Encoder<'py> {
         }
         self.enter()?;
         for pair in &pairs {
-            let pair = pair.cast::<PyTuple>().map_err(|_| EncodeError::new("items() must give pairs"))?;
+            let pair = pair
+                .cast::<PyTuple>()
+                .map_err(|_| EncodeError::new("items() must give pairs"))?;
             if pair.len() != 2 {
                 return Err(EncodeError::new("items() must give pairs"));
             }
@@ -545,20 +592,30 @@ impl<'py> Encoder<'py> {
         if self.memo_begin(obj.as_ptr(), true).is_none() {
             return Ok(());
         }
-        let maxlen = obj.getattr("maxlen").map_err(|e| EncodeError::caused("bad deque", e))?;
-        let maxlen: Option<u64> = maxlen.extract().map_err(|_| EncodeError::new("bad deque maxlen"))?;
+        let maxlen = obj
+            .getattr("maxlen")
+            .map_err(|e| EncodeError::caused("bad deque", e))?;
+        let maxlen: Option<u64> = maxlen
+            .extract()
+            .map_err(|_| EncodeError::new("bad deque maxlen"))?;
         let items = self.items(obj)?;
         self.w.deque(maxlen, items.len());
         self.enter()?;
         for (i, item) in items.iter().enumerate() {
-            self.encode(item.as_ptr()).map_err(|e| e.at(Step::Index(i)))?;
+            self.encode(item.as_ptr())
+                .map_err(|e| e.at(Step::Index(i)))?;
         }
         self.leave();
         Ok(())
     }
 
     fn std(&mut self, obj: &Bound<'py, PyAny>, entry: &Bound<'py, PyAny>) -> R {
-        let bad = |e| EncodeError::caused(format!("cannot pickle '{}' object", type_name(obj.as_ptr())), e);
+        let bad = |e| {
+            EncodeError::caused(
+                format!("cannot pickle '{}' object", type_name(obj.as_ptr())),
+                e,
+            )
+        };
         let (kind, reducer): (u64, Bound<'py, PyAny>) = entry.extract().map_err(bad)?;
         let args = reducer.call1((obj,)).map_err(bad)?;
         if !args.is_exact_instance_of::<PyTuple>() {
@@ -586,7 +643,12 @@ impl<'py> Encoder<'py> {
             let name = ty.qualname().map(|n| n.to_string()).unwrap_or_default();
             EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
         };
-        let info = self.cfg.describe.bind(self.py).call1((ty,)).map_err(cannot)?;
+        let info = self
+            .cfg
+            .describe
+            .bind(self.py)
+            .call1((ty,))
+            .map_err(cannot)?;
         let get = |name: &str| info.getattr(name).map_err(cannot);
         let kind: u8 = get("kind")?.extract().map_err(cannot)?;
         let name: String = get("name")?.extract().map_err(cannot)?;
@@ -600,7 +662,14 @@ impl<'py> Encoder<'py> {
             Some(names)
         };
         self.class_keep.push(ty.clone().into_any());
-        self.classes.push(ClassEntry { kind, name: name.into_bytes(), version, fields, has_dict, shapes: Vec::new() });
+        self.classes.push(ClassEntry {
+            kind,
+            name: name.into_bytes(),
+            version,
+            fields,
+            has_dict,
+            shapes: Vec::new(),
+        });
         self.class_index.insert(key, self.classes.len() - 1);
         Ok(self.classes.len() - 1)
     }
@@ -610,7 +679,11 @@ impl<'py> Encoder<'py> {
         let entry = &mut self.classes[index];
         for shape in &entry.shapes {
             if shape.names.len() == names.len()
-                && shape.names.iter().zip(names).all(|(a, b)| a.is(b) || a.as_any().eq(b).unwrap_or(false))
+                && shape
+                    .names
+                    .iter()
+                    .zip(names)
+                    .all(|(a, b)| a.is(b) || a.as_any().eq(b).unwrap_or(false))
             {
                 self.w.class_ref(tag, shape.index);
                 return Ok(());
@@ -618,7 +691,9 @@ impl<'py> Encoder<'py> {
         }
         let mut utf8 = Vec::with_capacity(names.len());
         for name in names {
-            let s = name.to_str().map_err(|e| EncodeError::caused("bad field name", e))?;
+            let s = name
+                .to_str()
+                .map_err(|e| EncodeError::caused("bad field name", e))?;
             if is_dunder(s.as_bytes()) {
                 return Err(EncodeError::new(format!(
                     "cannot pickle the dunder attribute {s:?} of a {}",
@@ -627,8 +702,12 @@ impl<'py> Encoder<'py> {
             }
             utf8.push(s.as_bytes());
         }
-        self.w.class_new(tag, &entry.name, entry.version, utf8.into_iter());
-        entry.shapes.push(Shape { index: self.next_class, names: names.to_vec() });
+        self.w
+            .class_new(tag, &entry.name, entry.version, utf8.into_iter());
+        entry.shapes.push(Shape {
+            index: self.next_class,
+            names: names.to_vec(),
+        });
         self.next_class += 1;
         Ok(())
     }
@@ -664,9 +743,13 @@ impl<'py> Encoder<'py> {
             // SAFETY: d is a new reference or NULL with an exception set.
             let d = unsafe { Bound::from_owned_ptr_or_err(py, d) }
                 .map_err(|e| EncodeError::caused("cannot read __dict__", e))?;
-            let d = d.cast_into::<pyo3::types::PyDict>().map_err(|_| EncodeError::new("__dict__ is not a dict"))?;
+            let d = d
+                .cast_into::<pyo3::types::PyDict>()
+                .map_err(|_| EncodeError::new("__dict__ is not a dict"))?;
             for (k, v) in d.iter() {
-                let k = k.cast_into::<PyString>().map_err(|_| EncodeError::new("non-str attribute name"))?;
+                let k = k
+                    .cast_into::<PyString>()
+                    .map_err(|_| EncodeError::new("non-str attribute name"))?;
                 names.push(k);
                 values.push(v);
             }
@@ -674,7 +757,8 @@ impl<'py> Encoder<'py> {
         self.shape(tags::OBJECT, index, &names)?;
         self.enter()?;
         for (name, value) in names.iter().zip(&values) {
-            self.encode(value.as_ptr()).map_err(|e| e.at(Step::Attr(name.to_string())))?;
+            self.encode(value.as_ptr())
+                .map_err(|e| e.at(Step::Attr(name.to_string())))?;
         }
         self.leave();
         Ok(())
@@ -686,14 +770,19 @@ impl<'py> Encoder<'py> {
             return Ok(());
         };
         let names = self.classes[index].fields.clone().unwrap_or_default();
-        let tuple = obj.cast::<PyTuple>().map_err(|_| EncodeError::new("namedtuple is not a tuple"))?;
+        let tuple = obj
+            .cast::<PyTuple>()
+            .map_err(|_| EncodeError::new("namedtuple is not a tuple"))?;
         if tuple.len() != names.len() {
-            return Err(EncodeError::new("namedtuple length differs from its _fields"));
+            return Err(EncodeError::new(
+                "namedtuple length differs from its _fields",
+            ));
         }
         self.shape(tags::OBJECT, index, &names)?;
         self.enter()?;
         for (i, item) in tuple.iter().enumerate() {
-            self.encode(item.as_ptr()).map_err(|e| e.at(Step::Attr(names[i].to_string())))?;
+            self.encode(item.as_ptr())
+                .map_err(|e| e.at(Step::Attr(names[i].to_string())))?;
         }
         self.leave();
         self.memo_end(obj.as_ptr(), slot, mark);
@@ -701,7 +790,9 @@ impl<'py> Encoder<'py> {
     }
 
     fn enum_member(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> R {
-        let name = obj.getattr("_name_").map_err(|e| EncodeError::caused("enum member without a name", e))?;
+        let name = obj
+            .getattr("_name_")
+            .map_err(|e| EncodeError::caused("enum member without a name", e))?;
         let is_member = self.classes[index].kind == KIND_ENUM
             && name.is_exact_instance_of::<PyString>()
             && obj

@@ -12,7 +12,11 @@ pub fn read_error(py: Python<'_>, cfg: &Config, e: &ReadError) -> PyErr {
         ErrorKind::Limit => &cfg.limit_error,
         ErrorKind::Integrity => &cfg.integrity_error,
     };
-    let message = if e.kind == ErrorKind::Integrity { e.message.clone() } else { e.to_string() };
+    let message = if e.kind == ErrorKind::Integrity {
+        e.message.clone()
+    } else {
+        e.to_string()
+    };
     PyErr::from_type(cls.bind(py).clone(), message)
 }
 
@@ -41,11 +45,19 @@ pub struct EncodeError {
 
 impl EncodeError {
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), cause: None, path: Vec::new() }
+        Self {
+            message: message.into(),
+            cause: None,
+            path: Vec::new(),
+        }
     }
 
     pub fn caused(message: impl Into<String>, cause: PyErr) -> Self {
-        Self { message: message.into(), cause: Some(cause), path: Vec::new() }
+        Self {
+            message: message.into(),
+            cause: Some(cause),
+            path: Vec::new(),
+        }
     }
 
     pub fn at(mut self, step: Step) -> Self {
@@ -62,7 +74,10 @@ impl EncodeError {
                 Step::Attr(a) => path.push_str(&format!(".{a}")),
             }
         }
-        let err = PyErr::from_type(cfg.pickling_error.bind(py).clone(), format!("{} (at {path})", self.message));
+        let err = PyErr::from_type(
+            cfg.pickling_error.bind(py).clone(),
+            format!("{} (at {path})", self.message),
+        );
         if let Some(cause) = self.cause {
             err.set_cause(py, Some(cause));
         }

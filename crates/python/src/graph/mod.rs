@@ -1,6 +1,7 @@
 //! Python adapters for the object-graph (pickle) core: `bytewright.pickle`'s native half.
 
 mod builder;
+mod classes;
 mod config;
 mod encoder;
 mod errors;
@@ -8,10 +9,12 @@ mod ptrmap;
 
 use bytewright_graph::{record, Header, Limits, Reader};
 use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyTuple};
 
 use builder::Builder;
+use classes::AllowedClasses;
 use encoder::Encoder;
 
 /// Inputs and outputs from this size on are validated and signed with the GIL released.
@@ -19,21 +22,48 @@ const RELEASE_GIL_FROM: usize = 64 * 1024;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config::graph_configure, m)?)?;
-    m.add_function(wrap_pyfunction!(graph_dumps, m)?)?;
-    m.add_function(wrap_pyfunction!(graph_loads, m)?)?;
+    m.add_function(wrap_pyfunction!(dumps, m)?)?;
+    m.add_function(wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(graph_record_len, m)?)?;
     Ok(())
 }
 
-/// Encodes `obj` as one record, signed when `key` is given.
+fn key_bytes(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<u8>>> {
+    let Some(key) = key.filter(|k| !k.is_none()) else {
+        return Ok(None);
+    };
+    let bytes = if let Ok(b) = key.cast::<PyBytes>() {
+        b.as_bytes().to_vec()
+    } else if let (false, Ok(buffer)) = (
+        key.is_instance_of::<pyo3::types::PyString>(),
+        PyBuffer::<u8>::get(key),
+    ) {
+        buffer.to_vec(key.py())?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "hmac_key must be bytes-like, not {}",
+            key.get_type().name()?
+        )));
+    };
+    if bytes.is_empty() {
+        return Err(PyValueError::new_err("hmac_key must not be empty"));
+    }
+    Ok(Some(bytes))
+}
+
+/// Serialize `obj` to one record. `protocol` is accepted for call-shape compatibility.
 #[pyfunction]
-fn graph_dumps<'py>(
+#[pyo3(name = "pickle_dumps", signature = (obj, protocol=None, *, hmac_key=None, deterministic=false))]
+fn dumps<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
-    key: Option<Vec<u8>>,
+    protocol: Option<&Bound<'py, PyAny>>,
+    hmac_key: Option<&Bound<'py, PyAny>>,
     deterministic: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let _ = protocol;
     let cfg = config::get(py)?;
+    let key = key_bytes(hmac_key)?;
     let mut enc = Encoder::new(py, cfg, deterministic);
     enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     let writer = std::mem::take(&mut enc.w);
@@ -46,41 +76,53 @@ fn graph_dumps<'py>(
     Ok(PyBytes::new(py, &buf[start..]))
 }
 
-fn limits_from(t: Option<(u64, u64, u64, u64, u64, u64, u64)>) -> Limits {
-    match t {
-        None => Limits::default(),
-        Some((a, b, c, d, e, f, g)) => Limits {
-            max_bytes: a,
-            max_depth: b,
-            max_items: c,
-            max_container_len: d,
-            max_str_len: e,
-            max_bytes_len: f,
-            max_int_digits: g,
-        },
+fn limits_from(cfg: &config::Config, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Limits> {
+    let Some(limits) = limits.filter(|l| !l.is_none()) else {
+        return Ok(Limits::default());
+    };
+    if !limits.is_instance(cfg.limits_type.bind(limits.py()))? {
+        return Err(PyTypeError::new_err(format!(
+            "limits must be a pickle.Limits, not {}",
+            limits.get_type().name()?
+        )));
     }
+    let get = |name: &str| -> PyResult<u64> { limits.getattr(name)?.extract() };
+    Ok(Limits {
+        max_bytes: get("max_bytes")?,
+        max_depth: get("max_depth")?,
+        max_items: get("max_items")?,
+        max_container_len: get("max_container_len")?,
+        max_str_len: get("max_str_len")?,
+        max_bytes_len: get("max_bytes_len")?,
+        max_int_digits: get("max_int_digits")?,
+    })
 }
 
-/// Decodes one record. `classes` maps record names to the classes allowed to appear.
+/// Rebuild the object graph of one record; only `classes` may be instantiated.
 #[pyfunction]
-fn graph_loads<'py>(
+#[pyo3(name = "pickle_loads", signature = (data, *, classes=None, hmac_key=None, limits=None))]
+fn loads<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    classes: &Bound<'py, PyDict>,
-    key: Option<Vec<u8>>,
-    limits: Option<(u64, u64, u64, u64, u64, u64, u64)>,
+    classes: Option<Bound<'py, PyAny>>,
+    hmac_key: Option<&Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = config::get(py)?;
-    let limits = limits_from(limits);
+    let limits = limits_from(cfg, limits)?;
+    let key = key_bytes(hmac_key)?;
     let copied: Vec<u8>;
     let input: &[u8] = if let Ok(b) = data.cast::<PyBytes>() {
         b.as_bytes()
-    } else if let Ok(buffer) = PyBuffer::<u8>::get(data) {
+    } else if let (false, Ok(buffer)) = (
+        data.is_instance_of::<pyo3::types::PyString>(),
+        PyBuffer::<u8>::get(data),
+    ) {
         // bytearray and memoryview may change under us: decode a private copy.
         copied = buffer.to_vec(py)?;
         &copied
     } else {
-        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        return Err(PyTypeError::new_err(format!(
             "loads() takes bytes, bytearray or memoryview, not {}",
             data.get_type().name()?
         )));
@@ -96,6 +138,7 @@ fn graph_loads<'py>(
         record::open(input, key, &limits)
     }
     .map_err(|e| errors::read_error(py, cfg, &e))?;
+    let classes = AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any()));
     Builder::new(py, cfg, Reader::new(body, limits), classes).build()
 }
 
@@ -103,5 +146,7 @@ fn graph_loads<'py>(
 #[pyfunction]
 fn graph_record_len(py: Python<'_>, prefix: &[u8]) -> PyResult<u64> {
     let cfg = config::get(py)?;
-    Header::parse(prefix).map(|h| h.record_len()).map_err(|e| errors::read_error(py, cfg, &e))
+    Header::parse(prefix)
+        .map(|h| h.record_len())
+        .map_err(|e| errors::read_error(py, cfg, &e))
 }
