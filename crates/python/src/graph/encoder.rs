@@ -62,6 +62,11 @@ pub struct Encoder<'py> {
     next_class: u32,
     deterministic: bool,
     use_memo: bool,
+    /// Deterministic mode, first pass: objects actually met twice (or inside themselves).
+    pub seen_twice: PtrMap<()>,
+    /// Deterministic mode, second pass: only these objects may be shared, so the output
+    /// does not depend on references from outside the graph.
+    pub only_shared: Option<PtrMap<()>>,
     depth: u32,
 }
 
@@ -120,6 +125,8 @@ impl<'py> Encoder<'py> {
             next_class: 0,
             deterministic,
             use_memo: true,
+            seen_twice: PtrMap::default(),
+            only_shared: None,
             depth: 0,
         }
     }
@@ -149,7 +156,15 @@ impl<'py> Encoder<'py> {
         if refs <= 2 || !self.use_memo {
             return Some(None);
         }
+        if let Some(only) = &self.only_shared {
+            if !only.contains_key(&(obj as usize)) {
+                return Some(None);
+            }
+        }
         if let Some(&slot) = self.memo.get(&(obj as usize)) {
+            if self.deterministic {
+                self.seen_twice.insert(obj as usize, ());
+            }
             self.w.reference(slot);
             return None;
         }
@@ -174,6 +189,9 @@ impl<'py> Encoder<'py> {
     fn memo_end(&mut self, obj: *mut ffi::PyObject, slot: Option<u32>, mark: usize) {
         if let Some(slot) = slot {
             if let Some(&inner) = self.memo.get(&(obj as usize)) {
+                if self.deterministic {
+                    self.seen_twice.insert(obj as usize, ());
+                }
                 self.w.replace_at(mark, inner);
             } else {
                 self.remember(obj, slot);

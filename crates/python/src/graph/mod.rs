@@ -66,6 +66,15 @@ fn dumps<'py>(
     let key = key_bytes(hmac_key)?;
     let mut enc = Encoder::new(py, cfg, deterministic);
     enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
+    if deterministic {
+        // Second pass: share only what the first pass met twice, never what merely has
+        // outside references, so equal graphs give equal bytes in any process.
+        let shared = std::mem::take(&mut enc.seen_twice);
+        drop(enc);
+        enc = Encoder::new(py, cfg, deterministic);
+        enc.only_shared = Some(shared);
+        enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
+    }
     let writer = std::mem::take(&mut enc.w);
     drop(enc);
     let (buf, start) = if key.is_some() && writer.body_len() >= RELEASE_GIL_FROM {
