@@ -2,10 +2,9 @@
 
 import pickle as std_pickle
 
+from bytewright import pickle
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from bytewright import pickle
 
 
 def test_shared_list_stays_shared():

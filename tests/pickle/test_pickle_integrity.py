@@ -4,7 +4,6 @@ import hashlib
 import hmac as std_hmac
 
 import pytest
-
 from bytewright import pickle
 
 KEY = b"secret key"

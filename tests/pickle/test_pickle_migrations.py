@@ -3,7 +3,6 @@
 import dataclasses
 
 import pytest
-
 from bytewright import pickle
 
 

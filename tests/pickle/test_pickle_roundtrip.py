@@ -13,7 +13,6 @@ import uuid
 import zoneinfo
 
 import pytest
-
 from bytewright import pickle
 
 
@@ -150,14 +149,14 @@ STDLIB = [
     dt.date(1, 1, 1),
     dt.date(9999, 12, 31),
     dt.time(),
-    dt.time(23, 59, 59, 999999, tzinfo=dt.timezone.utc, fold=1),
+    dt.time(23, 59, 59, 999999, tzinfo=dt.UTC, fold=1),
     dt.datetime(2024, 2, 29, 12, 30, 15, 123456),
     dt.datetime(2024, 10, 27, 2, 30, tzinfo=PARIS, fold=1),
     dt.datetime(2000, 1, 1, tzinfo=UTC2),
     dt.timedelta(),
     dt.timedelta(days=-1, microseconds=1),
     dt.timedelta.max,
-    dt.timezone.utc,
+    dt.UTC,
     UTC2,
     dt.timezone(dt.timedelta(minutes=-90)),
     PARIS,
@@ -216,7 +215,7 @@ def test_ordered_dict_keeps_moved_order():
 
 
 def test_utc_stays_the_singleton():
-    assert roundtrip(dt.timezone.utc) is dt.timezone.utc
+    assert roundtrip(dt.UTC) is dt.UTC
 
 
 def test_protocol_is_accepted_and_ignored():
