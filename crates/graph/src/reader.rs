@@ -364,7 +364,11 @@ impl<'a> Reader<'a> {
         let event = match tag {
             0..=SMALL_INT_MAX => self.atom(Event::Int(i64::from(tag))),
             0x40..=0x5f => {
-                let s = self.take(usize::from(tag - SHORT_STR))?;
+                let n = tag - SHORT_STR;
+                if u64::from(n) > self.limits.max_str_len {
+                    return Err(ReadError::limit(offset, format!("str of {n} bytes exceeds the limit")));
+                }
+                let s = self.take(usize::from(n))?;
                 self.atom(Event::Str(s))
             }
             0x60..=0x6f => {
