@@ -9,7 +9,6 @@ import pickle as std_pickle
 import uuid
 
 import pytest
-
 from bytewright import pickle
 
 
