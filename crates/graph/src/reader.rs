@@ -322,6 +322,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next event, or `None` once the root value is complete.
+    #[inline]
     pub fn next_event(&mut self) -> Result<Option<Event<'a>>, ReadError> {
         let Some(top) = self.stack.last_mut() else {
             return Ok(None);
@@ -366,7 +367,10 @@ impl<'a> Reader<'a> {
             0x40..=0x5f => {
                 let n = tag - SHORT_STR;
                 if u64::from(n) > self.limits.max_str_len {
-                    return Err(ReadError::limit(offset, format!("str of {n} bytes exceeds the limit")));
+                    return Err(ReadError::limit(
+                        offset,
+                        format!("str of {n} bytes exceeds the limit"),
+                    ));
                 }
                 let s = self.take(usize::from(n))?;
                 self.atom(Event::Str(s))

@@ -16,6 +16,11 @@ use super::classes::AllowedClasses;
 use super::config::Config;
 use super::errors::{read_error, unpickling};
 
+extern "C" {
+    // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items.
+    fn _PyDict_NewPresized(n: ffi::Py_ssize_t) -> *mut ffi::PyObject;
+}
+
 const KIND_TUPLE: u8 = 3;
 const KIND_ENUM: u8 = 4;
 
@@ -221,8 +226,8 @@ impl<'py, 'a> Builder<'py, 'a> {
                     obj
                 }
                 Event::Dict(n) => {
-                    // SAFETY: plain constructor.
-                    let obj = self.owned("dict", unsafe { ffi::PyDict_New() })?;
+                    // SAFETY: plain constructor; n is bounded by the body length.
+                    let obj = self.owned("dict", unsafe { _PyDict_NewPresized(n as isize) })?;
                     self.share_now(&obj);
                     if n > 0 {
                         self.frames.push(Frame::Dict { obj, key: None });
