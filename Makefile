@@ -21,8 +21,8 @@ build: venv
 lint: venv
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	ruff check python tests benchmarks
-	ruff format --check python tests benchmarks
+	ruff check .
+	ruff format --check .
 
 test-rust:
 	cargo test --workspace --exclude bytewright-python
@@ -34,8 +34,8 @@ test: lint test-rust test-python fuzz-graph
 
 fmt: venv
 	cargo fmt --all
-	ruff format python tests benchmarks
-	ruff check --fix python tests benchmarks
+	ruff format .
+	ruff check --fix .
 
 # Coverage-guided fuzzing of the pure-Rust graph reader (fuzz/, outside the workspace).
 # cargo-fuzz comes from crates.io; RUSTC_BOOTSTRAP=1 lets the stable toolchain accept the
