@@ -324,6 +324,54 @@ impl<'a> Reader<'a> {
     /// The next event, or `None` once the root value is complete.
     #[inline]
     pub fn next_event(&mut self) -> Result<Option<Event<'a>>, ReadError> {
+        if let Some(event) = self.next_atom() {
+            return Ok(Some(event));
+        }
+        self.next_event_general()
+    }
+
+    /// Fast path for the common case: a fixed-size atom inside an open container, with
+    /// no memo or limit bookkeeping due. `None` sends the caller to the general path,
+    /// which handles every case (including these) with full checks.
+    #[inline(always)]
+    fn next_atom(&mut self) -> Option<Event<'a>> {
+        if self.pending_share || self.items >= self.limits.max_items {
+            return None;
+        }
+        let top = self.stack.last_mut()?;
+        if top.remaining == 0 {
+            return None;
+        }
+        let rest = self.buf.get(self.pos..)?;
+        let (&tag, data) = rest.split_first()?;
+        let (len, event) = match tag {
+            0..=SMALL_INT_MAX => (1, Event::Int(i64::from(tag))),
+            UINT8 => (2, Event::Int(i64::from(*data.first()?))),
+            INT32 => (5, Event::Int(i64::from(i32::from_le_bytes(data.get(..4)?.try_into().ok()?)))),
+            UINT16 => (3, Event::Int(i64::from(u16::from_le_bytes(data.get(..2)?.try_into().ok()?)))),
+            FLOAT64 => (9, Event::Float(f64::from_le_bytes(data.get(..8)?.try_into().ok()?))),
+            FLOAT32 => (5, Event::Float(f64::from(f32::from_le_bytes(data.get(..4)?.try_into().ok()?)))),
+            0x40..=0x5f => {
+                let n = usize::from(tag - SHORT_STR);
+                if n as u64 > self.limits.max_str_len {
+                    return None;
+                }
+                (1 + n, Event::Str(data.get(..n)?))
+            }
+            NONE => (1, Event::None),
+            TRUE => (1, Event::Bool(true)),
+            FALSE => (1, Event::Bool(false)),
+            _ => return None,
+        };
+        top.remaining -= 1;
+        self.items += 1;
+        self.pos += len;
+        self.after_replace = false;
+        Some(event)
+    }
+
+    #[inline(never)]
+    fn next_event_general(&mut self) -> Result<Option<Event<'a>>, ReadError> {
         let Some(top) = self.stack.last_mut() else {
             return Ok(None);
         };
