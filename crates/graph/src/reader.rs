@@ -358,6 +358,14 @@ impl<'a> Reader<'a> {
                 }
                 (1 + n, Event::Str(data.get(..n)?))
             }
+            REF => {
+                let mut pos = self.pos + 1;
+                let slot = varint::get(self.buf, &mut pos)?;
+                if !*self.memo.get(usize::try_from(slot).ok()?)? {
+                    return None;
+                }
+                (pos - self.pos, Event::Ref(slot as usize))
+            }
             NONE => (1, Event::None),
             TRUE => (1, Event::Bool(true)),
             FALSE => (1, Event::Bool(false)),

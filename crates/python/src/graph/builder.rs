@@ -69,6 +69,7 @@ enum Frame<'py> {
         class: usize,
         obj: Option<Bound<'py, PyAny>>,
         values: Vec<Bound<'py, PyAny>>,
+        filled: usize,
         slot: Option<usize>,
     },
     Replace {
@@ -552,12 +553,9 @@ impl<'py, 'a> Builder<'py, 'a> {
         if len == 0 {
             return self.finish_object(class, obj, Vec::new(), slot).map(Some);
         }
-        self.frames.push(Frame::Object {
-            class,
-            obj,
-            values: Vec::with_capacity(len),
-            slot,
-        });
+        let fast = self.resolved.get(class).and_then(Option::as_ref).is_some_and(|r| r.fast) && obj.is_some();
+        let values = if fast { Vec::new() } else { Vec::with_capacity(len) };
+        self.frames.push(Frame::Object { class, obj, values, filled: 0, slot });
         Ok(None)
     }
 
@@ -574,6 +572,7 @@ impl<'py, 'a> Builder<'py, 'a> {
         };
         if r.fast {
             if let Some(obj) = obj {
+                // Normally already set as they arrived (values is then empty).
                 for (name, value) in r.names.iter().zip(&values) {
                     // SAFETY: generic attribute store (as object.__setattr__) of a str name
                     // on a live instance; bypasses a frozen dataclass's __setattr__.
@@ -617,12 +616,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                 self.fill(slot, &obj);
                 obj
             }
-            Frame::Object {
-                class,
-                obj,
-                values,
-                slot,
-            } => self.finish_object(class, obj, values, slot)?,
+            Frame::Object { class, obj, values, slot, .. } => self.finish_object(class, obj, values, slot)?,
             Frame::Replace { target } => match self.memo.get(target) {
                 Some(Some(v)) => v.clone(),
                 _ => {
@@ -748,6 +742,27 @@ impl<'py, 'a> Builder<'py, 'a> {
             Frame::Deque { obj } => {
                 let r = obj.call_method1("append", (value,));
                 self.wrap("a deque", r)?;
+            }
+            Frame::Object { class, obj: Some(obj), values, filled, .. } => {
+                // Fast records (same version, exactly the declared fields) are set as
+                // their values arrive; the others are collected for ClassInfo.build.
+                match self.resolved.get(*class) {
+                    Some(Some(r)) if r.fast => {
+                        let Some(name) = r.names.get(*filled) else {
+                            return Err(unpickling(self.py, self.cfg, "too many field values".into(), None));
+                        };
+                        *filled += 1;
+                        // SAFETY: generic attribute store (as object.__setattr__) of a str
+                        // name on a live instance; bypasses a frozen dataclass's __setattr__.
+                        let rc = unsafe { ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
+                        if rc < 0 {
+                            let e = PyErr::fetch(self.py);
+                            let what = format!("cannot set field '{name}' of class '{}': {}", r.name, e.value(self.py));
+                            return Err(unpickling(self.py, self.cfg, what, Some(e)));
+                        }
+                    }
+                    _ => values.push(value),
+                }
             }
             Frame::Collect { values, .. } | Frame::Object { values, .. } => values.push(value),
             Frame::Replace { .. } => drop(value),
