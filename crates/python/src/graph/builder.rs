@@ -497,20 +497,15 @@ impl<'py, 'a> Builder<'py, 'a> {
         let kind: u8 = info.getattr("kind")?.extract()?;
         let version: u64 = info.getattr("version")?.extract()?;
         let fields = info.getattr("fields")?;
-        let names: Vec<Bound<'py, PyString>> = def
-            .fields
-            .iter()
-            .map(|f| PyString::intern(py, &String::from_utf8_lossy(f)))
-            .collect();
-        let same_fields = if fields.is_none() {
-            true
-        } else {
-            let declared: Vec<Bound<'py, PyString>> = fields.extract()?;
-            declared.len() == names.len()
-                && declared
-                    .iter()
-                    .zip(&names)
-                    .all(|(a, b)| a.as_any().eq(b).unwrap_or(false))
+        let declared: Option<Vec<Bound<'py, PyString>>> = if fields.is_none() { None } else { Some(fields.extract()?) };
+        // Reuse the class's own (interned) field names when the record's match them.
+        let same_fields = declared.as_ref().is_none_or(|declared| {
+            declared.len() == def.fields.len()
+                && declared.iter().zip(&def.fields).all(|(a, b)| a.to_str().is_ok_and(|a| a.as_bytes() == *b))
+        });
+        let names: Vec<Bound<'py, PyString>> = match (&declared, same_fields) {
+            (Some(declared), true) => declared.clone(),
+            _ => def.fields.iter().map(|f| PyString::intern(py, &String::from_utf8_lossy(f))).collect(),
         };
         let fast = def.version == version && same_fields && kind != KIND_TUPLE && kind != KIND_ENUM;
         Ok(Resolved {
