@@ -15,6 +15,7 @@ use pyo3::types::{PyString, PyTuple};
 
 use super::config::Config;
 use super::errors::{EncodeError, Step};
+use super::memo::Memo;
 use super::ptrmap::PtrMap;
 
 /// Deepest nesting the encoder writes; well inside the decoder's default `max_depth`.
@@ -52,9 +53,7 @@ pub struct Encoder<'py> {
     py: Python<'py>,
     cfg: &'static Config,
     pub w: Writer,
-    memo: PtrMap<u32>,
-    /// Strong references to memo keys, so no address is reused while the memo lives.
-    memo_keep: Vec<Bound<'py, PyAny>>,
+    memo: Memo,
     next_slot: u32,
     class_index: PtrMap<usize>,
     classes: Vec<ClassEntry<'py>>,
@@ -116,8 +115,7 @@ impl<'py> Encoder<'py> {
             py,
             cfg,
             w: Writer::with_capacity(256),
-            memo: PtrMap::default(),
-            memo_keep: Vec::new(),
+            memo: Memo::default(),
             next_slot: 0,
             class_index: PtrMap::default(),
             classes: Vec::new(),
@@ -161,7 +159,7 @@ impl<'py> Encoder<'py> {
                 return Some(None);
             }
         }
-        if let Some(&slot) = self.memo.get(&(obj as usize)) {
+        if let Some(slot) = self.memo.get(obj) {
             if self.deterministic {
                 self.seen_twice.insert(obj as usize, ());
             }
@@ -178,17 +176,14 @@ impl<'py> Encoder<'py> {
     }
 
     fn remember(&mut self, obj: *mut ffi::PyObject, slot: u32) {
-        self.memo.insert(obj as usize, slot);
-        // SAFETY: obj is live; the new strong reference keeps its address unique.
-        self.memo_keep
-            .push(unsafe { Bound::from_borrowed_ptr(self.py, obj) });
+        self.memo.insert(obj, slot);
     }
 
     /// Ends a value built after its children. If it was met again inside itself, that
     /// inner copy is the real one: wrap what was written in REPLACE of the inner slot.
     fn memo_end(&mut self, obj: *mut ffi::PyObject, slot: Option<u32>, mark: usize) {
         if let Some(slot) = slot {
-            if let Some(&inner) = self.memo.get(&(obj as usize)) {
+            if let Some(inner) = self.memo.get(obj) {
                 if self.deterministic {
                     self.seen_twice.insert(obj as usize, ());
                 }

@@ -5,6 +5,7 @@ mod classes;
 mod config;
 mod encoder;
 mod errors;
+mod memo;
 mod ptrmap;
 
 use bytewright_graph::{record, Header, Limits, Reader};
