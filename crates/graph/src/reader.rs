@@ -117,7 +117,7 @@ impl<'a> Reader<'a> {
             fills: NO_SLOT,
             target: NO_SLOT,
         };
-        let mut stack = Vec::with_capacity(16);
+        let mut stack = Vec::with_capacity(4);
         stack.push(root);
         Self {
             buf: body,
@@ -340,6 +340,11 @@ impl<'a> Reader<'a> {
         }
         let top = self.stack.last_mut()?;
         if top.remaining == 0 {
+            // The common close: a container with no memo slot to fill.
+            if top.kind == FrameKind::Container && top.fills == NO_SLOT {
+                self.stack.pop();
+                return Some(Event::End);
+            }
             return None;
         }
         let rest = self.buf.get(self.pos..)?;

@@ -115,7 +115,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             classes,
             memo: Vec::new(),
             pending_share: false,
-            frames: Vec::with_capacity(16),
+            frames: Vec::new(),
             resolved: Vec::new(),
             empty_tuple: PyTuple::empty(py),
         }
