@@ -205,15 +205,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                     v
                 }
                 Event::Str(s) => {
-                    // SAFETY: s is a live slice; the decoder validates the UTF-8.
-                    let p = unsafe {
-                        ffi::PyUnicode_DecodeUTF8(
-                            s.as_ptr().cast(),
-                            s.len() as isize,
-                            c"strict".as_ptr(),
-                        )
-                    };
-                    let v = self.owned("str", p)?;
+                    let v = self.str(s)?;
                     self.share_now(&v);
                     v
                 }
@@ -442,6 +434,32 @@ impl<'py, 'a> Builder<'py, 'a> {
             }
         }
         root.ok_or_else(|| self.fail("the record holds no value".into(), None))
+    }
+
+    /// A str from strict UTF-8. Short ASCII text (the common case) is copied straight
+    /// into a new compact string, skipping the general decoder.
+    #[inline]
+    fn str(&self, s: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        if (2..=64).contains(&s.len()) && s.is_ascii() {
+            // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte
+            // data area is exactly s.len() bytes long; s is ASCII, so it is valid content.
+            unsafe {
+                let p = ffi::PyUnicode_New(s.len() as ffi::Py_ssize_t, 127);
+                if !p.is_null() {
+                    std::ptr::copy_nonoverlapping(
+                        s.as_ptr(),
+                        ffi::PyUnicode_1BYTE_DATA(p),
+                        s.len(),
+                    );
+                }
+                return self.owned("str", p);
+            }
+        }
+        // SAFETY: s is a live slice; the decoder validates the UTF-8.
+        let p = unsafe {
+            ffi::PyUnicode_DecodeUTF8(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr())
+        };
+        self.owned("str", p)
     }
 
     fn resolve(&mut self, class: usize, want_enum: bool) -> PyResult<()> {
