@@ -126,8 +126,11 @@ impl<'py, 'a> Builder<'py, 'a> {
 
     fn fail(&self, message: String, cause: Option<PyErr>) -> PyErr {
         if let Some(cause) = &cause {
-            // Our own helpers already raise the right class with a full message.
-            if cause.is_instance(self.py, self.cfg.unpickling_error.bind(self.py)) {
+            // Our own helpers already raise the right class with a full message, and
+            // KeyboardInterrupt or SystemExit must never be disguised as bad input.
+            if cause.is_instance(self.py, self.cfg.unpickling_error.bind(self.py))
+                || !cause.is_instance_of::<pyo3::exceptions::PyException>(self.py)
+            {
                 return cause.clone_ref(self.py);
             }
         }
