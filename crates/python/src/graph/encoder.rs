@@ -194,6 +194,23 @@ impl<'py> Encoder<'py> {
         }
     }
 
+    /// Encodes a child, handling the commonest atoms without a full (recursive) call.
+    #[inline(always)]
+    fn child(&mut self, obj: *mut ffi::PyObject) -> R {
+        // SAFETY: obj is live (the caller holds a reference) and the GIL is held.
+        unsafe {
+            let ty = ffi::Py_TYPE(obj);
+            if ty == addr_of_mut!(ffi::PyLong_Type) {
+                return self.int(obj);
+            }
+            if ty == addr_of_mut!(ffi::PyFloat_Type) {
+                self.w.float(ffi::PyFloat_AS_DOUBLE(obj));
+                return Ok(());
+            }
+        }
+        self.encode(obj)
+    }
+
     /// Encodes a child the walker holds its own reference to.
     pub fn encode(&mut self, obj: *mut ffi::PyObject) -> R {
         // SAFETY: obj is live (the caller holds a reference) and the GIL is held; every
@@ -306,6 +323,7 @@ impl<'py> Encoder<'py> {
         Ok(())
     }
 
+    #[inline(always)]
     fn int(&mut self, obj: *mut ffi::PyObject) -> R {
         // SAFETY: obj is a live exact int and the GIL is held.
         unsafe {
@@ -334,6 +352,8 @@ impl<'py> Encoder<'py> {
         unsafe {
             let n = ffi::PyList_GET_SIZE(obj);
             self.w.list(n as usize);
+            // Every item takes at least one byte: grow the output once, not repeatedly.
+            self.w.reserve(n as usize);
             self.enter()?;
             for i in 0..n {
                 if i >= ffi::PyList_GET_SIZE(obj) {
@@ -341,7 +361,7 @@ impl<'py> Encoder<'py> {
                 }
                 let item = ffi::PyList_GET_ITEM(obj, i);
                 ffi::Py_INCREF(item);
-                let r = self.encode(item);
+                let r = self.child(item);
                 ffi::Py_DECREF(item);
                 r.map_err(|e| e.at(Step::Index(i as usize)))?;
             }
@@ -389,7 +409,7 @@ impl<'py> Encoder<'py> {
                 }
                 ffi::Py_INCREF(key);
                 ffi::Py_INCREF(value);
-                let r = self.encode(key).and_then(|()| self.encode(value));
+                let r = self.encode(key).and_then(|()| self.child(value));
                 if let Err(e) = r {
                     let step = key_step(key);
                     ffi::Py_DECREF(key);
@@ -421,7 +441,7 @@ impl<'py> Encoder<'py> {
             for i in 0..n {
                 let item = ffi::PyTuple_GET_ITEM(obj, i);
                 ffi::Py_INCREF(item);
-                let r = self.encode(item);
+                let r = self.child(item);
                 ffi::Py_DECREF(item);
                 r.map_err(|e| e.at(Step::Index(i as usize)))?;
             }
