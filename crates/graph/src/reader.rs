@@ -117,7 +117,7 @@ impl<'a> Reader<'a> {
             fills: NO_SLOT,
             target: NO_SLOT,
         };
-        let mut stack = Vec::with_capacity(4);
+        let mut stack = Vec::with_capacity(16);
         stack.push(root);
         Self {
             buf: body,
