@@ -335,7 +335,7 @@ impl<'a> Reader<'a> {
     /// which handles every case (including these) with full checks.
     #[inline(always)]
     fn next_atom(&mut self) -> Option<Event<'a>> {
-        if self.pending_share || self.items >= self.limits.max_items {
+        if self.items >= self.limits.max_items {
             return None;
         }
         let top = self.stack.last_mut()?;
@@ -350,6 +350,12 @@ impl<'a> Reader<'a> {
         let rest = self.buf.get(self.pos..)?;
         let (&tag, data) = rest.split_first()?;
         let (len, event) = match tag {
+            SHARE if !self.pending_share => {
+                // A prefix, not a value: no child or item is counted.
+                self.pending_share = true;
+                self.pos += 1;
+                return Some(Event::Share);
+            }
             0..=SMALL_INT_MAX => (1, Event::Int(i64::from(tag))),
             UINT8 => (2, Event::Int(i64::from(*data.first()?))),
             INT32 => (
@@ -381,7 +387,7 @@ impl<'a> Reader<'a> {
                 }
                 (1 + n, Event::Str(data.get(..n)?))
             }
-            REF => {
+            REF if !self.pending_share => {
                 let mut pos = self.pos + 1;
                 let slot = varint::get(self.buf, &mut pos)?;
                 if !*self.memo.get(usize::try_from(slot).ok()?)? {
@@ -398,6 +404,7 @@ impl<'a> Reader<'a> {
         self.items += 1;
         self.pos += len;
         self.after_replace = false;
+        self.take_share(true);
         Some(event)
     }
 
