@@ -338,6 +338,7 @@ impl<'a> Reader<'a> {
         if self.items >= self.limits.max_items {
             return None;
         }
+        let depth = self.stack.len() as u64;
         let top = self.stack.last_mut()?;
         if top.remaining == 0 {
             // The common close: a container with no memo slot to fill.
@@ -349,7 +350,27 @@ impl<'a> Reader<'a> {
         }
         let rest = self.buf.get(self.pos..)?;
         let (&tag, data) = rest.split_first()?;
+        let mut open = 0u64;
         let (len, event) = match tag {
+            // Short lists and dicts (filled in place, so their memo slot is usable at
+            // once); every bound the general path checks is checked here too.
+            0x60..=0x6f | 0x80..=0x8f => {
+                let is_list = tag < SHORT_TUPLE;
+                let n = u64::from(tag & 0x0f);
+                open = if is_list { n } else { 2 * n };
+                if n > self.limits.max_container_len
+                    || open > data.len() as u64
+                    || (open > 0 && depth > self.limits.max_depth)
+                {
+                    return None;
+                }
+                let event = if is_list {
+                    Event::List(n as usize)
+                } else {
+                    Event::Dict(n as usize)
+                };
+                (1, event)
+            }
             SHARE if !self.pending_share => {
                 // A prefix, not a value: no child or item is counted.
                 self.pending_share = true;
@@ -405,6 +426,14 @@ impl<'a> Reader<'a> {
         self.pos += len;
         self.after_replace = false;
         self.take_share(true);
+        if open > 0 {
+            self.stack.push(Frame {
+                remaining: open,
+                kind: FrameKind::Container,
+                fills: NO_SLOT,
+                target: NO_SLOT,
+            });
+        }
         Some(event)
     }
 
