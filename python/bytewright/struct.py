@@ -7,6 +7,7 @@ fields straight from those slots, so typed results cost no more than dicts.
 from __future__ import annotations
 
 import keyword
+import re
 import sys
 import typing
 from typing import Any, ClassVar, TypeVar
@@ -243,6 +244,13 @@ class StructMeta(type):
             # A forward reference not defined yet: compile on first use.
             type.__setattr__(cls, "__bw_codec__", _LazyCodec(cls))  # type: ignore[arg-type]
             type.__setattr__(cls, "__init__", _lazy_init)
+        except SchemaError as e:
+            if not _names_outer_field(cls, e):
+                raise
+            # Its expressions name fields it does not define: they belong to a struct that
+            # will contain it. Nested there it compiles; used alone it raises this error.
+            type.__setattr__(cls, "__bw_codec__", _LazyCodec(cls))  # type: ignore[arg-type]
+            _make_methods(cls, set())  # type: ignore[arg-type]
         return cls
 
     def __bw_fields__(cls) -> tuple[StructField, ...]:
@@ -296,6 +304,16 @@ def _register(cls: Any, name: str, registry: str | None, tag: Any, default: bool
     for dep in list(reg["dependents"]):
         type.__setattr__(dep, "__bw_codec__", _LazyCodec(dep))
     reg["dependents"].clear()
+
+
+def _names_outer_field(cls: Any, e: SchemaError) -> bool:
+    """Whether compiling alone failed only because an expression names a field the class does
+    not define at all (not a later field, not a likely typo of one it does)."""
+    text = str(e)
+    m = re.search(r"unknown field '([^']+)'", text)
+    if m is None or "did you mean" in text:
+        return False
+    return all(f.name != m.group(1) for f in cls.__bw_fields__())
 
 
 def _lazy_init(self: Any, **kwargs: Any) -> None:
