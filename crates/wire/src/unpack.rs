@@ -192,6 +192,21 @@ fn konst_matches(k: &Konst, raw: &Raw<'_>) -> bool {
     }
 }
 
+/// A decoded scalar must equal its field's constant, if it has one.
+fn check_konst<E>(k: &Option<Konst>, raw: &Raw<'_>, at: usize) -> Result<(), E> {
+    match k {
+        Some(k) if !konst_matches(k, raw) => Err(Error::invalid(
+            format!(
+                "expected the constant {}, found {}",
+                show_konst(k),
+                show_raw(raw)
+            ),
+            at,
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn show_raw(raw: &Raw<'_>) -> String {
     match raw {
         Raw::U(u) => u.to_string(),
@@ -734,19 +749,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 }
             };
             let f = it.field.expect("only padding has no field");
-            if let Some(k) = &it.konst {
-                if !konst_matches(k, &raw) {
-                    return Err(Error::invalid(
-                        format!(
-                            "expected the constant {}, found {}",
-                            show_konst(k),
-                            show_raw(&raw)
-                        ),
-                        at,
-                    ))
-                    .at_field(&sp.fields[f as usize]);
-                }
-            }
+            check_konst(&it.konst, &raw, at).at_field(&sp.fields[f as usize])?;
             if let Some(slot) = it.slot {
                 self.env.set(slot, slot_value(&raw));
             }
@@ -791,18 +794,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 Ok(None) => unreachable!("padding is always in a run"),
                 Err(m) => return Err(Error::invalid(m, at)),
             };
-            if let Some(k) = &fs.konst {
-                if !konst_matches(k, &raw) {
-                    return Err(Error::invalid(
-                        format!(
-                            "expected the constant {}, found {}",
-                            show_konst(k),
-                            show_raw(&raw)
-                        ),
-                        at,
-                    ));
-                }
-            }
+            check_konst(&fs.konst, &raw, at)?;
             if let Some(slot) = fs.slot {
                 self.env.set(slot, slot_value(&raw));
             }
