@@ -1,0 +1,666 @@
+//! `loads_pickle`: standard pickle streams -> Python objects, through the checked program.
+//!
+//! The pure-Rust machine (`bytewright_graph::pickle`) validates the whole stream first;
+//! only then does this adapter create objects, running the program on a value stack. Each
+//! call it makes is one fixed operation chosen by the machine, never a payload callable.
+
+use std::ptr::addr_of_mut;
+
+use bytewright_graph::pickle::{
+    self as core, globals::TABLE, Build, Call, ClassKind, Global, Instr,
+};
+use bytewright_graph::Limits;
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
+
+use super::classes::AllowedClasses;
+use super::config::{self, Config};
+use super::errors::{read_error, unpickling};
+
+const KIND_TUPLE: u8 = 3;
+const KIND_ENUM: u8 = 4;
+
+/// Python objects of the table globals and the slow-path helpers, from `_legacy.py`.
+struct LegacyConfig {
+    /// Parallel to `TABLE`; `None` for globals that are never called directly.
+    objects: Vec<Option<Py<PyAny>>>,
+    enum_member: Py<PyAny>,
+    set_state: Py<PyAny>,
+    uuid_state: Py<PyAny>,
+    new_tuple: Py<PyAny>,
+}
+
+static LEGACY: PyOnceLock<LegacyConfig> = PyOnceLock::new();
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(legacy_configure, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy_loads, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy_check, m)?)?;
+    Ok(())
+}
+
+/// Called once by `bytewright.pickle._legacy` at import.
+#[pyfunction]
+fn legacy_configure(
+    py: Python<'_>,
+    objects: &Bound<'_, PyDict>,
+    enum_member: Py<PyAny>,
+    set_state: Py<PyAny>,
+    uuid_state: Py<PyAny>,
+    new_tuple: Py<PyAny>,
+) -> PyResult<()> {
+    let mut table = Vec::with_capacity(TABLE.len());
+    for (module, name, _) in TABLE {
+        table.push(
+            objects
+                .get_item(format!("{module}.{name}"))?
+                .map(Bound::unbind),
+        );
+    }
+    let _ = LEGACY.set(
+        py,
+        LegacyConfig {
+            objects: table,
+            enum_member,
+            set_state,
+            uuid_state,
+            new_tuple,
+        },
+    );
+    Ok(())
+}
+
+fn legacy(py: Python<'_>) -> PyResult<&'static LegacyConfig> {
+    LEGACY
+        .get(py)
+        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("import bytewright.pickle first"))
+}
+
+/// Resolves `classes=` and `allow=` names for the machine, lazily and without imports.
+struct Resolver<'py> {
+    cfg: &'static Config,
+    classes: AllowedClasses<'py>,
+    allow: Option<Bound<'py, PyDict>>,
+    found: Vec<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)>,
+    extras: Vec<Bound<'py, PyAny>>,
+    error: Option<PyErr>,
+}
+
+impl core::Resolve for &mut Resolver<'_> {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, core::ResolveFailed> {
+        let full = format!("{module}.{name}");
+        let r = (|| -> PyResult<Option<Global>> {
+            if let Some(cls) = self.classes.get(self.cfg, &full)? {
+                let py = cls.py();
+                let info = self.cfg.describe.bind(py).call1((&cls,))?;
+                let kind: u8 = info.getattr("kind")?.extract()?;
+                let kind = match kind {
+                    KIND_TUPLE => ClassKind::Tuple,
+                    KIND_ENUM => ClassKind::Enum,
+                    _ => ClassKind::Object,
+                };
+                self.found.push((cls.into_any(), Some(info)));
+                return Ok(Some(Global::Class(self.found.len() as u32 - 1, kind)));
+            }
+            if let Some(allow) = &self.allow {
+                if let Some(obj) = allow.get_item(&full)? {
+                    self.extras.push(obj);
+                    return Ok(Some(Global::Extra(self.extras.len() as u32 - 1)));
+                }
+            }
+            Ok(None)
+        })();
+        r.map_err(|e| {
+            self.error = Some(e);
+            core::ResolveFailed
+        })
+    }
+}
+
+fn input_bytes<'a>(data: &'a Bound<'_, PyAny>, copy: &'a mut Vec<u8>) -> PyResult<&'a [u8]> {
+    if let Ok(b) = data.cast::<PyBytes>() {
+        return Ok(b.as_bytes());
+    }
+    if !data.is_instance_of::<PyString>() {
+        if let Ok(buffer) = PyBuffer::<u8>::get(data) {
+            // bytearray and memoryview may change under us: read a private copy.
+            *copy = buffer.to_vec(data.py())?;
+            return Ok(copy);
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "loads_pickle() takes bytes, bytearray or memoryview, not {}",
+        data.get_type().name()?
+    )))
+}
+
+fn limits_of(cfg: &Config, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Limits> {
+    let Some(limits) = limits.filter(|l| !l.is_none()) else {
+        return Ok(Limits::default());
+    };
+    if !limits.is_instance(cfg.limits_type.bind(limits.py()))? {
+        return Err(PyTypeError::new_err(format!(
+            "limits must be a pickle.Limits, not {}",
+            limits.get_type().name()?
+        )));
+    }
+    let get = |name: &str| -> PyResult<u64> { limits.getattr(name)?.extract() };
+    Ok(Limits {
+        max_bytes: get("max_bytes")?,
+        max_depth: get("max_depth")?,
+        max_items: get("max_items")?,
+        max_container_len: get("max_container_len")?,
+        max_str_len: get("max_str_len")?,
+        max_bytes_len: get("max_bytes_len")?,
+        max_int_digits: get("max_int_digits")?,
+    })
+}
+
+/// Rebuild the value of a standard pickle; anything outside the allowlist is rejected
+/// before any object is created.
+#[pyfunction]
+#[pyo3(signature = (data, classes=None, allow=None, limits=None))]
+fn legacy_loads<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    classes: Option<Bound<'py, PyAny>>,
+    allow: Option<Bound<'py, PyDict>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let cfg = config::get(py)?;
+    let lcfg = legacy(py)?;
+    let limits = limits_of(cfg, limits)?;
+    let mut copy = Vec::new();
+    let input = input_bytes(data, &mut copy)?;
+    let mut resolver = Resolver {
+        cfg,
+        classes: AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any())),
+        allow: allow.filter(|a| !a.is_empty()),
+        found: Vec::new(),
+        extras: Vec::new(),
+        error: None,
+    };
+    let checked = core::check(input, limits, &mut resolver);
+    let program = match checked {
+        Ok(p) => p,
+        Err(e) => {
+            return Err(match resolver.error.take() {
+                Some(err) => err,
+                None => read_error(py, cfg, &e),
+            })
+        }
+    };
+    Run::new(py, cfg, lcfg, &resolver, program.memo_slots).run(&program.instrs)
+}
+
+/// Check a standard pickle without building anything: `None` if `loads_pickle` would
+/// accept its structure, else the rejection message.
+#[pyfunction]
+#[pyo3(signature = (data, classes=None, allow=None, limits=None))]
+fn legacy_check<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    classes: Option<Bound<'py, PyAny>>,
+    allow: Option<Bound<'py, PyDict>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Option<String>> {
+    let cfg = config::get(py)?;
+    let limits = limits_of(cfg, limits)?;
+    let mut copy = Vec::new();
+    let input = input_bytes(data, &mut copy)?;
+    let mut resolver = Resolver {
+        cfg,
+        classes: AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any())),
+        allow,
+        found: Vec::new(),
+        extras: Vec::new(),
+        error: None,
+    };
+    match core::check(input, limits, &mut resolver) {
+        Ok(_) => Ok(None),
+        Err(e) => match resolver.error.take() {
+            Some(err) => Err(err),
+            None => Ok(Some(e.to_string())),
+        },
+    }
+}
+
+struct Run<'py, 'r> {
+    py: Python<'py>,
+    cfg: &'static Config,
+    lcfg: &'static LegacyConfig,
+    resolver: &'r Resolver<'py>,
+    stack: Vec<Bound<'py, PyAny>>,
+    memo: Vec<Option<Bound<'py, PyAny>>>,
+    empty_tuple: Bound<'py, PyTuple>,
+}
+
+impl<'py, 'r> Run<'py, 'r> {
+    fn new(
+        py: Python<'py>,
+        cfg: &'static Config,
+        lcfg: &'static LegacyConfig,
+        resolver: &'r Resolver<'py>,
+        memo_slots: usize,
+    ) -> Self {
+        let mut memo = Vec::new();
+        memo.resize_with(memo_slots, || None);
+        Self {
+            py,
+            cfg,
+            lcfg,
+            resolver,
+            stack: Vec::new(),
+            memo,
+            empty_tuple: PyTuple::empty(py),
+        }
+    }
+
+    fn fail(&self, message: String, cause: Option<PyErr>) -> PyErr {
+        unpickling(self.py, self.cfg, message, cause)
+    }
+
+    fn wrap<T>(&self, what: &str, r: PyResult<T>) -> PyResult<T> {
+        r.map_err(|e| self.fail(format!("could not rebuild {what}: {e}"), Some(e)))
+    }
+
+    #[inline]
+    fn owned(&self, what: &str, ptr: *mut ffi::PyObject) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: ptr is a new reference returned by a CPython constructor, or NULL with an
+        // exception set.
+        let r = unsafe { Bound::from_owned_ptr_or_err(self.py, ptr) };
+        self.wrap(what, r)
+    }
+
+    #[inline]
+    fn pop(&mut self) -> PyResult<Bound<'py, PyAny>> {
+        self.stack
+            .pop()
+            .ok_or_else(|| self.fail("internal: value stack underflow".into(), None))
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> PyResult<std::vec::Drain<'_, Bound<'py, PyAny>>> {
+        if n > self.stack.len() {
+            return Err(self.fail("internal: value stack underflow".into(), None));
+        }
+        let at = self.stack.len() - n;
+        Ok(self.stack.drain(at..))
+    }
+
+    fn top_index(&self, n: usize) -> PyResult<usize> {
+        self.stack
+            .len()
+            .checked_sub(n + 1)
+            .ok_or_else(|| self.fail("internal: value stack underflow".into(), None))
+    }
+
+    fn table_object(&self, g: Global) -> Option<Bound<'py, PyAny>> {
+        let i = TABLE.iter().position(|(_, _, t)| *t == g)?;
+        self.lcfg
+            .objects
+            .get(i)?
+            .as_ref()
+            .map(|o| o.bind(self.py).clone())
+    }
+
+    fn class(&self, c: u32) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        match self.resolver.found.get(c as usize) {
+            Some((cls, Some(info))) => Ok((cls.clone(), info.clone())),
+            _ => Err(self.fail("internal: unknown class index".into(), None)),
+        }
+    }
+
+    fn blank(&self, cls: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let Ok(ty) = cls.cast::<PyType>() else {
+            return Err(self.fail("internal: not a class".into(), None));
+        };
+        // SAFETY: object.__new__(cls): the base allocator; for a Python-defined class
+        // (checked by describe) no user code runs.
+        let p = unsafe {
+            let base = addr_of_mut!(ffi::PyBaseObject_Type);
+            match (*base).tp_new {
+                Some(tp_new) => tp_new(
+                    ty.as_ptr().cast(),
+                    self.empty_tuple.as_ptr(),
+                    std::ptr::null_mut(),
+                ),
+                None => std::ptr::null_mut(),
+            }
+        };
+        self.owned("an instance", p)
+    }
+
+    fn run(mut self, program: &[Instr<'_>]) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        for instr in program {
+            match *instr {
+                Instr::None => self.stack.push(py.None().into_bound(py)),
+                Instr::Bool(b) => self
+                    .stack
+                    .push(pyo3::types::PyBool::new(py, b).to_owned().into_any()),
+                Instr::Ellipsis => self.stack.push(py.Ellipsis().into_bound(py)),
+                Instr::Int(v) => {
+                    // SAFETY: plain constructor.
+                    let v = self.owned("int", unsafe { ffi::PyLong_FromLongLong(v) })?;
+                    self.stack.push(v);
+                }
+                Instr::LongBytes(b) => {
+                    // SAFETY: b is a live slice of b.len() bytes.
+                    let p = unsafe { ffi::_PyLong_FromByteArray(b.as_ptr(), b.len(), 1, 1) };
+                    let v = self.owned("int", p)?;
+                    self.stack.push(v);
+                }
+                Instr::LongText(t) => {
+                    let text = std::ffi::CString::new(t)
+                        .map_err(|_| self.fail("bad int text".into(), None))?;
+                    // SAFETY: a NUL-terminated string of digits (checked by the machine).
+                    let p =
+                        unsafe { ffi::PyLong_FromString(text.as_ptr(), std::ptr::null_mut(), 10) };
+                    let v = self.owned("int", p)?;
+                    self.stack.push(v);
+                }
+                Instr::Float(f) => {
+                    // SAFETY: plain constructor.
+                    let v = self.owned("float", unsafe { ffi::PyFloat_FromDouble(f) })?;
+                    self.stack.push(v);
+                }
+                Instr::Str(s) => {
+                    // SAFETY: s is a live slice; CPython validates the UTF-8.
+                    let p = unsafe {
+                        ffi::PyUnicode_DecodeUTF8(
+                            s.as_ptr().cast(),
+                            s.len() as isize,
+                            c"surrogatepass".as_ptr(),
+                        )
+                    };
+                    let v = self.owned("str", p)?;
+                    self.stack.push(v);
+                }
+                Instr::StrEscaped(s) => {
+                    // SAFETY: s is a live slice.
+                    let p = unsafe {
+                        ffi::PyUnicode_DecodeRawUnicodeEscape(
+                            s.as_ptr().cast(),
+                            s.len() as isize,
+                            std::ptr::null(),
+                        )
+                    };
+                    let v = self.owned("str", p)?;
+                    self.stack.push(v);
+                }
+                Instr::StrAscii(s) => {
+                    // SAFETY: s is a live slice.
+                    let p = unsafe {
+                        ffi::PyUnicode_DecodeASCII(
+                            s.as_ptr().cast(),
+                            s.len() as isize,
+                            c"strict".as_ptr(),
+                        )
+                    };
+                    let v = self.owned("str", p)?;
+                    self.stack.push(v);
+                }
+                Instr::Bytes(b) => {
+                    // SAFETY: b is a live slice.
+                    let p = unsafe {
+                        ffi::PyBytes_FromStringAndSize(b.as_ptr().cast(), b.len() as isize)
+                    };
+                    let v = self.owned("bytes", p)?;
+                    self.stack.push(v);
+                }
+                Instr::ByteArray(b) => {
+                    // SAFETY: b is a live slice.
+                    let p = unsafe {
+                        ffi::PyByteArray_FromStringAndSize(b.as_ptr().cast(), b.len() as isize)
+                    };
+                    let v = self.owned("bytearray", p)?;
+                    self.stack.push(v);
+                }
+                Instr::EmptyList => {
+                    // SAFETY: plain constructor.
+                    let v = self.owned("list", unsafe { ffi::PyList_New(0) })?;
+                    self.stack.push(v);
+                }
+                Instr::EmptyDict => {
+                    // SAFETY: plain constructor.
+                    let v = self.owned("dict", unsafe { ffi::PyDict_New() })?;
+                    self.stack.push(v);
+                }
+                Instr::EmptySet => {
+                    // SAFETY: plain constructor.
+                    let v = self.owned("set", unsafe { ffi::PySet_New(std::ptr::null_mut()) })?;
+                    self.stack.push(v);
+                }
+                Instr::List(n) => {
+                    let items = self.take(n as usize)?.collect::<Vec<_>>();
+                    let v = PyList::new(py, items)?.into_any();
+                    self.stack.push(v);
+                }
+                Instr::Tuple(n) => {
+                    let v = if n == 0 {
+                        self.empty_tuple.clone().into_any()
+                    } else {
+                        let items = self.take(n as usize)?;
+                        PyTuple::new(py, items)?.into_any()
+                    };
+                    self.stack.push(v);
+                }
+                Instr::Dict(n) => {
+                    let dict = PyDict::new(py);
+                    let items = self.take(2 * n as usize)?.collect::<Vec<_>>();
+                    for pair in items.chunks(2) {
+                        let r = dict.set_item(&pair[0], &pair[1]);
+                        self.wrap("dict", r)?;
+                    }
+                    self.stack.push(dict.into_any());
+                }
+                Instr::FrozenSet(n) => {
+                    let items = self.take(n as usize)?.collect::<Vec<_>>();
+                    let r = pyo3::types::PyFrozenSet::new(py, &items);
+                    let v = self.wrap("frozenset", r)?.into_any();
+                    self.stack.push(v);
+                }
+                Instr::Append(n) => {
+                    let t = self.top_index(n as usize)?;
+                    let list = self.stack[t].clone();
+                    let items = self.take(n as usize)?.collect::<Vec<_>>();
+                    for item in items {
+                        // SAFETY: the machine checked that the target is a list.
+                        if unsafe { ffi::PyList_Append(list.as_ptr(), item.as_ptr()) } < 0 {
+                            return Err(self
+                                .wrap::<()>("list", Err(PyErr::fetch(py)))
+                                .unwrap_err());
+                        }
+                    }
+                }
+                Instr::AppendDeque(n) => {
+                    let t = self.top_index(n as usize)?;
+                    let deque = self.stack[t].clone();
+                    let items = self.take(n as usize)?.collect::<Vec<_>>();
+                    let r = deque.call_method1("extend", (PyList::new(py, items)?,));
+                    self.wrap("deque", r)?;
+                }
+                Instr::SetItems(n) | Instr::SetItemsMapping(n) => {
+                    let t = self.top_index(2 * n as usize)?;
+                    let target = self.stack[t].clone();
+                    let items = self.take(2 * n as usize)?.collect::<Vec<_>>();
+                    let exact = matches!(instr, Instr::SetItems(_));
+                    for pair in items.chunks(2) {
+                        // SAFETY: the machine checked the target's kind: a dict, or a
+                        // dict subclass from the table (OrderedDict, Counter, defaultdict).
+                        let rc = unsafe {
+                            if exact {
+                                ffi::PyDict_SetItem(
+                                    target.as_ptr(),
+                                    pair[0].as_ptr(),
+                                    pair[1].as_ptr(),
+                                )
+                            } else {
+                                ffi::PyObject_SetItem(
+                                    target.as_ptr(),
+                                    pair[0].as_ptr(),
+                                    pair[1].as_ptr(),
+                                )
+                            }
+                        };
+                        if rc < 0 {
+                            return Err(self
+                                .wrap::<()>("dict", Err(PyErr::fetch(py)))
+                                .unwrap_err());
+                        }
+                    }
+                }
+                Instr::AddItems(n) => {
+                    let t = self.top_index(n as usize)?;
+                    let set = self.stack[t].clone();
+                    let items = self.take(n as usize)?.collect::<Vec<_>>();
+                    for item in items {
+                        // SAFETY: the machine checked that the target is a set.
+                        if unsafe { ffi::PySet_Add(set.as_ptr(), item.as_ptr()) } < 0 {
+                            return Err(self.wrap::<()>("set", Err(PyErr::fetch(py))).unwrap_err());
+                        }
+                    }
+                }
+                Instr::Put(slot) => {
+                    let top = self.stack.last().cloned();
+                    match (self.memo.get_mut(slot as usize), top) {
+                        (Some(cell), Some(top)) => *cell = Some(top),
+                        _ => return Err(self.fail("internal: bad memo slot".into(), None)),
+                    }
+                }
+                Instr::Get(slot) => {
+                    let Some(Some(v)) = self.memo.get(slot as usize) else {
+                        return Err(self.fail("internal: empty memo slot".into(), None));
+                    };
+                    let v = v.clone();
+                    self.stack.push(v);
+                }
+                Instr::Pop(n) => {
+                    self.take(n as usize)?;
+                }
+                Instr::Dup => {
+                    let top = self
+                        .stack
+                        .last()
+                        .cloned()
+                        .ok_or_else(|| self.fail("internal: DUP".into(), None))?;
+                    self.stack.push(top);
+                }
+                Instr::Global(g) => {
+                    let obj = match g {
+                        Global::Class(c, _) => self.class(c)?.0,
+                        Global::Extra(c) => match self.resolver.extras.get(c as usize) {
+                            Some(o) => o.clone(),
+                            None => {
+                                return Err(self.fail("internal: unknown allow= index".into(), None))
+                            }
+                        },
+                        g => self
+                            .table_object(g)
+                            .unwrap_or_else(|| py.None().into_bound(py)),
+                    };
+                    self.stack.push(obj);
+                }
+                Instr::Call(call) => {
+                    let args = self.pop()?;
+                    let callable = self.pop()?;
+                    let v = self.call(call, callable, args)?;
+                    self.stack.push(v);
+                }
+                Instr::Build(build) => {
+                    let state = self.pop()?;
+                    let obj = self
+                        .stack
+                        .last()
+                        .cloned()
+                        .ok_or_else(|| self.fail("internal: BUILD".into(), None))?;
+                    match build {
+                        Build::Fields(c) => {
+                            let (_, info) = self.class(c)?;
+                            let r = self.lcfg.set_state.bind(py).call1((info, obj, state));
+                            self.wrap("an instance", r)?;
+                        }
+                        Build::Uuid => {
+                            let r = self.lcfg.uuid_state.bind(py).call1((obj, state));
+                            self.wrap("uuid.UUID", r)?;
+                        }
+                    }
+                }
+            }
+        }
+        let root = self
+            .stack
+            .pop()
+            .ok_or_else(|| self.fail("internal: empty stack".into(), None))?;
+        Ok(root)
+    }
+
+    fn call(
+        &self,
+        call: Call,
+        callable: Bound<'py, PyAny>,
+        args: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let Ok(args) = args.cast_into::<PyTuple>() else {
+            return Err(self.fail("internal: call arguments are not a tuple".into(), None));
+        };
+        match call {
+            Call::Std(g) => {
+                let name = core::machine::global_name(g);
+                let r = callable.call1(args);
+                self.wrap(&name, r)
+            }
+            Call::ZoneInfoUnpickle => {
+                let zi = self
+                    .table_object(Global::ZoneInfo)
+                    .ok_or_else(|| self.fail("internal: ZoneInfo".into(), None))?;
+                self.wrap("zoneinfo.ZoneInfo", zi.getattr("_unpickle"))
+            }
+            Call::Latin1 => {
+                let text = args.get_item(0)?;
+                // SAFETY: the machine checked the argument is a str.
+                let p = unsafe { ffi::PyUnicode_AsLatin1String(text.as_ptr()) };
+                self.owned("bytes (latin-1)", p)
+            }
+            Call::Blank(c) => {
+                let (cls, _) = self.class(c)?;
+                self.blank(&cls)
+            }
+            Call::BlankUuid => {
+                let uuid = self
+                    .table_object(Global::Uuid)
+                    .ok_or_else(|| self.fail("internal: UUID".into(), None))?;
+                self.blank(&uuid)
+            }
+            Call::NamedTuple(c) | Call::NamedTupleFromState(c) => {
+                let (cls, info) = self.class(c)?;
+                let fields = if matches!(call, Call::NamedTuple(_)) {
+                    args.into_any()
+                } else {
+                    args.get_item(2)?
+                };
+                let r = self.lcfg.new_tuple.bind(py).call1((info, cls, fields));
+                self.wrap("a named tuple", r)
+            }
+            Call::EnumMember(c) => {
+                let (cls, _) = self.class(c)?;
+                let r = self
+                    .lcfg
+                    .enum_member
+                    .bind(py)
+                    .call1((cls, args.get_item(0)?));
+                self.wrap("an enum member", r)
+            }
+            Call::Extra(_) => {
+                let r = callable.call1(args);
+                self.wrap("an allow= constructor", r)
+            }
+        }
+    }
+}
