@@ -259,3 +259,34 @@ def test_instances_of_many_shapes():
         objs.append(p)
     back = rt(objs)
     assert [vars(o) for o in back] == [vars(o) for o in objs]
+
+
+class Guarded:
+    """A plain class whose property setter must never run on load."""
+
+    log: typing.ClassVar[list] = []
+
+    @property
+    def secret(self):
+        return self.__dict__.get("secret")
+
+    @secret.setter
+    def secret(self, value):
+        Guarded.log.append(value)
+
+
+def test_payload_field_names_never_reach_descriptors():
+    g = Guarded()
+    g.__dict__["secret"] = "from the payload"
+    g.__dict__["other"] = 1
+    back = rt(g, classes=[Guarded])
+    assert Guarded.log == []
+    assert back.__dict__ == {"secret": "from the payload", "other": 1}
+
+
+def test_field_order_mismatch_takes_the_checked_path():
+    p = Point(1, 2)
+    del p.__dict__["x"]
+    p.__dict__["x"] = 5  # dict order now y, x
+    back = rt(p)
+    assert back == Point(5, 2)

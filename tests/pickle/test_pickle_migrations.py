@@ -105,3 +105,28 @@ def test_migrated_fields_may_not_be_dunder():
 def test_version_is_recorded_per_record():
     data = pickle.dumps(make(4, name=None)(name="x"))
     assert pickle.loads(data, classes=[make(4, name=None)]).name == "x"
+
+
+def test_keyboard_interrupt_in_a_migration_is_not_disguised():
+    data = pickle.dumps(make(1, name=None)(name="x"))
+    v2 = make(2, name=None)
+
+    def interrupted(fields):
+        raise KeyboardInterrupt
+
+    pickle.migrate(v2, from_version=1, to_version=2)(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pickle.loads(data, classes=[v2])
+
+
+def test_an_exception_in_a_migration_becomes_unpickling_error_with_cause():
+    data = pickle.dumps(make(1, name=None)(name="x"))
+    v2 = make(2, name=None)
+
+    def broken(fields):
+        raise ValueError("boom")
+
+    pickle.migrate(v2, from_version=1, to_version=2)(broken)
+    with pytest.raises(pickle.UnpicklingError, match="boom") as info:
+        pickle.loads(data, classes=[v2])
+    assert isinstance(info.value.__cause__, ValueError)

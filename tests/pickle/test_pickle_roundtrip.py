@@ -264,3 +264,9 @@ def test_too_deep_to_dump_is_a_pickling_error():
         v = [v]
     with pytest.raises(pickle.PicklingError, match="nesting"):
         pickle.dumps(v)
+
+
+def test_what_dumps_writes_loads_back_with_default_limits():
+    huge = 7**300_000  # about 250,000 digits
+    assert roundtrip(huge) == huge
+    assert pickle.loads(pickle.dumps([huge]), limits=pickle.Limits()) == [huge]

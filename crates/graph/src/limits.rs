@@ -24,11 +24,11 @@ impl Default for Limits {
         Self {
             max_bytes: 1 << 30,
             max_depth: 2_000,
-            max_items: 50_000_000,
-            max_container_len: 50_000_000,
+            max_items: 1 << 30,
+            max_container_len: 1 << 30,
             max_str_len: 1 << 30,
             max_bytes_len: 1 << 30,
-            max_int_digits: 100_000,
+            max_int_digits: 2_500_000_000,
         }
     }
 }

@@ -352,10 +352,28 @@ impl<'a> Reader<'a> {
         let (len, event) = match tag {
             0..=SMALL_INT_MAX => (1, Event::Int(i64::from(tag))),
             UINT8 => (2, Event::Int(i64::from(*data.first()?))),
-            INT32 => (5, Event::Int(i64::from(i32::from_le_bytes(data.get(..4)?.try_into().ok()?)))),
-            UINT16 => (3, Event::Int(i64::from(u16::from_le_bytes(data.get(..2)?.try_into().ok()?)))),
-            FLOAT64 => (9, Event::Float(f64::from_le_bytes(data.get(..8)?.try_into().ok()?))),
-            FLOAT32 => (5, Event::Float(f64::from(f32::from_le_bytes(data.get(..4)?.try_into().ok()?)))),
+            INT32 => (
+                5,
+                Event::Int(i64::from(i32::from_le_bytes(
+                    data.get(..4)?.try_into().ok()?,
+                ))),
+            ),
+            UINT16 => (
+                3,
+                Event::Int(i64::from(u16::from_le_bytes(
+                    data.get(..2)?.try_into().ok()?,
+                ))),
+            ),
+            FLOAT64 => (
+                9,
+                Event::Float(f64::from_le_bytes(data.get(..8)?.try_into().ok()?)),
+            ),
+            FLOAT32 => (
+                5,
+                Event::Float(f64::from(f32::from_le_bytes(
+                    data.get(..4)?.try_into().ok()?,
+                ))),
+            ),
             0x40..=0x5f => {
                 let n = usize::from(tag - SHORT_STR);
                 if n as u64 > self.limits.max_str_len {

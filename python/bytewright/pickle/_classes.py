@@ -153,8 +153,12 @@ class ClassInfo:
                     )
         if self.kind == KIND_TUPLE:
             return tuple.__new__(self.cls, [state[f] for f in self.fields or ()])
-        for key, value in state.items():
-            object.__setattr__(obj, key, value)
+        if self.kind == KIND_DICT:
+            # Straight into the instance dict, never through descriptors (as pickle does).
+            object.__getattribute__(obj, "__dict__").update(state)
+        else:
+            for key, value in state.items():
+                object.__setattr__(obj, key, value)
         return obj
 
     def member(self, name: object) -> Any:

@@ -12,11 +12,11 @@ class Limits:
 
     max_bytes: int = 1 << 30
     max_depth: int = 2_000
-    max_items: int = 50_000_000
-    max_container_len: int = 50_000_000
+    max_items: int = 1 << 30
+    max_container_len: int = 1 << 30
     max_str_len: int = 1 << 30
     max_bytes_len: int = 1 << 30
-    max_int_digits: int = 100_000
+    max_int_digits: int = 2_500_000_000
 
     def __post_init__(self) -> None:
         for name, value in zip(self.__dataclass_fields__, astuple(self), strict=True):

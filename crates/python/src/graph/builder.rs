@@ -7,7 +7,6 @@
 use std::ptr::addr_of_mut;
 
 use bytewright_graph::{ClassDef, Event, Reader};
-use pyo3::exceptions::PyAttributeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
@@ -21,6 +20,7 @@ extern "C" {
     fn _PyDict_NewPresized(n: ffi::Py_ssize_t) -> *mut ffi::PyObject;
 }
 
+const KIND_DICT: u8 = 1;
 const KIND_TUPLE: u8 = 3;
 const KIND_ENUM: u8 = 4;
 
@@ -68,6 +68,9 @@ enum Frame<'py> {
     Object {
         class: usize,
         obj: Option<Bound<'py, PyAny>>,
+        /// The instance `__dict__` of a dict-based class, written directly (never
+        /// through descriptors), as pickle does.
+        dict: Option<Bound<'py, PyAny>>,
         values: Vec<Bound<'py, PyAny>>,
         filled: usize,
         slot: Option<usize>,
@@ -123,8 +126,11 @@ impl<'py, 'a> Builder<'py, 'a> {
 
     fn fail(&self, message: String, cause: Option<PyErr>) -> PyErr {
         if let Some(cause) = &cause {
-            // Our own helpers already raise the right class with a full message.
-            if cause.is_instance(self.py, self.cfg.unpickling_error.bind(self.py)) {
+            // Our own helpers already raise the right class with a full message, and
+            // KeyboardInterrupt or SystemExit must never be disguised as bad input.
+            if cause.is_instance(self.py, self.cfg.unpickling_error.bind(self.py))
+                || !cause.is_instance_of::<pyo3::exceptions::PyException>(self.py)
+            {
                 return cause.clone_ref(self.py);
             }
         }
@@ -202,15 +208,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                     v
                 }
                 Event::Str(s) => {
-                    // SAFETY: s is a live slice; the decoder validates the UTF-8.
-                    let p = unsafe {
-                        ffi::PyUnicode_DecodeUTF8(
-                            s.as_ptr().cast(),
-                            s.len() as isize,
-                            c"strict".as_ptr(),
-                        )
-                    };
-                    let v = self.owned("str", p)?;
+                    let v = self.str(s)?;
                     self.share_now(&v);
                     v
                 }
@@ -441,6 +439,32 @@ impl<'py, 'a> Builder<'py, 'a> {
         root.ok_or_else(|| self.fail("the record holds no value".into(), None))
     }
 
+    /// A str from strict UTF-8. Short ASCII text (the common case) is copied straight
+    /// into a new compact string, skipping the general decoder.
+    #[inline]
+    fn str(&self, s: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        if (2..=64).contains(&s.len()) && s.is_ascii() {
+            // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte
+            // data area is exactly s.len() bytes long; s is ASCII, so it is valid content.
+            unsafe {
+                let p = ffi::PyUnicode_New(s.len() as ffi::Py_ssize_t, 127);
+                if !p.is_null() {
+                    std::ptr::copy_nonoverlapping(
+                        s.as_ptr(),
+                        ffi::PyUnicode_1BYTE_DATA(p),
+                        s.len(),
+                    );
+                }
+                return self.owned("str", p);
+            }
+        }
+        // SAFETY: s is a live slice; the decoder validates the UTF-8.
+        let p = unsafe {
+            ffi::PyUnicode_DecodeUTF8(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr())
+        };
+        self.owned("str", p)
+    }
+
     fn resolve(&mut self, class: usize, want_enum: bool) -> PyResult<()> {
         if self.resolved.len() <= class {
             self.resolved.resize_with(class + 1, || None);
@@ -497,15 +521,26 @@ impl<'py, 'a> Builder<'py, 'a> {
         let kind: u8 = info.getattr("kind")?.extract()?;
         let version: u64 = info.getattr("version")?.extract()?;
         let fields = info.getattr("fields")?;
-        let declared: Option<Vec<Bound<'py, PyString>>> = if fields.is_none() { None } else { Some(fields.extract()?) };
+        let declared: Option<Vec<Bound<'py, PyString>>> = if fields.is_none() {
+            None
+        } else {
+            Some(fields.extract()?)
+        };
         // Reuse the class's own (interned) field names when the record's match them.
         let same_fields = declared.as_ref().is_none_or(|declared| {
             declared.len() == def.fields.len()
-                && declared.iter().zip(&def.fields).all(|(a, b)| a.to_str().is_ok_and(|a| a.as_bytes() == *b))
+                && declared
+                    .iter()
+                    .zip(&def.fields)
+                    .all(|(a, b)| a.to_str().is_ok_and(|a| a.as_bytes() == *b))
         });
         let names: Vec<Bound<'py, PyString>> = match (&declared, same_fields) {
             (Some(declared), true) => declared.clone(),
-            _ => def.fields.iter().map(|f| PyString::intern(py, &String::from_utf8_lossy(f))).collect(),
+            _ => def
+                .fields
+                .iter()
+                .map(|f| PyString::intern(py, &String::from_utf8_lossy(f)))
+                .collect(),
         };
         let fast = def.version == version && same_fields && kind != KIND_TUPLE && kind != KIND_ENUM;
         Ok(Resolved {
@@ -548,9 +583,30 @@ impl<'py, 'a> Builder<'py, 'a> {
         if len == 0 {
             return self.finish_object(class, obj, Vec::new(), slot).map(Some);
         }
-        let fast = self.resolved.get(class).and_then(Option::as_ref).is_some_and(|r| r.fast) && obj.is_some();
-        let values = if fast { Vec::new() } else { Vec::with_capacity(len) };
-        self.frames.push(Frame::Object { class, obj, values, filled: 0, slot });
+        let resolved = self.resolved.get(class).and_then(Option::as_ref);
+        let fast = resolved.is_some_and(|r| r.fast) && obj.is_some();
+        let dict = match (&obj, resolved) {
+            (Some(o), Some(r)) if fast && r.kind == KIND_DICT => {
+                // SAFETY: a live instance of a class with an instance dict; returns a new
+                // reference or NULL with an exception set.
+                let d = unsafe { ffi::PyObject_GenericGetDict(o.as_ptr(), std::ptr::null_mut()) };
+                Some(self.owned("an instance __dict__", d)?)
+            }
+            _ => None,
+        };
+        let values = if fast {
+            Vec::new()
+        } else {
+            Vec::with_capacity(len)
+        };
+        self.frames.push(Frame::Object {
+            class,
+            obj,
+            dict,
+            values,
+            filled: 0,
+            slot,
+        });
         Ok(None)
     }
 
@@ -567,24 +623,7 @@ impl<'py, 'a> Builder<'py, 'a> {
         };
         if r.fast {
             if let Some(obj) = obj {
-                // Normally already set as they arrived (values is then empty).
-                for (name, value) in r.names.iter().zip(&values) {
-                    // SAFETY: generic attribute store (as object.__setattr__) of a str name
-                    // on a live instance; bypasses a frozen dataclass's __setattr__.
-                    let rc = unsafe {
-                        ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr())
-                    };
-                    if rc < 0 {
-                        let e = PyErr::fetch(py);
-                        let what = format!("field '{name}' of class '{}'", r.name);
-                        if e.is_instance_of::<PyAttributeError>(py) {
-                            return Err(
-                                self.fail(format!("cannot set {what}: {}", e.value(py)), Some(e))
-                            );
-                        }
-                        return self.wrap(&what, Err(e));
-                    }
-                }
+                // Its fields were set as they arrived (see `deliver`).
                 return Ok(obj);
             }
         }
@@ -611,7 +650,13 @@ impl<'py, 'a> Builder<'py, 'a> {
                 self.fill(slot, &obj);
                 obj
             }
-            Frame::Object { class, obj, values, slot, .. } => self.finish_object(class, obj, values, slot)?,
+            Frame::Object {
+                class,
+                obj,
+                values,
+                slot,
+                ..
+            } => self.finish_object(class, obj, values, slot)?,
             Frame::Replace { target } => match self.memo.get(target) {
                 Some(Some(v)) => v.clone(),
                 _ => {
@@ -622,6 +667,16 @@ impl<'py, 'a> Builder<'py, 'a> {
                 }
             },
             Frame::Collect { what, values, slot } => {
+                let expected = match what {
+                    Collect::Range | Collect::Slice => 3,
+                    Collect::Std(_) | Collect::Enum(_) => 1,
+                };
+                if values.len() != expected {
+                    return Err(self.fail(
+                        format!("expected {expected} values, found {}", values.len()),
+                        None,
+                    ));
+                }
                 let value = match what {
                     Collect::Range => {
                         for v in &values {
@@ -738,21 +793,48 @@ impl<'py, 'a> Builder<'py, 'a> {
                 let r = obj.call_method1("append", (value,));
                 self.wrap("a deque", r)?;
             }
-            Frame::Object { class, obj: Some(obj), values, filled, .. } => {
+            Frame::Object {
+                class,
+                obj: Some(obj),
+                dict,
+                values,
+                filled,
+                ..
+            } => {
                 // Fast records (same version, exactly the declared fields) are set as
                 // their values arrive; the others are collected for ClassInfo.build.
                 match self.resolved.get(*class) {
                     Some(Some(r)) if r.fast => {
                         let Some(name) = r.names.get(*filled) else {
-                            return Err(unpickling(self.py, self.cfg, "too many field values".into(), None));
+                            return Err(unpickling(
+                                self.py,
+                                self.cfg,
+                                "too many field values".into(),
+                                None,
+                            ));
                         };
                         *filled += 1;
                         // SAFETY: generic attribute store (as object.__setattr__) of a str
                         // name on a live instance; bypasses a frozen dataclass's __setattr__.
-                        let rc = unsafe { ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
+                        let rc = unsafe {
+                            match dict {
+                                Some(d) => {
+                                    ffi::PyDict_SetItem(d.as_ptr(), name.as_ptr(), value.as_ptr())
+                                }
+                                None => ffi::PyObject_GenericSetAttr(
+                                    obj.as_ptr(),
+                                    name.as_ptr(),
+                                    value.as_ptr(),
+                                ),
+                            }
+                        };
                         if rc < 0 {
                             let e = PyErr::fetch(self.py);
-                            let what = format!("cannot set field '{name}' of class '{}': {}", r.name, e.value(self.py));
+                            let what = format!(
+                                "cannot set field '{name}' of class '{}': {}",
+                                r.name,
+                                e.value(self.py)
+                            );
                             return Err(unpickling(self.py, self.cfg, what, Some(e)));
                         }
                     }

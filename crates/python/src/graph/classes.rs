@@ -22,7 +22,10 @@ impl<'py> AllowedClasses<'py> {
             let map = if let Ok(d) = self.given.cast::<PyDict>() {
                 d.clone()
             } else {
-                cfg.class_map.bind(py).call1((&self.given,))?.cast_into::<PyDict>()?
+                cfg.class_map
+                    .bind(py)
+                    .call1((&self.given,))?
+                    .cast_into::<PyDict>()?
             };
             self.map = Some(map);
         }
@@ -44,12 +47,17 @@ impl<'py> AllowedClasses<'py> {
         };
         for item in items {
             let Ok(ty) = item.cast_into::<PyType>() else {
-                return Ok(Err(pyo3::exceptions::PyTypeError::new_err("classes= must hold classes")));
+                return Ok(Err(pyo3::exceptions::PyTypeError::new_err(
+                    "classes= must hold classes",
+                )));
             };
             let matches = (|| -> PyResult<bool> {
                 let qualname = ty.qualname()?;
                 let qualname = qualname.to_str()?;
-                let Some(module) = name.strip_suffix(qualname).and_then(|m| m.strip_suffix('.')) else {
+                let Some(module) = name
+                    .strip_suffix(qualname)
+                    .and_then(|m| m.strip_suffix('.'))
+                else {
                     return Ok(false);
                 };
                 Ok(ty.module()?.to_str()? == module)
@@ -73,7 +81,9 @@ impl<'py> AllowedClasses<'py> {
         match self.map(cfg)?.get_item(name)? {
             None => Ok(None),
             Some(cls) => cls.cast_into::<PyType>().map(Some).map_err(|e| {
-                pyo3::exceptions::PyTypeError::new_err(format!("classes[{name:?}] is not a class: {e}"))
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "classes[{name:?}] is not a class: {e}"
+                ))
             }),
         }
     }

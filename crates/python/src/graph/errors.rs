@@ -66,6 +66,12 @@ impl EncodeError {
     }
 
     pub fn into_py(self, py: Python<'_>, cfg: &Config) -> PyErr {
+        if let Some(cause) = &self.cause {
+            // KeyboardInterrupt and SystemExit pass through untouched.
+            if !cause.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                return cause.clone_ref(py);
+            }
+        }
         let mut path = String::from("$");
         for step in self.path.iter().rev() {
             match step {

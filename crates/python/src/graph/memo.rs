@@ -17,7 +17,11 @@ pub struct Memo {
 
 impl Default for Memo {
     fn default() -> Self {
-        Self { inline: [(0, 0); INLINE], len: 0, spill: PtrMap::default() }
+        Self {
+            inline: [(0, 0); INLINE],
+            len: 0,
+            spill: PtrMap::default(),
+        }
     }
 }
 
