@@ -265,7 +265,13 @@ impl<'py, 'r> Run<'py, 'r> {
     }
 
     fn wrap<T>(&self, what: &str, r: PyResult<T>) -> PyResult<T> {
-        r.map_err(|e| self.fail(format!("could not rebuild {what}: {e}"), Some(e)))
+        r.map_err(|e| {
+            if e.is_instance(self.py, self.cfg.unpickling_error.bind(self.py)) {
+                e
+            } else {
+                self.fail(format!("could not rebuild {what}: {e}"), Some(e))
+            }
+        })
     }
 
     #[inline]
