@@ -70,14 +70,14 @@ impl Writer {
         } else if (-0x100..0).contains(&v) {
             self.buf.extend_from_slice(&[NEG8, (-1 - v) as u8]);
         } else if (0..=0xffff).contains(&v) {
-            self.buf.push(UINT16);
-            self.buf.extend_from_slice(&(v as u16).to_le_bytes());
+            let [a, b] = (v as u16).to_le_bytes();
+            self.buf.extend_from_slice(&[UINT16, a, b]);
         } else if (-0x10000..0).contains(&v) {
-            self.buf.push(NEG16);
-            self.buf.extend_from_slice(&((-1 - v) as u16).to_le_bytes());
+            let [a, b] = ((-1 - v) as u16).to_le_bytes();
+            self.buf.extend_from_slice(&[NEG16, a, b]);
         } else if let Ok(v32) = i32::try_from(v) {
-            self.buf.push(INT32);
-            self.buf.extend_from_slice(&v32.to_le_bytes());
+            let [a, b, c, d] = v32.to_le_bytes();
+            self.buf.extend_from_slice(&[INT32, a, b, c, d]);
         } else {
             let bytes = v.to_le_bytes();
             self.bigint(minimal_le(&bytes));
@@ -95,11 +95,12 @@ impl Writer {
     pub fn float(&mut self, f: f64) {
         let narrow = f as f32;
         if f64::from(narrow).to_bits() == f.to_bits() {
-            self.buf.push(FLOAT32);
-            self.buf.extend_from_slice(&narrow.to_le_bytes());
+            let [a, b, c, d] = narrow.to_le_bytes();
+            self.buf.extend_from_slice(&[FLOAT32, a, b, c, d]);
         } else {
-            self.buf.push(FLOAT64);
-            self.buf.extend_from_slice(&f.to_le_bytes());
+            let mut out = [FLOAT64; 9];
+            out[1..].copy_from_slice(&f.to_le_bytes());
+            self.buf.extend_from_slice(&out);
         }
     }
 

@@ -194,6 +194,23 @@ impl<'py> Encoder<'py> {
         }
     }
 
+    /// Encodes a child, handling the commonest atoms without a full (recursive) call.
+    #[inline(always)]
+    fn child(&mut self, obj: *mut ffi::PyObject) -> R {
+        // SAFETY: obj is live (the caller holds a reference) and the GIL is held.
+        unsafe {
+            let ty = ffi::Py_TYPE(obj);
+            if ty == addr_of_mut!(ffi::PyLong_Type) {
+                return self.int(obj);
+            }
+            if ty == addr_of_mut!(ffi::PyFloat_Type) {
+                self.w.float(ffi::PyFloat_AS_DOUBLE(obj));
+                return Ok(());
+            }
+        }
+        self.encode(obj)
+    }
+
     /// Encodes a child the walker holds its own reference to.
     pub fn encode(&mut self, obj: *mut ffi::PyObject) -> R {
         // SAFETY: obj is live (the caller holds a reference) and the GIL is held; every
@@ -306,7 +323,30 @@ impl<'py> Encoder<'py> {
         Ok(())
     }
 
+    #[inline(always)]
     fn int(&mut self, obj: *mut ffi::PyObject) -> R {
+        if self.cfg.int_digits_311 {
+            // SAFETY: on CPython 3.11 with 30-bit digits (checked at import) an exact int
+            // is a PyVarObject whose ob_size is sign * digit count, followed by that many
+            // u32 digits; at most two are read, and only when ob_size says they exist.
+            unsafe {
+                let size = (*obj.cast::<ffi::PyVarObject>()).ob_size;
+                let digits = obj
+                    .cast::<u8>()
+                    .add(std::mem::size_of::<ffi::PyVarObject>())
+                    .cast::<u32>();
+                let magnitude = match size.unsigned_abs() {
+                    0 => Some(0i64),
+                    1 => Some(i64::from(*digits)),
+                    2 => Some(i64::from(*digits) | (i64::from(*digits.add(1)) << 30)),
+                    _ => None,
+                };
+                if let Some(m) = magnitude {
+                    self.w.int(if size < 0 { -m } else { m });
+                    return Ok(());
+                }
+            }
+        }
         // SAFETY: obj is a live exact int and the GIL is held.
         unsafe {
             let mut overflow: c_int = 0;
@@ -334,6 +374,8 @@ impl<'py> Encoder<'py> {
         unsafe {
             let n = ffi::PyList_GET_SIZE(obj);
             self.w.list(n as usize);
+            // Every item takes at least one byte: grow the output once, not repeatedly.
+            self.w.reserve(n as usize);
             self.enter()?;
             for i in 0..n {
                 if i >= ffi::PyList_GET_SIZE(obj) {
@@ -341,7 +383,7 @@ impl<'py> Encoder<'py> {
                 }
                 let item = ffi::PyList_GET_ITEM(obj, i);
                 ffi::Py_INCREF(item);
-                let r = self.encode(item);
+                let r = self.child(item);
                 ffi::Py_DECREF(item);
                 r.map_err(|e| e.at(Step::Index(i as usize)))?;
             }
@@ -389,7 +431,7 @@ impl<'py> Encoder<'py> {
                 }
                 ffi::Py_INCREF(key);
                 ffi::Py_INCREF(value);
-                let r = self.encode(key).and_then(|()| self.encode(value));
+                let r = self.encode(key).and_then(|()| self.child(value));
                 if let Err(e) = r {
                     let step = key_step(key);
                     ffi::Py_DECREF(key);
@@ -421,7 +463,7 @@ impl<'py> Encoder<'py> {
             for i in 0..n {
                 let item = ffi::PyTuple_GET_ITEM(obj, i);
                 ffi::Py_INCREF(item);
-                let r = self.encode(item);
+                let r = self.child(item);
                 ffi::Py_DECREF(item);
                 r.map_err(|e| e.at(Step::Index(i as usize)))?;
             }
