@@ -21,6 +21,7 @@ use super::classes::AllowedClasses;
 use super::config::{self, Config};
 use super::errors::{read_error, unpickling};
 
+const KIND_DICT: u8 = 1;
 const KIND_TUPLE: u8 = 3;
 const KIND_ENUM: u8 = 4;
 
@@ -86,6 +87,9 @@ struct Resolver<'py> {
     classes: AllowedClasses<'py>,
     allow: Option<Bound<'py, PyDict>>,
     found: Vec<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)>,
+    /// Per found class: `Some(declared field count or None)` when its state can be
+    /// written straight into the instance `__dict__` (plain `__dict__` classes).
+    dict_fields: Vec<Option<Option<(usize, Bound<'py, PyAny>)>>>,
     extras: Vec<Bound<'py, PyAny>>,
     error: Option<PyErr>,
 }
@@ -103,6 +107,17 @@ impl core::Resolve for &mut Resolver<'_> {
                     KIND_ENUM => ClassKind::Enum,
                     _ => ClassKind::Object,
                 };
+                let direct = if info.getattr("kind")?.extract::<u8>()? == KIND_DICT {
+                    let set = info.getattr("field_set")?;
+                    Some(if set.is_none() {
+                        None
+                    } else {
+                        Some((set.len()?, set))
+                    })
+                } else {
+                    None
+                };
+                self.dict_fields.push(direct);
                 self.found.push((cls.into_any(), Some(info)));
                 return Ok(Some(Global::Class(self.found.len() as u32 - 1, kind)));
             }
@@ -181,6 +196,7 @@ fn legacy_loads<'py>(
         classes: AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any())),
         allow: allow.filter(|a| !a.is_empty()),
         found: Vec::new(),
+        dict_fields: Vec::new(),
         extras: Vec::new(),
         error: None,
     };
@@ -217,6 +233,7 @@ fn legacy_check<'py>(
         classes: AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any())),
         allow,
         found: Vec::new(),
+        dict_fields: Vec::new(),
         extras: Vec::new(),
         error: None,
     };
@@ -587,6 +604,9 @@ impl<'py, 'r> Run<'py, 'r> {
                         .ok_or_else(|| self.fail("internal: BUILD".into(), None))?;
                     match build {
                         Build::Fields(c) => {
+                            if self.set_dict_fast(c, &obj, &state)? {
+                                continue;
+                            }
                             let (_, info) = self.class(c)?;
                             let r = self.lcfg.set_state.bind(py).call1((info, obj, state));
                             self.wrap("an instance", r)?;
@@ -604,6 +624,57 @@ impl<'py, 'r> Run<'py, 'r> {
             .pop()
             .ok_or_else(|| self.fail("internal: empty stack".into(), None))?;
         Ok(root)
+    }
+
+    /// BUILD of a plain `__dict__` class whose state is a dict of exactly its declared
+    /// fields (or any non-dunder str keys when it declares none): written straight into
+    /// the instance `__dict__`, as pickle does. `false` sends it to the general path.
+    fn set_dict_fast(
+        &self,
+        c: u32,
+        obj: &Bound<'py, PyAny>,
+        state: &Bound<'py, PyAny>,
+    ) -> PyResult<bool> {
+        let Some(Some(direct)) = self.resolver.dict_fields.get(c as usize) else {
+            return Ok(false);
+        };
+        let Ok(state) = state.cast::<PyDict>() else {
+            return Ok(false);
+        };
+        if !state.is_exact_instance_of::<PyDict>() {
+            return Ok(false);
+        }
+        if let Some((n, set)) = direct {
+            if state.len() != *n {
+                return Ok(false);
+            }
+            for key in state.keys() {
+                if !key.is_exact_instance_of::<PyString>() || !set.contains(&key)? {
+                    return Ok(false);
+                }
+            }
+        } else {
+            for key in state.keys() {
+                if !key.is_exact_instance_of::<PyString>() {
+                    return Ok(false);
+                }
+                let k = key.cast::<PyString>()?.to_str()?;
+                if k.len() >= 4 && k.starts_with("__") && k.ends_with("__") {
+                    return Ok(false);
+                }
+            }
+        }
+        // SAFETY: obj is a live instance of a class with a __dict__ (kind checked above);
+        // the generic getter returns a new reference to it, creating it if needed.
+        let dict = unsafe { ffi::PyObject_GenericGetDict(obj.as_ptr(), std::ptr::null_mut()) };
+        let dict = self.owned("an instance", dict)?;
+        // SAFETY: both are live dicts.
+        if unsafe { ffi::PyDict_Update(dict.as_ptr(), state.as_ptr()) } < 0 {
+            return Err(self
+                .wrap::<()>("an instance", Err(PyErr::fetch(self.py)))
+                .unwrap_err());
+        }
+        Ok(true)
     }
 
     fn call(
