@@ -43,27 +43,42 @@ pub enum Build {
     Uuid,
 }
 
+/// Where a payload lies in the input (the program refers to the input, never copies it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub start: u32,
+    pub len: u32,
+}
+
+impl Span {
+    /// The bytes of this span in the checked input (empty if it is not that input).
+    pub fn of(self, data: &[u8]) -> &[u8] {
+        let start = self.start as usize;
+        data.get(start..start + self.len as usize).unwrap_or(&[])
+    }
+}
+
 /// One step of the checked program. Counts are resolved (no marks); the adapter runs it
 /// on a plain value stack and may trust every count, memo slot and kind in it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Instr<'a> {
+pub enum Instr {
     None,
     Bool(bool),
     Ellipsis,
     Int(i64),
     /// Little-endian two's complement.
-    LongBytes(&'a [u8]),
+    LongBytes(Span),
     /// Decimal digits with an optional sign.
-    LongText(&'a [u8]),
+    LongText(Span),
     Float(f64),
     /// UTF-8 with surrogates allowed.
-    Str(&'a [u8]),
+    Str(Span),
     /// raw-unicode-escape text (`UNICODE`).
-    StrEscaped(&'a [u8]),
+    StrEscaped(Span),
     /// ASCII (Python 2 `str`).
-    StrAscii(&'a [u8]),
-    Bytes(&'a [u8]),
-    ByteArray(&'a [u8]),
+    StrAscii(Span),
+    Bytes(Span),
+    ByteArray(Span),
     EmptyList,
     EmptyDict,
     EmptySet,
@@ -97,8 +112,8 @@ pub enum Instr<'a> {
 
 /// The checked program of one pickle.
 #[derive(Debug, Default)]
-pub struct Program<'a> {
-    pub instrs: Vec<Instr<'a>>,
+pub struct Program {
+    pub instrs: Vec<Instr>,
     pub memo_slots: usize,
     pub protocol: u8,
     /// Bytes after `STOP` (ignored, like `pickle.loads`).
@@ -244,7 +259,7 @@ pub struct Machine<'a, R: Resolve> {
     marks: Vec<usize>,
     memo: Memo,
     arena: Vec<Item>,
-    prog: Program<'a>,
+    prog: Program,
     at: usize,
     items: u64,
 }
@@ -290,7 +305,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
         Ok(*self.stack.last().expect("checked above"))
     }
 
-    fn push(&mut self, item: Item, instr: Instr<'a>) -> Res<()> {
+    fn push(&mut self, item: Item, instr: Instr) -> Res<()> {
         self.push_item(item)?;
         self.prog.instrs.push(instr);
         Ok(())
@@ -362,7 +377,9 @@ impl<'a, R: Resolve> Machine<'a, R> {
             return None;
         }
         match self.prog.instrs.get(item.aux as usize) {
-            Some(Instr::Str(s) | Instr::StrEscaped(s) | Instr::StrAscii(s)) => Some(s),
+            Some(Instr::Str(s) | Instr::StrEscaped(s) | Instr::StrAscii(s)) => {
+                Some(s.of(self.data))
+            }
             _ => None,
         }
     }
@@ -398,13 +415,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
         self.push(item, Instr::Tuple(n as u32))
     }
 
-    fn container_from(
-        &mut self,
-        start: usize,
-        kind: Kind,
-        instr: Instr<'a>,
-        what: &str,
-    ) -> Res<()> {
+    fn container_from(&mut self, start: usize, kind: Kind, instr: Instr, what: &str) -> Res<()> {
         let depth = self.values_from(start, what)?;
         self.stack.truncate(start);
         self.push(
@@ -783,7 +794,12 @@ impl<'a, R: Resolve> Machine<'a, R> {
     }
 
     /// Runs the whole stream through the checks; the program is what the adapter executes.
-    pub fn run(mut self) -> Res<Program<'a>> {
+    pub fn run(mut self) -> Res<Program> {
+        self.execute()?;
+        Ok(std::mem::take(&mut self.prog))
+    }
+
+    fn execute(&mut self) -> Res<()> {
         if self.data.len() as u64 > self.limits.max_bytes {
             return Err(ReadError::limit(
                 0,
@@ -792,6 +808,12 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     self.data.len(),
                     self.limits.max_bytes
                 ),
+            ));
+        }
+        if self.data.len() > u32::MAX as usize {
+            return Err(ReadError::limit(
+                0,
+                "standard pickles of 4 GiB or more are not supported",
             ));
         }
         let (max_str, max_bytes) = (self.limits.max_str_len, self.limits.max_bytes_len);
@@ -874,7 +896,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         buf[..b.len()].copy_from_slice(b);
                         Instr::Int(i64::from_le_bytes(buf))
                     } else {
-                        Instr::LongBytes(b)
+                        Instr::LongBytes(self.span(b))
                     };
                     self.push(Item::of(Kind::Int), instr)?;
                 }
@@ -887,7 +909,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                             len: 0,
                             depth: 0,
                         },
-                        Instr::Str(s),
+                        Instr::Str(self.span(s)),
                     )?;
                 }
                 Op::UnicodeText(s) => {
@@ -899,7 +921,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                             len: 0,
                             depth: 0,
                         },
-                        Instr::StrEscaped(s),
+                        Instr::StrEscaped(self.span(s)),
                     )?;
                 }
                 Op::String8(s) => {
@@ -916,7 +938,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                             len: 0,
                             depth: 0,
                         },
-                        Instr::StrAscii(s),
+                        Instr::StrAscii(self.span(s)),
                     )?;
                 }
                 Op::StringText => {
@@ -924,8 +946,10 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         self.reject("the STRING opcode (Python 2 text str) is not supported")
                     )
                 }
-                Op::Bytes(b) => self.push(Item::of(Kind::Bytes), Instr::Bytes(b))?,
-                Op::ByteArray(b) => self.push(Item::of(Kind::Value), Instr::ByteArray(b))?,
+                Op::Bytes(b) => self.push(Item::of(Kind::Bytes), Instr::Bytes(self.span(b)))?,
+                Op::ByteArray(b) => {
+                    self.push(Item::of(Kind::Value), Instr::ByteArray(self.span(b)))?
+                }
                 Op::EmptyList => self.push(Item::of(Kind::List), Instr::EmptyList)?,
                 Op::EmptyDict => self.push(Item::of(Kind::Dict), Instr::EmptyDict)?,
                 Op::EmptySet => self.push(Item::of(Kind::Set), Instr::EmptySet)?,
@@ -1068,11 +1092,20 @@ impl<'a, R: Resolve> Machine<'a, R> {
         self.value(last, "STOP")?;
         self.prog.memo_slots = self.memo.items.len();
         self.prog.end = self.dec.pos();
-        Ok(self.prog)
+        Ok(())
+    }
+
+    /// A slice of the input as a span (the decoder only hands out slices of it).
+    fn span(&self, s: &[u8]) -> Span {
+        let start = (s.as_ptr() as usize).wrapping_sub(self.data.as_ptr() as usize);
+        Span {
+            start: start as u32,
+            len: s.len() as u32,
+        }
     }
 
     fn raw_escaped(&self, item: Item) -> bool {
-        matches!(self.prog.instrs.get(item.aux as usize), Some(Instr::StrEscaped(s)) if s.contains(&b'\\'))
+        matches!(self.prog.instrs.get(item.aux as usize), Some(Instr::StrEscaped(s)) if s.of(self.data).contains(&b'\\'))
     }
 
     fn put(&mut self, key: u64) -> Res<()> {
@@ -1088,7 +1121,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
         Ok(())
     }
 
-    fn int_text(&self, t: &'a [u8], long: bool) -> Res<Instr<'a>> {
+    fn int_text(&self, t: &'a [u8], long: bool) -> Res<Instr> {
         let t = if long {
             t.strip_suffix(b"L").unwrap_or(t)
         } else {
@@ -1113,7 +1146,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                 .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
             return Ok(Instr::Int(if t[0] == b'-' { -v } else { v }));
         }
-        Ok(Instr::LongText(t))
+        Ok(Instr::LongText(self.span(t)))
     }
 }
 
@@ -1127,11 +1160,70 @@ pub fn global_name(g: Global) -> String {
     }
 }
 
+/// Buffers kept between checks, so a busy caller does not allocate (and fault in) fresh
+/// memory for every pickle. Only capacity is kept, never content.
+#[derive(Default)]
+pub struct Scratch {
+    instrs: Vec<Instr>,
+    stack: Vec<Item>,
+    arena: Vec<Item>,
+    memo_direct: Vec<u32>,
+    memo_items: Vec<Item>,
+}
+
+impl Scratch {
+    /// Gives the program's buffer back once the caller is done with it.
+    pub fn recycle(&mut self, program: Program) {
+        self.instrs = program.instrs;
+    }
+
+    /// Bytes of capacity held (callers drop a scratch that grew too large).
+    pub fn held_bytes(&self) -> usize {
+        self.instrs.capacity() * std::mem::size_of::<Instr>()
+            + (self.stack.capacity() + self.arena.capacity() + self.memo_items.capacity())
+                * std::mem::size_of::<Item>()
+            + self.memo_direct.capacity() * 4
+    }
+}
+
+/// [`check`], reusing the buffers of `scratch`.
+pub fn check_in<R: Resolve>(
+    data: &[u8],
+    limits: Limits,
+    resolver: R,
+    scratch: &mut Scratch,
+) -> Result<Program, ReadError> {
+    use std::mem::take;
+    let mut m = Machine::new(data, limits, resolver);
+    m.prog.instrs = take(&mut scratch.instrs);
+    m.stack = take(&mut scratch.stack);
+    m.arena = take(&mut scratch.arena);
+    m.memo.direct = take(&mut scratch.memo_direct);
+    m.memo.items = take(&mut scratch.memo_items);
+    m.prog.instrs.clear();
+    m.stack.clear();
+    m.arena.clear();
+    m.memo.direct.clear();
+    m.memo.items.clear();
+    let result = m.execute();
+    scratch.stack = take(&mut m.stack);
+    scratch.arena = take(&mut m.arena);
+    scratch.memo_direct = take(&mut m.memo.direct);
+    scratch.memo_items = take(&mut m.memo.items);
+    match result {
+        Ok(()) => Ok(take(&mut m.prog)),
+        Err(e) => {
+            scratch.instrs = take(&mut m.prog.instrs);
+            Err(e)
+        }
+    }
+}
+
 /// Checks a whole pickle against the allowlist and limits; the program builds the value.
 pub fn check<'a, R: Resolve>(
     data: &'a [u8],
     limits: Limits,
     resolver: R,
-) -> Result<Program<'a>, ReadError> {
+) -> Result<Program, ReadError> {
     Machine::new(data, limits, resolver).run()
 }

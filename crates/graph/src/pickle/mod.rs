@@ -10,5 +10,8 @@ pub mod machine;
 pub mod ops;
 
 pub use globals::{Builtin, ClassKind, Global};
-pub use machine::{check, Build, Call, Instr, Machine, NoExtras, Program, Resolve, ResolveFailed};
+pub use machine::{
+    check, check_in, Build, Call, Instr, Machine, NoExtras, Program, Resolve, ResolveFailed,
+    Scratch, Span,
+};
 pub use ops::{Decoder, Op};

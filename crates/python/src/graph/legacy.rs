@@ -200,17 +200,37 @@ fn legacy_loads<'py>(
         extras: Vec::new(),
         error: None,
     };
-    let checked = core::check(input, limits, &mut resolver);
+    let mut scratch = SCRATCH.with(|s| s.take()).unwrap_or_default();
+    let checked = core::check_in(input, limits, &mut resolver, &mut scratch);
     let program = match checked {
         Ok(p) => p,
         Err(e) => {
+            keep(scratch);
             return Err(match resolver.error.take() {
                 Some(err) => err,
                 None => read_error(py, cfg, &e),
-            })
+            });
         }
     };
-    Run::new(py, cfg, lcfg, &resolver, program.memo_slots).run(&program.instrs)
+    let result = Run::new(py, cfg, lcfg, &resolver, program.memo_slots).run(input, &program.instrs);
+    scratch.recycle(program);
+    keep(scratch);
+    result
+}
+
+/// Keeps the scratch for the next call on this thread, unless it grew too large.
+fn keep(scratch: Box<core::Scratch>) {
+    if scratch.held_bytes() <= KEEP_SCRATCH_BYTES {
+        SCRATCH.with(|s| s.set(Some(scratch)));
+    }
+}
+
+const KEEP_SCRATCH_BYTES: usize = 16 << 20;
+
+thread_local! {
+    /// Buffers of the checker, reused across calls (taken out while in use, so a nested
+    /// call from Python code during a build simply starts with fresh ones).
+    static SCRATCH: std::cell::Cell<Option<Box<core::Scratch>>> = const { std::cell::Cell::new(None) };
 }
 
 /// Check a standard pickle without building anything: `None` if `loads_pickle` would
@@ -358,7 +378,7 @@ impl<'py, 'r> Run<'py, 'r> {
         self.owned("an instance", p)
     }
 
-    fn run(mut self, program: &[Instr<'_>]) -> PyResult<Bound<'py, PyAny>> {
+    fn run(mut self, input: &[u8], program: &[Instr]) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
         for instr in program {
             match *instr {
@@ -373,12 +393,14 @@ impl<'py, 'r> Run<'py, 'r> {
                     self.stack.push(v);
                 }
                 Instr::LongBytes(b) => {
+                    let b = b.of(input);
                     // SAFETY: b is a live slice of b.len() bytes.
                     let p = unsafe { ffi::_PyLong_FromByteArray(b.as_ptr(), b.len(), 1, 1) };
                     let v = self.owned("int", p)?;
                     self.stack.push(v);
                 }
                 Instr::LongText(t) => {
+                    let t = t.of(input);
                     let text = std::ffi::CString::new(t)
                         .map_err(|_| self.fail("bad int text".into(), None))?;
                     // SAFETY: a NUL-terminated string of digits (checked by the machine).
@@ -393,6 +415,7 @@ impl<'py, 'r> Run<'py, 'r> {
                     self.stack.push(v);
                 }
                 Instr::Str(s) => {
+                    let s = s.of(input);
                     // SAFETY: s is a live slice; CPython validates the UTF-8.
                     let p = unsafe {
                         ffi::PyUnicode_DecodeUTF8(
@@ -405,6 +428,7 @@ impl<'py, 'r> Run<'py, 'r> {
                     self.stack.push(v);
                 }
                 Instr::StrEscaped(s) => {
+                    let s = s.of(input);
                     // SAFETY: s is a live slice.
                     let p = unsafe {
                         ffi::PyUnicode_DecodeRawUnicodeEscape(
@@ -417,6 +441,7 @@ impl<'py, 'r> Run<'py, 'r> {
                     self.stack.push(v);
                 }
                 Instr::StrAscii(s) => {
+                    let s = s.of(input);
                     // SAFETY: s is a live slice.
                     let p = unsafe {
                         ffi::PyUnicode_DecodeASCII(
@@ -429,6 +454,7 @@ impl<'py, 'r> Run<'py, 'r> {
                     self.stack.push(v);
                 }
                 Instr::Bytes(b) => {
+                    let b = b.of(input);
                     // SAFETY: b is a live slice.
                     let p = unsafe {
                         ffi::PyBytes_FromStringAndSize(b.as_ptr().cast(), b.len() as isize)
@@ -437,6 +463,7 @@ impl<'py, 'r> Run<'py, 'r> {
                     self.stack.push(v);
                 }
                 Instr::ByteArray(b) => {
+                    let b = b.of(input);
                     // SAFETY: b is a live slice.
                     let p = unsafe {
                         ffi::PyByteArray_FromStringAndSize(b.as_ptr().cast(), b.len() as isize)
