@@ -1220,10 +1220,6 @@ pub fn check_in<R: Resolve>(
 }
 
 /// Checks a whole pickle against the allowlist and limits; the program builds the value.
-pub fn check<'a, R: Resolve>(
-    data: &'a [u8],
-    limits: Limits,
-    resolver: R,
-) -> Result<Program, ReadError> {
+pub fn check<R: Resolve>(data: &[u8], limits: Limits, resolver: R) -> Result<Program, ReadError> {
     Machine::new(data, limits, resolver).run()
 }
