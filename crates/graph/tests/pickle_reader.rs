@@ -6,7 +6,7 @@ use bytewright_graph::pickle::{
 };
 use bytewright_graph::{ErrorKind, Limits};
 
-fn ok(data: &[u8]) -> Vec<Instr<'_>> {
+fn ok(data: &[u8]) -> Vec<Instr> {
     check(data, Limits::default(), NoExtras)
         .expect("accepted")
         .instrs
