@@ -81,6 +81,9 @@ fn legacy(py: Python<'_>) -> PyResult<&'static LegacyConfig> {
         .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("import bytewright.pickle first"))
 }
 
+/// The declared field count and set of a class, `None` when any attribute is a field.
+type DeclaredFields<'py> = Option<(usize, Bound<'py, PyAny>)>;
+
 /// Resolves `classes=` and `allow=` names for the machine, lazily and without imports.
 struct Resolver<'py> {
     cfg: &'static Config,
@@ -89,7 +92,7 @@ struct Resolver<'py> {
     found: Vec<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)>,
     /// Per found class: `Some(declared field count or None)` when its state can be
     /// written straight into the instance `__dict__` (plain `__dict__` classes).
-    dict_fields: Vec<Option<Option<(usize, Bound<'py, PyAny>)>>>,
+    dict_fields: Vec<Option<DeclaredFields<'py>>>,
     extras: Vec<Bound<'py, PyAny>>,
     error: Option<PyErr>,
 }
