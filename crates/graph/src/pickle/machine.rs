@@ -291,6 +291,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
         ReadError::malformed(self.at, message)
     }
 
+    #[inline(always)]
     fn pop(&mut self, what: &str) -> Res<Item> {
         if self.stack.len() <= self.marks.last().copied().unwrap_or(0) {
             return Err(self.bad(format!("{what} needs a value but the stack is empty")));
@@ -298,6 +299,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
         Ok(self.stack.pop().expect("checked above"))
     }
 
+    #[inline(always)]
     fn top(&self, what: &str) -> Res<Item> {
         if self.stack.len() <= self.marks.last().copied().unwrap_or(0) {
             return Err(self.bad(format!("{what} needs a value but the stack is empty")));
@@ -305,6 +307,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
         Ok(*self.stack.last().expect("checked above"))
     }
 
+    #[inline(always)]
     fn push(&mut self, item: Item, instr: Instr) -> Res<()> {
         self.push_item(item)?;
         self.prog.instrs.push(instr);
@@ -312,6 +315,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
     }
 
     /// A value produced by the instruction just emitted (a call or a rebuilt object).
+    #[inline(always)]
     fn push_item(&mut self, item: Item) -> Res<()> {
         self.items += 1;
         if self.items > self.limits.max_items {
@@ -350,19 +354,28 @@ impl<'a, R: Resolve> Machine<'a, R> {
         Ok(())
     }
 
+    #[inline(always)]
     fn value(&self, item: Item, what: &str) -> Res<()> {
+        if matches!(item.kind, Kind::Global(_) | Kind::Tuple(true)) {
+            return Err(self.not_a_value(item, what));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn not_a_value(&self, item: Item, what: &str) -> ReadError {
         match item.kind {
-            Kind::Global(g) => Err(self.reject(format!(
+            Kind::Global(g) => self.reject(format!(
                 "{what}: the global {} may only be called, not used as a value",
                 global_name(g)
-            ))),
-            Kind::Tuple(true) => Err(self.reject(format!(
+            )),
+            _ => self.reject(format!(
                 "{what}: a tuple holding globals may only be call arguments"
-            ))),
-            _ => Ok(()),
+            )),
         }
     }
 
+    #[inline(always)]
     fn values_from(&self, start: usize, what: &str) -> Res<u32> {
         let mut depth = 0;
         for item in &self.stack[start..] {

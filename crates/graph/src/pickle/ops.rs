@@ -105,6 +105,7 @@ impl<'a> Decoder<'a> {
         Ok(s)
     }
 
+    #[inline(always)]
     fn fixed<const N: usize>(&mut self, what: &str) -> Result<[u8; N], ReadError> {
         if self.data.len() - self.pos < N {
             return Err(self.truncated(what));
@@ -138,6 +139,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// The next opcode; `Ok(None)` only at the very end of the input.
+    #[inline(always)]
     pub fn next_op(
         &mut self,
         limits_str: u64,
