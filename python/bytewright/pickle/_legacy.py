@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 from bytewright import _native
 from bytewright.pickle import _api  # noqa: F401  (configures the native module first)
-from bytewright.pickle._classes import KIND_TUPLE, ClassInfo, class_map, class_name
+from bytewright.pickle._classes import KIND_TUPLE, ClassInfo, class_name
 from bytewright.pickle._errors import UnpicklingError
 from bytewright.pickle._limits import Limits
 
@@ -137,9 +137,6 @@ def _new_tuple(info: ClassInfo, cls: type, fields: Any) -> Any:
     return tuple.__new__(cls, fields)
 
 
-_native.legacy_configure(_OBJECTS, _enum_member, _set_state, _uuid_state, _new_tuple)
-
-
 def _allow_map(allow: Allow) -> dict[str, Any] | None:
     if not allow:
         return None
@@ -157,25 +154,14 @@ def _allow_map(allow: Allow) -> dict[str, Any] | None:
     return out
 
 
-def _classes_arg(classes: Classes) -> Any:
-    return classes if isinstance(classes, list | tuple | dict) else class_map(classes)
+_native.legacy_configure(_OBJECTS, _enum_member, _set_state, _uuid_state, _new_tuple, _allow_map)
 
-
-def loads_pickle(
-    data: Buffer,
-    *,
-    classes: Classes = (),
-    allow: Allow = (),
-    limits: Limits | None = None,
-) -> Any:
-    """Read a standard pickle (protocols 0-5) without running code from it.
-
-    Builds what `pickle.loads` would for the types `bytewright.pickle` supports and for
-    `classes=`; anything else raises `UnpicklingError` before any object is created.
-    """
-    if not classes and not allow:
-        return _native.legacy_loads(data, None, None, limits)
-    return _native.legacy_loads(data, _classes_arg(classes), _allow_map(allow), limits)
+# A native function; its signature is in bytewright/_native.pyi:
+#   loads_pickle(data, *, classes=(), allow=(), limits=None) -> Any
+# Read a standard pickle (protocols 0-5) without running code from it: builds what
+# `pickle.loads` would for the types `bytewright.pickle` supports and for `classes=`;
+# anything else raises `UnpicklingError` before any object is created.
+loads_pickle = _native.loads_pickle
 
 
 def load_pickle(
@@ -199,4 +185,4 @@ def check_pickle(
     data: Buffer, *, classes: Classes = (), allow: Allow = (), limits: Limits | None = None
 ) -> str | None:
     """`None` if `loads_pickle` would accept the stream's structure, else why not."""
-    return _native.legacy_check(data, _classes_arg(classes), _allow_map(allow), limits)
+    return _native.legacy_check(data, classes=classes, allow=allow, limits=limits)

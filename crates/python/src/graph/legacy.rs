@@ -33,13 +33,15 @@ struct LegacyConfig {
     set_state: Py<PyAny>,
     uuid_state: Py<PyAny>,
     new_tuple: Py<PyAny>,
+    /// `allow=` iterable -> dict.
+    allow_map: Py<PyAny>,
 }
 
 static LEGACY: PyOnceLock<LegacyConfig> = PyOnceLock::new();
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(legacy_configure, m)?)?;
-    m.add_function(wrap_pyfunction!(legacy_loads, m)?)?;
+    m.add_function(wrap_pyfunction!(loads_pickle, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_check, m)?)?;
     Ok(())
 }
@@ -53,6 +55,7 @@ fn legacy_configure(
     set_state: Py<PyAny>,
     uuid_state: Py<PyAny>,
     new_tuple: Py<PyAny>,
+    allow_map: Py<PyAny>,
 ) -> PyResult<()> {
     let mut table = Vec::with_capacity(TABLE.len());
     for (module, name, _) in TABLE {
@@ -70,6 +73,7 @@ fn legacy_configure(
             set_state,
             uuid_state,
             new_tuple,
+            allow_map,
         },
     );
     Ok(())
@@ -178,10 +182,44 @@ fn limits_of(cfg: &Config, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Limits
     })
 }
 
-/// Rebuild the value of a standard pickle; anything outside the allowlist is rejected
-/// before any object is created.
+/// `allow=` as a name -> callable dict (`None` when empty), normalised by `_legacy.py`.
+fn allow_dict<'py>(
+    lcfg: &LegacyConfig,
+    allow: Option<Bound<'py, PyAny>>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let Some(allow) = allow.filter(|a| !a.is_none()) else {
+        return Ok(None);
+    };
+    let dict = match allow.cast::<PyDict>() {
+        Ok(d) if d.is_exact_instance_of::<PyDict>() => d.clone(),
+        _ => {
+            let normal = lcfg.allow_map.bind(allow.py()).call1((&allow,))?;
+            if normal.is_none() {
+                return Ok(None);
+            }
+            normal.cast_into::<PyDict>()?
+        }
+    };
+    Ok((!dict.is_empty()).then_some(dict))
+}
+
+/// Read a standard pickle (protocols 0-5) without running code from it.
+///
+/// Builds what `pickle.loads` would for the types `bytewright.pickle` supports and for
+/// `classes=`; anything else raises `UnpicklingError` before any object is created.
 #[pyfunction]
-#[pyo3(signature = (data, classes=None, allow=None, limits=None))]
+#[pyo3(signature = (data, *, classes=None, allow=None, limits=None))]
+fn loads_pickle<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    classes: Option<Bound<'py, PyAny>>,
+    allow: Option<Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let lcfg = legacy(py)?;
+    legacy_loads(py, data, classes, allow_dict(lcfg, allow)?, limits)
+}
+
 fn legacy_loads<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -239,15 +277,16 @@ thread_local! {
 /// Check a standard pickle without building anything: `None` if `loads_pickle` would
 /// accept its structure, else the rejection message.
 #[pyfunction]
-#[pyo3(signature = (data, classes=None, allow=None, limits=None))]
+#[pyo3(signature = (data, *, classes=None, allow=None, limits=None))]
 fn legacy_check<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     classes: Option<Bound<'py, PyAny>>,
-    allow: Option<Bound<'py, PyDict>>,
+    allow: Option<Bound<'py, PyAny>>,
     limits: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Option<String>> {
     let cfg = config::get(py)?;
+    let allow = allow_dict(legacy(py)?, allow)?;
     let limits = limits_of(cfg, limits)?;
     let mut copy = Vec::new();
     let input = input_bytes(data, &mut copy)?;
