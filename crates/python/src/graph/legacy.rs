@@ -529,9 +529,18 @@ impl<'py, 'r> Run<'py, 'r> {
                     self.stack.push(v);
                 }
                 Instr::List(n) => {
-                    let items = self.take(n as usize)?.collect::<Vec<_>>();
-                    let v = PyList::new(py, items)?.into_any();
-                    self.stack.push(v);
+                    let n = n as usize;
+                    let at = self.stack.len().checked_sub(n);
+                    let at = at
+                        .ok_or_else(|| self.fail("internal: value stack underflow".into(), None))?;
+                    // SAFETY: a fresh list of n slots, each filled once below with a reference
+                    // moved out of the stack (PyList_SET_ITEM steals it).
+                    let list = self.owned("list", unsafe { ffi::PyList_New(n as isize) })?;
+                    for (i, item) in self.stack.drain(at..).enumerate() {
+                        // SAFETY: see above; i < n.
+                        unsafe { ffi::PyList_SET_ITEM(list.as_ptr(), i as isize, item.into_ptr()) };
+                    }
+                    self.stack.push(list);
                 }
                 Instr::Tuple(n) => {
                     let v = if n == 0 {
@@ -543,12 +552,22 @@ impl<'py, 'r> Run<'py, 'r> {
                     self.stack.push(v);
                 }
                 Instr::Dict(n) => {
+                    let at = self.stack.len().checked_sub(2 * n as usize);
+                    let at = at
+                        .ok_or_else(|| self.fail("internal: value stack underflow".into(), None))?;
                     let dict = PyDict::new(py);
-                    let items = self.take(2 * n as usize)?.collect::<Vec<_>>();
-                    for pair in items.chunks(2) {
-                        let r = dict.set_item(&pair[0], &pair[1]);
-                        self.wrap("dict", r)?;
+                    for pair in self.stack[at..].chunks(2) {
+                        // SAFETY: live objects; a fresh dict.
+                        if unsafe {
+                            ffi::PyDict_SetItem(dict.as_ptr(), pair[0].as_ptr(), pair[1].as_ptr())
+                        } < 0
+                        {
+                            return Err(self
+                                .wrap::<()>("dict", Err(PyErr::fetch(py)))
+                                .unwrap_err());
+                        }
                     }
+                    self.stack.truncate(at);
                     self.stack.push(dict.into_any());
                 }
                 Instr::FrozenSet(n) => {
@@ -559,16 +578,17 @@ impl<'py, 'r> Run<'py, 'r> {
                 }
                 Instr::Append(n) => {
                     let t = self.top_index(n as usize)?;
-                    let list = self.stack[t].clone();
-                    let items = self.take(n as usize)?.collect::<Vec<_>>();
-                    for item in items {
-                        // SAFETY: the machine checked that the target is a list.
-                        if unsafe { ffi::PyList_Append(list.as_ptr(), item.as_ptr()) } < 0 {
+                    let list = self.stack[t].as_ptr();
+                    for item in &self.stack[t + 1..] {
+                        // SAFETY: the machine checked that the target is a list; it stays on
+                        // the stack (alive) while the items are appended.
+                        if unsafe { ffi::PyList_Append(list, item.as_ptr()) } < 0 {
                             return Err(self
                                 .wrap::<()>("list", Err(PyErr::fetch(py)))
                                 .unwrap_err());
                         }
                     }
+                    self.stack.truncate(t + 1);
                 }
                 Instr::AppendDeque(n) => {
                     let t = self.top_index(n as usize)?;
@@ -579,25 +599,17 @@ impl<'py, 'r> Run<'py, 'r> {
                 }
                 Instr::SetItems(n) | Instr::SetItemsMapping(n) => {
                     let t = self.top_index(2 * n as usize)?;
-                    let target = self.stack[t].clone();
-                    let items = self.take(2 * n as usize)?.collect::<Vec<_>>();
+                    let target = self.stack[t].as_ptr();
                     let exact = matches!(instr, Instr::SetItems(_));
-                    for pair in items.chunks(2) {
+                    for pair in self.stack[t + 1..].chunks(2) {
                         // SAFETY: the machine checked the target's kind: a dict, or a
-                        // dict subclass from the table (OrderedDict, Counter, defaultdict).
+                        // dict subclass from the table (OrderedDict, Counter, defaultdict);
+                        // it stays on the stack (alive) meanwhile.
                         let rc = unsafe {
                             if exact {
-                                ffi::PyDict_SetItem(
-                                    target.as_ptr(),
-                                    pair[0].as_ptr(),
-                                    pair[1].as_ptr(),
-                                )
+                                ffi::PyDict_SetItem(target, pair[0].as_ptr(), pair[1].as_ptr())
                             } else {
-                                ffi::PyObject_SetItem(
-                                    target.as_ptr(),
-                                    pair[0].as_ptr(),
-                                    pair[1].as_ptr(),
-                                )
+                                ffi::PyObject_SetItem(target, pair[0].as_ptr(), pair[1].as_ptr())
                             }
                         };
                         if rc < 0 {
@@ -606,6 +618,7 @@ impl<'py, 'r> Run<'py, 'r> {
                                 .unwrap_err());
                         }
                     }
+                    self.stack.truncate(t + 1);
                 }
                 Instr::AddItems(n) => {
                     let t = self.top_index(n as usize)?;
