@@ -159,3 +159,19 @@ def test_deterministic_output_is_independent_of_the_hash_seed():
         for seed in (1, 2, 3, 4)
     }
     assert len(outs) == 1
+
+
+def test_large_data_around_tuple_cycles_and_signatures():
+    big_s = "s" * 40_000
+    big_b = b"b" * 50_000
+    t = ([], big_s)
+    t[0].append((big_b, t, "x" * 20_000))
+    value = [big_b, t, big_s, bytearray(30_000), ("tail", big_b)]
+    for key in (None, b"k"):
+        for det in (False, True):
+            data = pickle.dumps(value, hmac_key=key, deterministic=det)
+            back = pickle.loads(data, hmac_key=key)
+            assert back[1][0][0][1] is back[1]
+            assert back[0] == big_b and back[2] == big_s and back[4][1] is back[0]
+            assert back[1][0][0][2] == "x" * 20_000
+            assert bytes(back[3]) == bytes(30_000)

@@ -7,8 +7,13 @@ use crate::varint;
 
 /// Builds one record. Room for the longest header is kept in front of the body, so
 /// [`Writer::finish`] only fills it in and the body is never moved.
+///
+/// Large str and bytes data may be *deferred*: the writer records only its tag and
+/// length, and the caller copies the data once, straight into the final output
+/// (see [`Writer::finish_header`]).
 pub struct Writer {
     buf: Vec<u8>,
+    deferred: usize,
 }
 
 impl Default for Writer {
@@ -21,13 +26,13 @@ impl Writer {
     pub fn with_capacity(body: usize) -> Self {
         let mut buf = Vec::with_capacity(MAX_HEADER_LEN + body);
         buf.resize(MAX_HEADER_LEN, 0);
-        Self { buf }
+        Self { buf, deferred: 0 }
     }
 
-    /// Bytes of body written so far.
+    /// Bytes of body so far, deferred data included.
     #[inline]
     pub fn body_len(&self) -> usize {
-        self.buf.len() - MAX_HEADER_LEN
+        self.buf.len() - MAX_HEADER_LEN + self.deferred
     }
 
     /// Reserves room for `additional` more body bytes.
@@ -36,8 +41,13 @@ impl Writer {
         self.buf.reserve(additional);
     }
 
-    /// Completes the record; returns the buffer and where the record starts in it.
+    /// Completes a record without deferred data; returns the buffer and where the
+    /// record starts in it.
     pub fn finish(mut self, key: Option<&[u8]>) -> (Vec<u8>, usize) {
+        debug_assert_eq!(
+            self.deferred, 0,
+            "records with deferred data use finish_header"
+        );
         let flags = if key.is_some() { FLAG_SIGNED } else { 0 };
         let (header, len) = Header::encode(flags, self.body_len() as u64);
         let start = MAX_HEADER_LEN - len;
@@ -47,6 +57,31 @@ impl Writer {
             self.buf.extend_from_slice(&tag);
         }
         (self.buf, start)
+    }
+
+    /// Writes the header of a record with deferred data. The record is `buf[start..]`
+    /// with each deferred chunk inserted at the position [`Writer::str_deferred`] or
+    /// [`Writer::bytes_deferred`] returned, then the 32-byte tag if `signed`.
+    pub fn finish_header(mut self, signed: bool) -> (Vec<u8>, usize) {
+        let flags = if signed { FLAG_SIGNED } else { 0 };
+        let (header, len) = Header::encode(flags, self.body_len() as u64);
+        let start = MAX_HEADER_LEN - len;
+        self.buf[start..MAX_HEADER_LEN].copy_from_slice(&header[..len]);
+        (self.buf, start)
+    }
+
+    /// Starts a str of `n` UTF-8 bytes supplied later; returns where they go.
+    pub fn str_deferred(&mut self, n: usize) -> usize {
+        self.tag_len(STR, n as u64);
+        self.deferred += n;
+        self.buf.len()
+    }
+
+    /// Starts a bytes of `n` bytes supplied later; returns where they go.
+    pub fn bytes_deferred(&mut self, n: usize) -> usize {
+        self.tag_len(BYTES, n as u64);
+        self.deferred += n;
+        self.buf.len()
     }
 
     #[inline]
@@ -201,10 +236,13 @@ impl Writer {
 
     /// Wraps the value written from `mark` on: the reader decodes it for its side
     /// effects, then uses memo `slot` in its place (a tuple met again inside itself).
-    pub fn replace_at(&mut self, mark: usize, slot: u32) {
+    /// Returns how many bytes were inserted at `mark`.
+    pub fn replace_at(&mut self, mark: usize, slot: u32) -> usize {
         let mut prefix = vec![REPLACE];
         varint::put(&mut prefix, u64::from(slot));
+        let n = prefix.len();
         self.buf.splice(mark..mark, prefix);
+        n
     }
 
     /// `tag` (`OBJECT` or `ENUM`) with a class defined earlier in this record.

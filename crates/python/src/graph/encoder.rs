@@ -21,6 +21,18 @@ use super::ptrmap::PtrMap;
 /// Deepest nesting the encoder writes; well inside the decoder's default `max_depth`.
 pub const MAX_DEPTH: u32 = 1000;
 
+/// str and bytes data from this size on is copied once, straight into the output.
+const DEFER_FROM: usize = 16 * 1024;
+
+/// Large immutable data to copy into the output at `at` (a position in the writer's
+/// buffer); `_owner` is held only to keep that memory alive.
+pub struct Chunk<'py> {
+    pub at: usize,
+    pub data: *const u8,
+    pub len: usize,
+    pub _owner: Bound<'py, PyAny>,
+}
+
 const KIND_DICT: u8 = 1;
 const KIND_SLOTS: u8 = 2;
 const KIND_TUPLE: u8 = 3;
@@ -66,6 +78,9 @@ pub struct Encoder<'py> {
     /// Deterministic mode, second pass: only these objects may be shared, so the output
     /// does not depend on references from outside the graph.
     pub only_shared: Option<PtrMap<()>>,
+    /// Deferred str/bytes data, in output order (none in set-ordering sub-encoders).
+    pub chunks: Vec<Chunk<'py>>,
+    defer: bool,
     depth: u32,
 }
 
@@ -125,6 +140,8 @@ impl<'py> Encoder<'py> {
             use_memo: true,
             seen_twice: PtrMap::default(),
             only_shared: None,
+            chunks: Vec::new(),
+            defer: true,
             depth: 0,
         }
     }
@@ -187,7 +204,10 @@ impl<'py> Encoder<'py> {
                 if self.deterministic {
                     self.seen_twice.insert(obj as usize, ());
                 }
-                self.w.replace_at(mark, inner);
+                let shift = self.w.replace_at(mark, inner);
+                for chunk in self.chunks.iter_mut().filter(|c| c.at > mark) {
+                    chunk.at += shift;
+                }
             } else {
                 self.remember(obj, slot);
             }
@@ -254,7 +274,19 @@ impl<'py> Encoder<'py> {
                 }
                 let p = ffi::PyBytes_AsString(obj) as *const u8;
                 let n = ffi::PyBytes_Size(obj) as usize;
-                self.w.bytes(std::slice::from_raw_parts(p, n));
+                if n >= DEFER_FROM && self.defer {
+                    // bytes are immutable; the data lives as long as the object we keep.
+                    let at = self.w.bytes_deferred(n);
+                    let owner = Bound::from_borrowed_ptr(self.py, obj);
+                    self.chunks.push(Chunk {
+                        at,
+                        data: p,
+                        len: n,
+                        _owner: owner,
+                    });
+                } else {
+                    self.w.bytes(std::slice::from_raw_parts(p, n));
+                }
                 return Ok(());
             }
             if ty == addr_of_mut!(ffi::PyByteArray_Type) {
@@ -304,8 +336,20 @@ impl<'py> Encoder<'py> {
             let mut n: ffi::Py_ssize_t = 0;
             let p = ffi::PyUnicode_AsUTF8AndSize(obj, &mut n);
             if !p.is_null() {
-                self.w
-                    .str(std::slice::from_raw_parts(p as *const u8, n as usize));
+                let n = n as usize;
+                if n >= DEFER_FROM && self.defer {
+                    // The UTF-8 buffer lives as long as the (immutable) str we keep.
+                    let at = self.w.str_deferred(n);
+                    let owner = Bound::from_borrowed_ptr(self.py, obj);
+                    self.chunks.push(Chunk {
+                        at,
+                        data: p.cast(),
+                        len: n,
+                        _owner: owner,
+                    });
+                } else {
+                    self.w.str(std::slice::from_raw_parts(p as *const u8, n));
+                }
                 return Ok(());
             }
             // Lone surrogates have no UTF-8 form: write their "surrogatepass" bytes.
@@ -516,6 +560,7 @@ impl<'py> Encoder<'py> {
         for item in items {
             let mut sub = Encoder::new(self.py, self.cfg, true);
             sub.use_memo = false;
+            sub.defer = false;
             sub.depth = self.depth;
             sub.encode(item.as_ptr()).map_err(|e| {
                 EncodeError::new(format!(

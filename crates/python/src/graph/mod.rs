@@ -9,15 +9,16 @@ mod legacy;
 mod memo;
 mod ptrmap;
 
-use bytewright_graph::{record, Header, Limits, Reader};
+use bytewright_graph::{integrity, record, Header, Limits, Reader, Writer};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use builder::Builder;
 use classes::AllowedClasses;
-use encoder::Encoder;
+use encoder::{Chunk, Encoder};
 
 /// Inputs and outputs from this size on are validated and signed with the GIL released.
 const RELEASE_GIL_FROM: usize = 64 * 1024;
@@ -79,13 +80,65 @@ fn dumps<'py>(
         enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     }
     let writer = std::mem::take(&mut enc.w);
+    let chunks = std::mem::take(&mut enc.chunks);
     drop(enc);
+    if !chunks.is_empty() {
+        return assemble(py, writer, &chunks, key.as_deref());
+    }
     let (buf, start) = if key.is_some() && writer.body_len() >= RELEASE_GIL_FROM {
         py.detach(|| writer.finish(key.as_deref()))
     } else {
         writer.finish(key.as_deref())
     };
     Ok(PyBytes::new(py, &buf[start..]))
+}
+
+/// Builds the output of a record with deferred chunks: every byte is copied exactly
+/// once, into a bytes object of the final size.
+fn assemble<'py>(
+    py: Python<'py>,
+    writer: Writer,
+    chunks: &[Chunk<'py>],
+    key: Option<&[u8]>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let (buf, start) = writer.finish_header(key.is_some());
+    let tag = if key.is_some() { integrity::TAG_LEN } else { 0 };
+    let total = (buf.len() - start) + chunks.iter().map(|c| c.len).sum::<usize>() + tag;
+    // SAFETY: a new, uninitialised bytes object of `total` bytes that only we reference;
+    // every byte is written below before it is returned.
+    let out = unsafe {
+        let p = ffi::PyBytes_FromStringAndSize(std::ptr::null(), total as ffi::Py_ssize_t);
+        Bound::from_owned_ptr_or_err(py, p)?.cast_into_unchecked::<PyBytes>()
+    };
+    // SAFETY: the bytes object owns `total` writable bytes and is not shared yet.
+    let dst = unsafe {
+        std::slice::from_raw_parts_mut(ffi::PyBytes_AsString(out.as_ptr()).cast::<u8>(), total)
+    };
+    let mut o = 0;
+    let mut prev = start;
+    for chunk in chunks {
+        let head = &buf[prev..chunk.at];
+        dst[o..o + head.len()].copy_from_slice(head);
+        o += head.len();
+        // SAFETY: `data` points at `len` bytes of an immutable str/bytes kept alive by `owner`.
+        let data = unsafe { std::slice::from_raw_parts(chunk.data, chunk.len) };
+        dst[o..o + data.len()].copy_from_slice(data);
+        o += data.len();
+        prev = chunk.at;
+    }
+    let tail = &buf[prev..];
+    dst[o..o + tail.len()].copy_from_slice(tail);
+    o += tail.len();
+    if let Some(key) = key {
+        let (record, tag_out) = dst.split_at_mut(o);
+        let mac = if o >= RELEASE_GIL_FROM {
+            py.detach(|| integrity::sign(key, record))
+        } else {
+            integrity::sign(key, record)
+        };
+        tag_out.copy_from_slice(&mac);
+    }
+    Ok(out)
 }
 
 fn limits_from(cfg: &config::Config, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Limits> {
