@@ -53,3 +53,10 @@ def legacy_configure(
     new_tuple: Callable[[Any, type, Any], Any],
     allow_map: Callable[[Any], dict[str, Any] | None],
 ) -> None: ...
+def loads_pickle_at(
+    data: bytes | bytearray | memoryview,
+    *,
+    classes: Iterable[type] | Mapping[str, type] | None = None,
+    allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+    limits: Any = None,
+) -> tuple[Any, int]: ...

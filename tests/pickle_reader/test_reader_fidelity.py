@@ -188,3 +188,16 @@ def test_inputs_bytes_like_and_file(tmp_path):
 def test_bytewright_loads_points_to_loads_pickle(proto):
     with pytest.raises(UnpicklingError, match="loads_pickle"):
         loads(pickle.dumps([1, 2], proto))
+
+
+def test_load_pickle_reads_one_pickle_at_a_time(tmp_path):
+    path = tmp_path / "many.pkl"
+    with open(path, "wb") as f:
+        for i in range(3):
+            pickle.dump({"record": i}, f, protocol=i * 2)
+    from bytewright.pickle import load_pickle
+
+    with open(path, "rb") as f:
+        assert [load_pickle(f) for _ in range(3)] == [{"record": i} for i in range(3)]
+        with pytest.raises(EOFError):
+            load_pickle(f)

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 from bytewright import _native
 from bytewright.pickle import _api  # noqa: F401  (configures the native module first)
 from bytewright.pickle._classes import KIND_TUPLE, ClassInfo, class_name
-from bytewright.pickle._errors import UnpicklingError
+from bytewright.pickle._errors import LimitError, UnpicklingError
 from bytewright.pickle._limits import Limits
 
 Buffer = bytes | bytearray | memoryview
@@ -171,14 +171,24 @@ def load_pickle(
     allow: Allow = (),
     limits: Limits | None = None,
 ) -> Any:
-    """`loads_pickle` on the rest of a binary file (read up to `limits.max_bytes` + 1)."""
-    cap = (limits or Limits()).max_bytes
-    data = file.read(cap + 1)
-    if len(data) > cap:
-        from bytewright.pickle._errors import LimitError
+    """`loads_pickle` on the next pickle of a binary file; `EOFError` at its end.
 
+    A seekable file is left just after that pickle's `STOP`, like `pickle.load`; from
+    other files the rest of the input (at most `limits.max_bytes`) is consumed.
+    """
+    cap = (limits or Limits()).max_bytes
+    start = file.tell() if file.seekable() else None
+    data = file.read(cap + 1)
+    if not data:
+        raise EOFError("no more pickles in the file")
+    if len(data) > cap and start is None:
         raise LimitError(f"the file holds more than {cap} bytes (max_bytes)")
-    return loads_pickle(data, classes=classes, allow=allow, limits=limits)
+    value, end = _native.loads_pickle_at(
+        data[:cap] if len(data) > cap else data, classes=classes, allow=allow, limits=limits
+    )
+    if start is not None:
+        file.seek(start + end)
+    return value
 
 
 def check_pickle(

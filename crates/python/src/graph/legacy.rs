@@ -42,6 +42,7 @@ static LEGACY: PyOnceLock<LegacyConfig> = PyOnceLock::new();
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(legacy_configure, m)?)?;
     m.add_function(wrap_pyfunction!(loads_pickle, m)?)?;
+    m.add_function(wrap_pyfunction!(loads_pickle_at, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_check, m)?)?;
     Ok(())
 }
@@ -220,12 +221,48 @@ fn loads_pickle<'py>(
     legacy_loads(py, data, classes, allow_dict(lcfg, allow)?, limits)
 }
 
+/// `loads_pickle` that also returns where the pickle ended (just after `STOP`), so a
+/// file reader can leave the file positioned at the next pickle.
+#[pyfunction]
+#[pyo3(signature = (data, *, classes=None, allow=None, limits=None))]
+fn loads_pickle_at<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    classes: Option<Bound<'py, PyAny>>,
+    allow: Option<Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    let lcfg = legacy(py)?;
+    let mut end = 0;
+    let value = legacy_loads_inner(
+        py,
+        data,
+        classes,
+        allow_dict(lcfg, allow)?,
+        limits,
+        &mut end,
+    )?;
+    Ok((value, end))
+}
+
 fn legacy_loads<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     classes: Option<Bound<'py, PyAny>>,
     allow: Option<Bound<'py, PyDict>>,
     limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut end = 0;
+    legacy_loads_inner(py, data, classes, allow, limits, &mut end)
+}
+
+fn legacy_loads_inner<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    classes: Option<Bound<'py, PyAny>>,
+    allow: Option<Bound<'py, PyDict>>,
+    limits: Option<&Bound<'py, PyAny>>,
+    end: &mut usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = config::get(py)?;
     let lcfg = legacy(py)?;
@@ -253,6 +290,7 @@ fn legacy_loads<'py>(
             });
         }
     };
+    *end = program.end;
     let result = Run::new(py, cfg, lcfg, &resolver, program.memo_slots).run(input, &program.instrs);
     scratch.recycle(program);
     keep(scratch);
