@@ -117,7 +117,7 @@ impl<'a> Reader<'a> {
             fills: NO_SLOT,
             target: NO_SLOT,
         };
-        let mut stack = Vec::with_capacity(4);
+        let mut stack = Vec::with_capacity(16);
         stack.push(root);
         Self {
             buf: body,
@@ -335,9 +335,10 @@ impl<'a> Reader<'a> {
     /// which handles every case (including these) with full checks.
     #[inline(always)]
     fn next_atom(&mut self) -> Option<Event<'a>> {
-        if self.pending_share || self.items >= self.limits.max_items {
+        if self.items >= self.limits.max_items {
             return None;
         }
+        let depth = self.stack.len() as u64;
         let top = self.stack.last_mut()?;
         if top.remaining == 0 {
             // The common close: a container with no memo slot to fill.
@@ -349,7 +350,33 @@ impl<'a> Reader<'a> {
         }
         let rest = self.buf.get(self.pos..)?;
         let (&tag, data) = rest.split_first()?;
+        let mut open = 0u64;
         let (len, event) = match tag {
+            // Short lists and dicts (filled in place, so their memo slot is usable at
+            // once); every bound the general path checks is checked here too.
+            0x60..=0x6f | 0x80..=0x8f => {
+                let is_list = tag < SHORT_TUPLE;
+                let n = u64::from(tag & 0x0f);
+                open = if is_list { n } else { 2 * n };
+                if n > self.limits.max_container_len
+                    || open > data.len() as u64
+                    || (open > 0 && depth > self.limits.max_depth)
+                {
+                    return None;
+                }
+                let event = if is_list {
+                    Event::List(n as usize)
+                } else {
+                    Event::Dict(n as usize)
+                };
+                (1, event)
+            }
+            SHARE if !self.pending_share => {
+                // A prefix, not a value: no child or item is counted.
+                self.pending_share = true;
+                self.pos += 1;
+                return Some(Event::Share);
+            }
             0..=SMALL_INT_MAX => (1, Event::Int(i64::from(tag))),
             UINT8 => (2, Event::Int(i64::from(*data.first()?))),
             INT32 => (
@@ -381,7 +408,7 @@ impl<'a> Reader<'a> {
                 }
                 (1 + n, Event::Str(data.get(..n)?))
             }
-            REF => {
+            REF if !self.pending_share => {
                 let mut pos = self.pos + 1;
                 let slot = varint::get(self.buf, &mut pos)?;
                 if !*self.memo.get(usize::try_from(slot).ok()?)? {
@@ -398,6 +425,15 @@ impl<'a> Reader<'a> {
         self.items += 1;
         self.pos += len;
         self.after_replace = false;
+        self.take_share(true);
+        if open > 0 {
+            self.stack.push(Frame {
+                remaining: open,
+                kind: FrameKind::Container,
+                fills: NO_SLOT,
+                target: NO_SLOT,
+            });
+        }
         Some(event)
     }
 

@@ -118,7 +118,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             classes,
             memo: Vec::new(),
             pending_share: false,
-            frames: Vec::new(),
+            frames: Vec::with_capacity(8),
             resolved: Vec::new(),
             empty_tuple: PyTuple::empty(py),
         }
