@@ -371,7 +371,7 @@ impl<'py, 'r> Run<'py, 'r> {
             cfg,
             lcfg,
             resolver,
-            stack: Vec::new(),
+            stack: Vec::with_capacity(32),
             memo,
             empty_tuple: PyTuple::empty(py),
         }
