@@ -201,3 +201,12 @@ def test_load_pickle_reads_one_pickle_at_a_time(tmp_path):
         assert [load_pickle(f) for _ in range(3)] == [{"record": i} for i in range(3)]
         with pytest.raises(EOFError):
             load_pickle(f)
+
+
+def test_inst_then_put_memoizes_the_instance():
+    # Python 2 style: INST of a registered class (no arguments), its memo entry fetched
+    # again, then BUILD. Both list items are the one instance.
+    cls = f"{Plain.__module__}\n{Plain.__qualname__}\n".encode()
+    data = b"(lp0\n(i" + cls + b"p1\n(dp2\nVa\np3\nI5\nsbag1\na."
+    got = loads_pickle(data, classes=[Plain])
+    assert got[0] is got[1] and type(got[0]) is Plain and got[0].a == 5

@@ -166,9 +166,9 @@ enum Kind {
 #[derive(Clone, Copy, Debug)]
 struct Item {
     kind: Kind,
-    /// Str: index of its instruction; Tuple: start of its items in the arena, then len.
+    /// Str: index of its instruction; Tuple: index of its header in the arena (an item
+    /// whose `aux` is the tuple's length), its items following.
     aux: u32,
-    len: u32,
     depth: u32,
 }
 
@@ -177,7 +177,6 @@ impl Item {
         Self {
             kind,
             aux: 0,
-            len: 0,
             depth: 0,
         }
     }
@@ -309,14 +308,33 @@ impl<'a, R: Resolve> Machine<'a, R> {
 
     #[inline(always)]
     fn push(&mut self, item: Item, instr: Instr) -> Res<()> {
-        self.push_item(item)?;
+        self.push_value(item)?;
         self.prog.instrs.push(instr);
-        Ok(())
+        self.memoize_next(item)
     }
 
     /// A value produced by the instruction just emitted (a call or a rebuilt object).
     #[inline(always)]
     fn push_item(&mut self, item: Item) -> Res<()> {
+        self.push_value(item)?;
+        self.memoize_next(item)
+    }
+
+    /// A `MEMOIZE`/`BINPUT` right after a push (the usual case) is done here, from the
+    /// value at hand rather than read back from the stack: same effect, less work.
+    #[inline(always)]
+    fn memoize_next(&mut self, item: Item) -> Res<()> {
+        let at = self.dec.pos();
+        let Some(key) = self.dec.next_put() else {
+            return Ok(());
+        };
+        self.at = at;
+        let key = key.map_or(self.memo.items.len() as u64, u64::from);
+        self.put_item(key, item)
+    }
+
+    #[inline(always)]
+    fn push_value(&mut self, item: Item) -> Res<()> {
         self.items += 1;
         if self.items > self.limits.max_items {
             return Err(ReadError::limit(
@@ -400,8 +418,9 @@ impl<'a, R: Resolve> Machine<'a, R> {
     fn tuple_items(&self, item: Item) -> Option<&[Item]> {
         match item.kind {
             Kind::Tuple(_) => {
-                let start = item.aux as usize;
-                self.arena.get(start..start + item.len as usize)
+                let start = item.aux as usize + 1;
+                let len = self.arena.get(start - 1)?.aux as usize;
+                self.arena.get(start..start + len)
             }
             _ => None,
         }
@@ -417,12 +436,16 @@ impl<'a, R: Resolve> Machine<'a, R> {
             depth = depth.max(item.depth);
         }
         let aux = self.arena.len() as u32;
+        self.arena.push(Item {
+            kind: Kind::None,
+            aux: n as u32,
+            depth: 0,
+        });
         self.arena.extend_from_slice(&self.stack[start..]);
         self.stack.truncate(start);
         let item = Item {
             kind: Kind::Tuple(globals),
             aux,
-            len: n as u32,
             depth: depth + 1,
         };
         self.push(item, Instr::Tuple(n as u32))
@@ -435,7 +458,6 @@ impl<'a, R: Resolve> Machine<'a, R> {
             Item {
                 kind,
                 aux: 0,
-                len: 0,
                 depth: depth + 1,
             },
             instr,
@@ -481,6 +503,16 @@ impl<'a, R: Resolve> Machine<'a, R> {
     }
 
     fn global(&mut self, module: &[u8], name: &[u8]) -> Res<()> {
+        let g = self.resolve_global(module, name)?;
+        let instr = match g {
+            Global::Ellipsis => return self.push(Item::of(Kind::Value), Instr::Ellipsis),
+            g => Instr::Global(g),
+        };
+        self.push(Item::of(Kind::Global(g)), instr)
+    }
+
+    /// What `module.name` may be, from the table or `classes=`/`allow=`; else rejected.
+    fn resolve_global(&mut self, module: &[u8], name: &[u8]) -> Res<Global> {
         let (Ok(module), Ok(name)) = (
             std::str::from_utf8(trim(module)),
             std::str::from_utf8(trim(name)),
@@ -505,11 +537,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
             };
             return Err(self.reject(format!("global {full} is not allowed{hint}")));
         };
-        let instr = match g {
-            Global::Ellipsis => return self.push(Item::of(Kind::Value), Instr::Ellipsis),
-            g => Instr::Global(g),
-        };
-        self.push(Item::of(Kind::Global(g)), instr)
+        Ok(g)
     }
 
     /// `REDUCE`: the table decides, from the callable's kind and the args' kinds.
@@ -645,7 +673,6 @@ impl<'a, R: Resolve> Machine<'a, R> {
         self.push_item(Item {
             kind,
             aux: 0,
-            len: 0,
             depth,
         })
     }
@@ -919,7 +946,6 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         Item {
                             kind: Kind::Str,
                             aux,
-                            len: 0,
                             depth: 0,
                         },
                         Instr::Str(self.span(s)),
@@ -931,7 +957,6 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         Item {
                             kind: Kind::Str,
                             aux,
-                            len: 0,
                             depth: 0,
                         },
                         Instr::StrEscaped(self.span(s)),
@@ -948,7 +973,6 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         Item {
                             kind: Kind::Str,
                             aux,
-                            len: 0,
                             depth: 0,
                         },
                         Instr::StrAscii(self.span(s)),
@@ -1059,8 +1083,12 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     if nargs != 0 {
                         return Err(self.reject("INST with constructor arguments is not allowed"));
                     }
-                    self.global(module, name)?;
-                    let cls = self.top("INST")?;
+                    // The class is pushed without taking a following PUT: that one
+                    // memoizes the instance INST makes.
+                    let g = self.resolve_global(module, name)?;
+                    let cls = Item::of(Kind::Global(g));
+                    self.push_value(cls)?;
+                    self.prog.instrs.push(Instr::Global(g));
                     self.inst(cls, nargs, "INST")?;
                 }
                 Op::Obj => {
@@ -1123,6 +1151,11 @@ impl<'a, R: Resolve> Machine<'a, R> {
 
     fn put(&mut self, key: u64) -> Res<()> {
         let item = self.top("PUT")?;
+        self.put_item(key, item)
+    }
+
+    #[inline(always)]
+    fn put_item(&mut self, key: u64, item: Item) -> Res<()> {
         if self.memo.items.len() as u64 >= self.limits.max_items && self.memo.slot(key).is_none() {
             return Err(ReadError::limit(
                 self.at,

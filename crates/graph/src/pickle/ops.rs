@@ -85,6 +85,24 @@ impl<'a> Decoder<'a> {
         self.pos
     }
 
+    /// Consumes a `MEMOIZE` (`Some(None)`: its key is implicit) or `BINPUT` (`Some(key)`)
+    /// if one comes next; `None` otherwise.
+    #[inline(always)]
+    pub fn next_put(&mut self) -> Option<Option<u8>> {
+        match self.data.get(self.pos) {
+            Some(0x94) => {
+                self.pos += 1;
+                Some(None)
+            }
+            Some(b'q') if self.pos + 1 < self.data.len() => {
+                let key = self.data[self.pos + 1];
+                self.pos += 2;
+                Some(Some(key))
+            }
+            _ => None,
+        }
+    }
+
     fn truncated(&self, what: &str) -> ReadError {
         ReadError::malformed(
             self.pos,
