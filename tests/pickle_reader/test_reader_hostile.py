@@ -275,3 +275,10 @@ def test_registered_class_code_never_runs():
     payload = P2 + g(*REG.decode().split()) + b")\x81}" + u("x") + b"K\x01sb."
     got = loads_pickle(payload, classes=[Registered])
     assert type(got) is Registered and got.x == 1
+
+
+def test_messages_name_the_registered_class():
+    with pytest.raises(UnpicklingError) as info:
+        loads_pickle(CORPUS["registered-class-reduce"], classes=[Registered])
+    assert f"REDUCE of {Registered.__module__}.Registered" in str(info.value)
+    assert "never called" in str(info.value)

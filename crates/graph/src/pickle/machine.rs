@@ -129,6 +129,11 @@ pub trait Resolve {
     /// `Ok(Some(Global::Class(..)|Global::Extra(..)))` to allow `module.name`.
     /// `Err(ResolveFailed)` when resolving itself failed (the adapter keeps its own error).
     fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed>;
+
+    /// The `module.name` a class or `allow=` global was resolved from, for messages.
+    fn name_of(&self, _global: Global) -> Option<String> {
+        None
+    }
 }
 
 /// No `classes=` or `allow=`.
@@ -372,6 +377,11 @@ impl<'a, R: Resolve> Machine<'a, R> {
         Ok(())
     }
 
+    /// `module.name` of a global, for messages.
+    fn name_of(&self, g: Global) -> String {
+        self.resolver.name_of(g).unwrap_or_else(|| global_name(g))
+    }
+
     #[inline(always)]
     fn value(&self, item: Item, what: &str) -> Res<()> {
         if matches!(item.kind, Kind::Global(_) | Kind::Tuple(true)) {
@@ -385,7 +395,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
         match item.kind {
             Kind::Global(g) => self.reject(format!(
                 "{what}: the global {} may only be called, not used as a value",
-                global_name(g)
+                self.name_of(g)
             )),
             _ => self.reject(format!(
                 "{what}: a tuple holding globals may only be call arguments"
@@ -553,7 +563,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
         let Some(a) = self.tuple_items(args).map(|a| a.to_vec()) else {
             return Err(self.reject(format!(
                 "REDUCE of {} with arguments that are not a tuple",
-                global_name(g)
+                self.name_of(g)
             )));
         };
         let kinds: Vec<Kind> = a.iter().map(|i| i.kind).collect();
@@ -663,7 +673,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                 };
                 return Err(self.reject(format!(
                     "REDUCE of {} with arguments ({}) is not allowed{hint}",
-                    global_name(g),
+                    self.name_of(g),
                     shape.join(", ")
                 )));
             }
@@ -722,7 +732,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
             _ => {
                 let shape: Vec<&str> = kinds.iter().map(|k| describe(*k)).collect();
                 let name = a.first().and_then(|i| match i.kind {
-                    Kind::Global(g) => Some(global_name(g)),
+                    Kind::Global(g) => Some(self.name_of(g)),
                     _ => None,
                 });
                 return Err(self.reject(format!(
@@ -769,7 +779,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                 };
                 return Err(self.reject(format!(
                     "{what} of {} with these arguments is not allowed{hint}",
-                    global_name(g)
+                    self.name_of(g)
                 )));
             }
             (k, _) => return Err(self.reject(format!("{what} on a {}", describe(k)))),
@@ -797,7 +807,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
             }
             Kind::Global(g) => Err(self.reject(format!(
                 "{what} of {} is not allowed (only registered classes, without arguments){}",
-                global_name(g),
+                self.name_of(g),
                 if matches!(g, Global::Class(..)) {
                     ""
                 } else {

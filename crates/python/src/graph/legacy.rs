@@ -99,6 +99,8 @@ struct Resolver<'py> {
     /// written straight into the instance `__dict__` (plain `__dict__` classes).
     dict_fields: Vec<Option<DeclaredFields<'py>>>,
     extras: Vec<Bound<'py, PyAny>>,
+    names: Vec<String>,
+    extra_names: Vec<String>,
     error: Option<PyErr>,
 }
 
@@ -127,11 +129,13 @@ impl core::Resolve for &mut Resolver<'_> {
                 };
                 self.dict_fields.push(direct);
                 self.found.push((cls.into_any(), Some(info)));
+                self.names.push(full);
                 return Ok(Some(Global::Class(self.found.len() as u32 - 1, kind)));
             }
             if let Some(allow) = &self.allow {
                 if let Some(obj) = allow.get_item(&full)? {
                     self.extras.push(obj);
+                    self.extra_names.push(full);
                     return Ok(Some(Global::Extra(self.extras.len() as u32 - 1)));
                 }
             }
@@ -141,6 +145,14 @@ impl core::Resolve for &mut Resolver<'_> {
             self.error = Some(e);
             core::ResolveFailed
         })
+    }
+
+    fn name_of(&self, global: Global) -> Option<String> {
+        match global {
+            Global::Class(i, _) => self.names.get(i as usize).cloned(),
+            Global::Extra(i) => self.extra_names.get(i as usize).cloned(),
+            _ => None,
+        }
     }
 }
 
@@ -276,6 +288,8 @@ fn legacy_loads_inner<'py>(
         found: Vec::new(),
         dict_fields: Vec::new(),
         extras: Vec::new(),
+        names: Vec::new(),
+        extra_names: Vec::new(),
         error: None,
     };
     let mut scratch = SCRATCH.with(|s| s.take()).unwrap_or_default();
@@ -335,6 +349,8 @@ fn legacy_check<'py>(
         found: Vec::new(),
         dict_fields: Vec::new(),
         extras: Vec::new(),
+        names: Vec::new(),
+        extra_names: Vec::new(),
         error: None,
     };
     match core::check(input, limits, &mut resolver) {
