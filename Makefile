@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz fuzz-graph clean
+.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz fuzz-graph fuzz-pickle-reader clean
 
 venv: $(VENV)/.installed
 
@@ -30,7 +30,7 @@ test-rust:
 test-python: build bench-deps
 	pytest
 
-test: lint test-rust test-python fuzz-graph
+test: lint test-rust test-python fuzz-graph fuzz-pickle-reader
 
 fmt: venv
 	cargo fmt --all
@@ -62,6 +62,13 @@ fuzz-graph:
 	command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	mkdir -p fuzz/corpus/graph_reader
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run graph_reader corpus/graph_reader seeds \
+		--sanitizer none --debug-assertions -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048
+
+# The same for the standard-pickle checker (crates/graph/src/pickle): `make fuzz-pickle-reader`.
+fuzz-pickle-reader:
+	command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	mkdir -p fuzz/corpus/pickle_reader
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run pickle_reader corpus/pickle_reader seeds_pickle \
 		--sanitizer none --debug-assertions -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048
 
 clean:

@@ -62,3 +62,34 @@ def graph_configure(
     class_map: Callable[[Any], dict[str, type]],
 ) -> None: ...
 def graph_record_len(prefix: bytes) -> int: ...
+
+# --- bytewright.pickle.loads_pickle (crates/python/src/graph/legacy.rs) ---
+def loads_pickle(
+    data: bytes | bytearray | memoryview,
+    *,
+    classes: Iterable[type] | Mapping[str, type] | None = None,
+    allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+    limits: Any = None,
+) -> Any: ...
+def legacy_check(
+    data: bytes | bytearray | memoryview,
+    *,
+    classes: Iterable[type] | Mapping[str, type] | None = None,
+    allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+    limits: Any = None,
+) -> str | None: ...
+def legacy_configure(
+    objects: dict[str, Any],
+    enum_member: Callable[[type, Any], Any],
+    set_state: Callable[[Any, Any, Any], None],
+    uuid_state: Callable[[Any, Any], None],
+    new_tuple: Callable[[Any, type, Any], Any],
+    allow_map: Callable[[Any], dict[str, Any] | None],
+) -> None: ...
+def loads_pickle_at(
+    data: bytes | bytearray | memoryview,
+    *,
+    classes: Iterable[type] | Mapping[str, type] | None = None,
+    allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+    limits: Any = None,
+) -> tuple[Any, int]: ...

@@ -110,10 +110,10 @@ pub fn describe(buf: &[u8]) -> String {
     match buf {
         [] => "empty input".to_string(),
         [0x80, proto, ..] => {
-            format!("a standard pickle stream (protocol {proto}), which this module never loads")
+            format!("a standard pickle stream (protocol {proto}), which this module never loads; read it with pickle.loads_pickle")
         }
         [b'(' | b']' | b'}' | b'c' | b'I' | b'N' | b'S' | b'V', ..] if buf.ends_with(b".") => {
-            "a standard pickle stream (protocol 0 or 1), which this module never loads".to_string()
+            "a standard pickle stream (protocol 0 or 1), which this module never loads; read it with pickle.loads_pickle".to_string()
         }
         _ => {
             let head = &buf[..buf.len().min(8)];

@@ -6,6 +6,7 @@ docs/pickle.md and the classes you pass as `classes=` can come back.
 
 from bytewright.pickle._api import Pickler, Unpickler, dump, dumps, load, loads
 from bytewright.pickle._errors import IntegrityError, LimitError, PicklingError, UnpicklingError
+from bytewright.pickle._legacy import load_pickle, loads_pickle
 from bytewright.pickle._limits import Limits
 from bytewright.pickle._migrations import migrate
 
@@ -20,6 +21,8 @@ __all__ = [
     "dump",
     "dumps",
     "load",
+    "load_pickle",
     "loads",
+    "loads_pickle",
     "migrate",
 ]

@@ -5,6 +5,7 @@ mod classes;
 mod config;
 mod encoder;
 mod errors;
+mod legacy;
 mod memo;
 mod ptrmap;
 
@@ -27,6 +28,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(graph_record_len, m)?)?;
+    legacy::register(m)?;
     Ok(())
 }
 

@@ -1,0 +1,1281 @@
+//! The validating stack/memo machine: opcodes -> a checked [`Program`], with no effects.
+//!
+//! It simulates pickle's VM on *kinds* instead of objects, so every global, call and
+//! `BUILD` is checked against the allowlist before the caller creates a single object.
+//! It never recurses: nesting costs heap, and every count is checked against [`Limits`].
+
+use std::collections::HashMap;
+
+use super::globals::{self, Builtin, ClassKind, Global};
+use super::ops::{trim, Decoder, Op};
+use crate::error::ReadError;
+use crate::limits::Limits;
+
+/// What a checked call does; the adapter maps each to one fixed Python operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// Call the table global below the args with the (already validated) args tuple.
+    Std(Global),
+    /// `getattr(ZoneInfo, "_unpickle")`: the adapter looks the fixed name up itself.
+    ZoneInfoUnpickle,
+    /// `_codecs.encode(text, "latin1")`.
+    Latin1,
+    /// `object.__new__(cls)` for a registered class (no `__new__`/`__init__` runs).
+    Blank(u32),
+    /// `tuple.__new__(cls, args)` for a registered namedtuple-like class (`NEWOBJ`).
+    NamedTuple(u32),
+    /// The same from `_reconstructor(cls, tuple, fields)`: the fields are the third arg.
+    NamedTupleFromState(u32),
+    /// The member of a registered enum with the given value.
+    EnumMember(u32),
+    /// A blank `uuid.UUID`, filled by `BUILD`.
+    BlankUuid,
+    /// A constructor named in `allow=`.
+    Extra(u32),
+}
+
+/// How a `BUILD` applies its state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Build {
+    /// Fields of a registered class instance.
+    Fields(u32),
+    /// `{"int": ..., "is_safe": ...}` of a blank UUID.
+    Uuid,
+}
+
+/// Where a payload lies in the input (the program refers to the input, never copies it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub start: u32,
+    pub len: u32,
+}
+
+impl Span {
+    /// The bytes of this span in the checked input (empty if it is not that input).
+    pub fn of(self, data: &[u8]) -> &[u8] {
+        let start = self.start as usize;
+        data.get(start..start + self.len as usize).unwrap_or(&[])
+    }
+}
+
+/// One step of the checked program. Counts are resolved (no marks); the adapter runs it
+/// on a plain value stack and may trust every count, memo slot and kind in it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Instr {
+    None,
+    Bool(bool),
+    Ellipsis,
+    Int(i64),
+    /// Little-endian two's complement.
+    LongBytes(Span),
+    /// Decimal digits with an optional sign.
+    LongText(Span),
+    Float(f64),
+    /// UTF-8 with surrogates allowed.
+    Str(Span),
+    /// raw-unicode-escape text (`UNICODE`).
+    StrEscaped(Span),
+    /// ASCII (Python 2 `str`).
+    StrAscii(Span),
+    Bytes(Span),
+    ByteArray(Span),
+    EmptyList,
+    EmptyDict,
+    EmptySet,
+    /// Pop n values into a new container.
+    List(u32),
+    Tuple(u32),
+    /// Pop 2n values into a new dict.
+    Dict(u32),
+    FrozenSet(u32),
+    /// Pop n values, append them to the list now on top.
+    Append(u32),
+    /// Pop n values, append them to the deque now on top.
+    AppendDeque(u32),
+    /// Pop n pairs, set them in the dict now on top.
+    SetItems(u32),
+    /// Pop n pairs, set them through `__setitem__` (OrderedDict, Counter, defaultdict).
+    SetItemsMapping(u32),
+    /// Pop n values, add them to the set now on top.
+    AddItems(u32),
+    Put(u32),
+    Get(u32),
+    Pop(u32),
+    Dup,
+    /// Push the Python object of a global (a placeholder for ones never called directly).
+    Global(Global),
+    /// Pop the args tuple and the callable, push the result.
+    Call(Call),
+    /// Pop the state, apply it to the object now on top.
+    Build(Build),
+}
+
+/// The checked program of one pickle.
+#[derive(Debug, Default)]
+pub struct Program {
+    pub instrs: Vec<Instr>,
+    pub memo_slots: usize,
+    pub protocol: u8,
+    /// Bytes after `STOP` (ignored, like `pickle.loads`).
+    pub end: usize,
+}
+
+/// Resolving `classes=`/`allow=` failed; the adapter keeps the reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResolveFailed;
+
+/// Looks up the names `classes=` and `allow=` add to the table; the adapter implements it.
+pub trait Resolve {
+    /// `Ok(Some(Global::Class(..)|Global::Extra(..)))` to allow `module.name`.
+    /// `Err(ResolveFailed)` when resolving itself failed (the adapter keeps its own error).
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed>;
+
+    /// The `module.name` a class or `allow=` global was resolved from, for messages.
+    fn name_of(&self, _global: Global) -> Option<String> {
+        None
+    }
+}
+
+/// No `classes=` or `allow=`.
+pub struct NoExtras;
+
+impl Resolve for NoExtras {
+    fn resolve(&mut self, _: &str, _: &str) -> Result<Option<Global>, ResolveFailed> {
+        Ok(None)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    None,
+    Bool,
+    Int,
+    Float,
+    Str,
+    Bytes,
+    Value,
+    List,
+    Dict,
+    Set,
+    /// A tuple; `aux` is the start of its items in the item arena. `true` if it holds globals.
+    Tuple(bool),
+    Mapping,
+    Deque,
+    Instance(u32),
+    BlankUuid,
+    TimeDelta,
+    Tz,
+    Global(Global),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    kind: Kind,
+    /// Str: index of its instruction; Tuple: index of its header in the arena (an item
+    /// whose `aux` is the tuple's length), its items following.
+    aux: u32,
+    depth: u32,
+}
+
+impl Item {
+    fn of(kind: Kind) -> Self {
+        Self {
+            kind,
+            aux: 0,
+            depth: 0,
+        }
+    }
+}
+
+fn describe(kind: Kind) -> &'static str {
+    match kind {
+        Kind::None => "None",
+        Kind::Bool => "bool",
+        Kind::Int => "int",
+        Kind::Float => "float",
+        Kind::Str => "str",
+        Kind::Bytes => "bytes",
+        Kind::Value => "value",
+        Kind::List => "list",
+        Kind::Dict => "dict",
+        Kind::Set => "set",
+        Kind::Tuple(_) => "tuple",
+        Kind::Mapping => "mapping",
+        Kind::Deque => "deque",
+        Kind::Instance(_) => "instance",
+        Kind::BlankUuid => "UUID",
+        Kind::TimeDelta => "timedelta",
+        Kind::Tz => "tzinfo",
+        Kind::Global(_) => "global",
+    }
+}
+
+/// Dense memo slots for pickle's memo keys (small keys in a vector, others hashed).
+#[derive(Default)]
+struct Memo {
+    direct: Vec<u32>,
+    sparse: HashMap<u64, u32>,
+    items: Vec<Item>,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+const DIRECT_KEYS: u64 = 1 << 20;
+
+impl Memo {
+    fn slot(&self, key: u64) -> Option<u32> {
+        if key < DIRECT_KEYS {
+            self.direct
+                .get(key as usize)
+                .copied()
+                .filter(|s| *s != NO_SLOT)
+        } else {
+            self.sparse.get(&key).copied()
+        }
+    }
+
+    fn put(&mut self, key: u64, item: Item) -> u32 {
+        if let Some(slot) = self.slot(key) {
+            self.items[slot as usize] = item;
+            return slot;
+        }
+        let slot = self.items.len() as u32;
+        self.items.push(item);
+        if key < DIRECT_KEYS {
+            let k = key as usize;
+            if self.direct.len() <= k {
+                self.direct.resize(k + 1, NO_SLOT);
+            }
+            self.direct[k] = slot;
+        } else {
+            self.sparse.insert(key, slot);
+        }
+        slot
+    }
+}
+
+/// Reads a whole pickle into a checked [`Program`]; nothing outside the allowlist passes.
+pub struct Machine<'a, R: Resolve> {
+    data: &'a [u8],
+    limits: Limits,
+    resolver: R,
+    dec: Decoder<'a>,
+    stack: Vec<Item>,
+    marks: Vec<usize>,
+    memo: Memo,
+    arena: Vec<Item>,
+    prog: Program,
+    at: usize,
+    items: u64,
+}
+
+type Res<T> = Result<T, ReadError>;
+
+impl<'a, R: Resolve> Machine<'a, R> {
+    pub fn new(data: &'a [u8], limits: Limits, resolver: R) -> Self {
+        Self {
+            data,
+            limits,
+            resolver,
+            dec: Decoder::new(data),
+            stack: Vec::new(),
+            marks: Vec::new(),
+            memo: Memo::default(),
+            arena: Vec::new(),
+            prog: Program::default(),
+            at: 0,
+            items: 0,
+        }
+    }
+
+    fn bad(&self, message: impl Into<String>) -> ReadError {
+        ReadError::malformed(self.at, message)
+    }
+
+    fn reject(&self, message: impl Into<String>) -> ReadError {
+        ReadError::malformed(self.at, message)
+    }
+
+    #[inline(always)]
+    fn pop(&mut self, what: &str) -> Res<Item> {
+        if self.stack.len() <= self.marks.last().copied().unwrap_or(0) {
+            return Err(self.bad(format!("{what} needs a value but the stack is empty")));
+        }
+        Ok(self.stack.pop().expect("checked above"))
+    }
+
+    #[inline(always)]
+    fn top(&self, what: &str) -> Res<Item> {
+        if self.stack.len() <= self.marks.last().copied().unwrap_or(0) {
+            return Err(self.bad(format!("{what} needs a value but the stack is empty")));
+        }
+        Ok(*self.stack.last().expect("checked above"))
+    }
+
+    #[inline(always)]
+    fn push(&mut self, item: Item, instr: Instr) -> Res<()> {
+        self.push_value(item)?;
+        self.prog.instrs.push(instr);
+        self.memoize_next(item)
+    }
+
+    /// A value produced by the instruction just emitted (a call or a rebuilt object).
+    #[inline(always)]
+    fn push_item(&mut self, item: Item) -> Res<()> {
+        self.push_value(item)?;
+        self.memoize_next(item)
+    }
+
+    /// A `MEMOIZE`/`BINPUT` right after a push (the usual case) is done here, from the
+    /// value at hand rather than read back from the stack: same effect, less work.
+    #[inline(always)]
+    fn memoize_next(&mut self, item: Item) -> Res<()> {
+        let at = self.dec.pos();
+        let Some(key) = self.dec.next_put() else {
+            return Ok(());
+        };
+        self.at = at;
+        let key = key.map_or(self.memo.items.len() as u64, u64::from);
+        self.put_item(key, item)
+    }
+
+    #[inline(always)]
+    fn push_value(&mut self, item: Item) -> Res<()> {
+        self.items += 1;
+        if self.items > self.limits.max_items {
+            return Err(ReadError::limit(
+                self.at,
+                format!("more than {} values (max_items)", self.limits.max_items),
+            ));
+        }
+        if u64::from(item.depth) > self.limits.max_depth {
+            return Err(ReadError::limit(
+                self.at,
+                format!("nesting deeper than {} (max_depth)", self.limits.max_depth),
+            ));
+        }
+        self.stack.push(item);
+        Ok(())
+    }
+
+    /// Pops everything above the last mark, and the mark.
+    fn pop_mark(&mut self, what: &str) -> Res<usize> {
+        let Some(mark) = self.marks.pop() else {
+            return Err(self.bad(format!("{what} without a MARK")));
+        };
+        let n = self.stack.len() - mark;
+        self.check_len(n as u64)?;
+        Ok(mark)
+    }
+
+    fn check_len(&self, n: u64) -> Res<()> {
+        if n > self.limits.max_container_len {
+            return Err(ReadError::limit(
+                self.at,
+                format!("a container of {n} items exceeds max_container_len"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `module.name` of a global, for messages.
+    fn name_of(&self, g: Global) -> String {
+        self.resolver.name_of(g).unwrap_or_else(|| global_name(g))
+    }
+
+    #[inline(always)]
+    fn value(&self, item: Item, what: &str) -> Res<()> {
+        if matches!(item.kind, Kind::Global(_) | Kind::Tuple(true)) {
+            return Err(self.not_a_value(item, what));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn not_a_value(&self, item: Item, what: &str) -> ReadError {
+        match item.kind {
+            Kind::Global(g) => self.reject(format!(
+                "{what}: the global {} may only be called, not used as a value",
+                self.name_of(g)
+            )),
+            _ => self.reject(format!(
+                "{what}: a tuple holding globals may only be call arguments"
+            )),
+        }
+    }
+
+    #[inline(always)]
+    fn values_from(&self, start: usize, what: &str) -> Res<u32> {
+        let mut depth = 0;
+        for item in &self.stack[start..] {
+            self.value(*item, what)?;
+            depth = depth.max(item.depth);
+        }
+        Ok(depth)
+    }
+
+    fn str_of(&self, item: Item) -> Option<&'a [u8]> {
+        if item.kind != Kind::Str {
+            return None;
+        }
+        match self.prog.instrs.get(item.aux as usize) {
+            Some(Instr::Str(s) | Instr::StrEscaped(s) | Instr::StrAscii(s)) => {
+                Some(s.of(self.data))
+            }
+            _ => None,
+        }
+    }
+
+    fn tuple_items(&self, item: Item) -> Option<&[Item]> {
+        match item.kind {
+            Kind::Tuple(_) => {
+                let start = item.aux as usize + 1;
+                let len = self.arena.get(start - 1)?.aux as usize;
+                self.arena.get(start..start + len)
+            }
+            _ => None,
+        }
+    }
+
+    fn make_tuple(&mut self, start: usize) -> Res<()> {
+        let n = self.stack.len() - start;
+        self.check_len(n as u64)?;
+        let mut globals = false;
+        let mut depth = 0;
+        for item in &self.stack[start..] {
+            globals |= matches!(item.kind, Kind::Global(_) | Kind::Tuple(true));
+            depth = depth.max(item.depth);
+        }
+        let aux = self.arena.len() as u32;
+        self.arena.push(Item {
+            kind: Kind::None,
+            aux: n as u32,
+            depth: 0,
+        });
+        self.arena.extend_from_slice(&self.stack[start..]);
+        self.stack.truncate(start);
+        let item = Item {
+            kind: Kind::Tuple(globals),
+            aux,
+            depth: depth + 1,
+        };
+        self.push(item, Instr::Tuple(n as u32))
+    }
+
+    fn container_from(&mut self, start: usize, kind: Kind, instr: Instr, what: &str) -> Res<()> {
+        let depth = self.values_from(start, what)?;
+        self.stack.truncate(start);
+        self.push(
+            Item {
+                kind,
+                aux: 0,
+                depth: depth + 1,
+            },
+            instr,
+        )
+    }
+
+    /// Items appended to the container just below them, after checking its kind.
+    fn extend(&mut self, start: usize, what: &str, pairs: bool) -> Res<()> {
+        if start == 0 || start <= self.marks.last().copied().unwrap_or(0) {
+            return Err(self.bad(format!("{what} has no container to add to")));
+        }
+        let n = self.stack.len() - start;
+        if pairs && !n.is_multiple_of(2) {
+            return Err(self.bad(format!("{what} with an odd number of items")));
+        }
+        let depth = self.values_from(start, what)?;
+        let target = self.stack[start - 1];
+        let count = if pairs { n / 2 } else { n } as u32;
+        let instr = match (target.kind, what) {
+            (Kind::List, "APPENDS" | "APPEND") => Instr::Append(count),
+            (Kind::Deque, "APPENDS" | "APPEND") => Instr::AppendDeque(count),
+            (Kind::Dict, "SETITEMS" | "SETITEM") => Instr::SetItems(count),
+            (Kind::Mapping, "SETITEMS" | "SETITEM") => Instr::SetItemsMapping(count),
+            (Kind::Set, "ADDITEMS") => Instr::AddItems(count),
+            (kind, _) => {
+                return Err(self.reject(format!(
+                    "{what} on a {} is not allowed (only on lists, dicts, sets and the allowed collections)",
+                    describe(kind)
+                )))
+            }
+        };
+        self.stack.truncate(start);
+        let top = self.stack.last_mut().expect("checked above");
+        top.depth = top.depth.max(depth + 1);
+        if u64::from(top.depth) > self.limits.max_depth {
+            return Err(ReadError::limit(
+                self.at,
+                format!("nesting deeper than {} (max_depth)", self.limits.max_depth),
+            ));
+        }
+        self.prog.instrs.push(instr);
+        Ok(())
+    }
+
+    fn global(&mut self, module: &[u8], name: &[u8]) -> Res<()> {
+        let g = self.resolve_global(module, name)?;
+        let instr = match g {
+            Global::Ellipsis => return self.push(Item::of(Kind::Value), Instr::Ellipsis),
+            g => Instr::Global(g),
+        };
+        self.push(Item::of(Kind::Global(g)), instr)
+    }
+
+    /// What `module.name` may be, from the table or `classes=`/`allow=`; else rejected.
+    fn resolve_global(&mut self, module: &[u8], name: &[u8]) -> Res<Global> {
+        let (Ok(module), Ok(name)) = (
+            std::str::from_utf8(trim(module)),
+            std::str::from_utf8(trim(name)),
+        ) else {
+            return Err(self.bad("GLOBAL with a name that is not UTF-8"));
+        };
+        let found = match globals::lookup(module, name) {
+            Some(g) => Some(g),
+            None => self
+                .resolver
+                .resolve(module, name)
+                .map_err(|ResolveFailed| self.bad("classes= or allow= could not be resolved"))?,
+        };
+        let Some(g) = found else {
+            let full = format!("{module}.{name}");
+            let hint = if globals::is_dangerous(module) || name.contains("__") {
+                "; it can run code and is never allowed".to_string()
+            } else {
+                format!(
+                    "; if it is your class, pass classes=[{full}]; for a constructor you trust, allow=[{full}]"
+                )
+            };
+            return Err(self.reject(format!("global {full} is not allowed{hint}")));
+        };
+        Ok(g)
+    }
+
+    /// `REDUCE`: the table decides, from the callable's kind and the args' kinds.
+    fn reduce(&mut self) -> Res<()> {
+        let args = self.pop("REDUCE")?;
+        let callable = self.pop("REDUCE")?;
+        let Kind::Global(g) = callable.kind else {
+            return Err(self.reject(format!(
+                "REDUCE on a {} (only allowed globals may be called)",
+                describe(callable.kind)
+            )));
+        };
+        let Some(a) = self.tuple_items(args).map(|a| a.to_vec()) else {
+            return Err(self.reject(format!(
+                "REDUCE of {} with arguments that are not a tuple",
+                self.name_of(g)
+            )));
+        };
+        let kinds: Vec<Kind> = a.iter().map(|i| i.kind).collect();
+        use Kind as K;
+        let any_value = |k: &Kind| !matches!(k, K::Global(_) | K::Tuple(true));
+        let int_or_str = |k: &[Kind]| matches!(k, [K::Int] | [K::Str]);
+        let ok_tz = |k: Kind| matches!(k, K::None | K::Tz);
+        let (call, kind) = match g {
+            Global::Builtin(Builtin::Set) if matches!(kinds[..], [] | [K::List]) => {
+                (Call::Std(g), K::Set)
+            }
+            Global::Builtin(Builtin::FrozenSet) if matches!(kinds[..], [] | [K::List]) => {
+                (Call::Std(g), K::Value)
+            }
+            Global::Builtin(Builtin::Bytes) if kinds.is_empty() => (Call::Std(g), K::Bytes),
+            Global::Builtin(Builtin::ByteArray) if matches!(kinds[..], [] | [K::Bytes]) => {
+                (Call::Std(g), K::Value)
+            }
+            Global::Builtin(Builtin::Complex)
+                if matches!(kinds[..], [K::Float | K::Int, K::Float | K::Int]) =>
+            {
+                (Call::Std(g), K::Value)
+            }
+            Global::Range if matches!(kinds[..], [K::Int, K::Int, K::Int]) => {
+                (Call::Std(g), K::Value)
+            }
+            Global::Slice if kinds.len() == 3 && kinds.iter().all(any_value) => {
+                (Call::Std(g), K::Value)
+            }
+            Global::Getattr
+                if matches!(kinds[..], [K::Global(Global::ZoneInfo), K::Str])
+                    && self.str_of(a[1]) == Some(b"_unpickle") =>
+            {
+                (Call::ZoneInfoUnpickle, K::Global(Global::ZoneInfoUnpickle))
+            }
+            Global::CodecsEncode
+                if matches!(kinds[..], [K::Str, K::Str])
+                    && matches!(self.str_of(a[1]), Some(b"latin1" | b"latin-1")) =>
+            {
+                (Call::Latin1, K::Bytes)
+            }
+            Global::Reconstructor => return self.reconstructor(&a),
+            Global::Date if matches!(kinds[..], [K::Bytes] | [K::Int, K::Int, K::Int]) => {
+                (Call::Std(g), K::Value)
+            }
+            Global::Time | Global::DateTime
+                if matches!(kinds[..], [K::Bytes])
+                    || (kinds.len() == 2 && kinds[0] == K::Bytes && ok_tz(kinds[1])) =>
+            {
+                (Call::Std(g), K::Value)
+            }
+            Global::TimeDelta if matches!(kinds[..], [K::Int, K::Int, K::Int]) => {
+                (Call::Std(g), K::TimeDelta)
+            }
+            Global::TimeZone if matches!(kinds[..], [K::TimeDelta] | [K::TimeDelta, K::Str]) => {
+                (Call::Std(g), K::Tz)
+            }
+            Global::ZoneInfo if matches!(kinds[..], [K::Str]) => (Call::Std(g), K::Tz),
+            Global::ZoneInfoUnpickle if matches!(kinds[..], [K::Str, K::Int | K::Bool]) => {
+                (Call::Std(g), K::Tz)
+            }
+            Global::Decimal if matches!(kinds[..], [K::Str]) => (Call::Std(g), K::Value),
+            Global::Fraction if matches!(kinds[..], [K::Str] | [K::Int, K::Int]) => {
+                (Call::Std(g), K::Value)
+            }
+            Global::PurePosixPath
+            | Global::PureWindowsPath
+            | Global::PosixPath
+            | Global::WindowsPath
+                if kinds.iter().all(|k| *k == K::Str) =>
+            {
+                (Call::Std(g), K::Value)
+            }
+            Global::IPv4Address
+            | Global::IPv6Address
+            | Global::IPv4Network
+            | Global::IPv6Network
+            | Global::IPv4Interface
+            | Global::IPv6Interface
+                if int_or_str(&kinds) =>
+            {
+                (Call::Std(g), K::Value)
+            }
+            Global::OrderedDict if kinds.is_empty() => (Call::Std(g), K::Mapping),
+            Global::Counter if matches!(kinds[..], [] | [K::Dict]) => (Call::Std(g), K::Mapping),
+            Global::DefaultDict if self.factory_args(&kinds) => (Call::Std(g), K::Mapping),
+            Global::Deque
+                if matches!(
+                    kinds[..],
+                    [] | [K::List | K::Tuple(false)]
+                        | [K::List | K::Tuple(false), K::Int | K::None]
+                ) =>
+            {
+                (Call::Std(g), K::Deque)
+            }
+            Global::Class(c, ClassKind::Enum) if kinds.len() == 1 && any_value(&kinds[0]) => {
+                (Call::EnumMember(c), K::Value)
+            }
+            Global::Extra(c) if kinds.iter().all(any_value) => (Call::Extra(c), K::Value),
+            _ => {
+                let shape: Vec<&str> = kinds.iter().map(|k| describe(*k)).collect();
+                let hint = match g {
+                    Global::Class(..) => {
+                        " (registered classes are rebuilt field by field, never called)"
+                    }
+                    _ => "",
+                };
+                return Err(self.reject(format!(
+                    "REDUCE of {} with arguments ({}) is not allowed{hint}",
+                    self.name_of(g),
+                    shape.join(", ")
+                )));
+            }
+        };
+        let depth = args.depth + 1;
+        self.prog.instrs.push(Instr::Call(call));
+        self.push_item(Item {
+            kind,
+            aux: 0,
+            depth,
+        })
+    }
+
+    fn factory_args(&self, kinds: &[Kind]) -> bool {
+        let factory = |k: &Kind| {
+            matches!(
+                k,
+                Kind::None
+                    | Kind::Global(Global::Builtin(
+                        Builtin::List
+                            | Builtin::Dict
+                            | Builtin::Set
+                            | Builtin::FrozenSet
+                            | Builtin::Int
+                            | Builtin::Float
+                            | Builtin::Str
+                            | Builtin::Bytes
+                            | Builtin::Tuple
+                            | Builtin::Bool
+                            | Builtin::Complex
+                            | Builtin::ByteArray
+                    ))
+            )
+        };
+        match kinds {
+            [] => true,
+            [f] => factory(f),
+            [f, Kind::Dict] => factory(f),
+            _ => false,
+        }
+    }
+
+    /// `copyreg._reconstructor(cls, base, state)`: protocol 0-1 objects.
+    fn reconstructor(&mut self, a: &[Item]) -> Res<()> {
+        let kinds: Vec<Kind> = a.iter().map(|i| i.kind).collect();
+        let (call, kind) = match kinds[..] {
+            [Kind::Global(Global::Class(c, ClassKind::Object)), Kind::Global(Global::Builtin(Builtin::Object)), Kind::None] => {
+                (Call::Blank(c), Kind::Instance(c))
+            }
+            [Kind::Global(Global::Uuid), Kind::Global(Global::Builtin(Builtin::Object)), Kind::None] => {
+                (Call::BlankUuid, Kind::BlankUuid)
+            }
+            [Kind::Global(Global::Class(c, ClassKind::Tuple)), Kind::Global(Global::Builtin(Builtin::Tuple)), Kind::Tuple(false)] => {
+                (Call::NamedTupleFromState(c), Kind::Value)
+            }
+            _ => {
+                let shape: Vec<&str> = kinds.iter().map(|k| describe(*k)).collect();
+                let name = a.first().and_then(|i| match i.kind {
+                    Kind::Global(g) => Some(self.name_of(g)),
+                    _ => None,
+                });
+                return Err(self.reject(format!(
+                    "copyreg._reconstructor({}) is not allowed{}",
+                    shape.join(", "),
+                    match name {
+                        Some(n) => format!(" for {n}"),
+                        None => String::new(),
+                    }
+                )));
+            }
+        };
+        self.prog.instrs.push(Instr::Call(call));
+        self.push_item(Item::of(kind))
+    }
+
+    /// `NEWOBJ`/`NEWOBJ_EX`: `cls.__new__(cls, *args)` for registered classes only.
+    fn newobj(&mut self, ex: bool) -> Res<()> {
+        let what = if ex { "NEWOBJ_EX" } else { "NEWOBJ" };
+        if ex {
+            let kwargs = self.pop(what)?;
+            if kwargs.kind != Kind::Dict || !self.empty_dict_before(kwargs) {
+                return Err(self.reject("NEWOBJ_EX with keyword arguments is not allowed"));
+            }
+            self.prog.instrs.push(Instr::Pop(1));
+        }
+        let args = self.pop(what)?;
+        let cls = self.pop(what)?;
+        let n = self.tuple_items(args).map(|a| a.len());
+        let (call, kind) = match (cls.kind, n) {
+            (Kind::Global(Global::Class(c, ClassKind::Object)), Some(0)) => {
+                (Call::Blank(c), Kind::Instance(c))
+            }
+            (Kind::Global(Global::Uuid), Some(0)) => (Call::BlankUuid, Kind::BlankUuid),
+            (Kind::Global(Global::Class(c, ClassKind::Tuple)), Some(_))
+                if args.kind == Kind::Tuple(false) =>
+            {
+                (Call::NamedTuple(c), Kind::Value)
+            }
+            (Kind::Global(g), _) => {
+                let hint = match g {
+                    Global::Class(..) | Global::Uuid => "",
+                    _ => " (only registered classes may be instantiated; pass classes=[...])",
+                };
+                return Err(self.reject(format!(
+                    "{what} of {} with these arguments is not allowed{hint}",
+                    self.name_of(g)
+                )));
+            }
+            (k, _) => return Err(self.reject(format!("{what} on a {}", describe(k)))),
+        };
+        self.prog.instrs.push(Instr::Call(call));
+        self.push_item(Item::of(kind))
+    }
+
+    /// True when the kwargs dict was created empty by the previous instruction.
+    fn empty_dict_before(&self, _item: Item) -> bool {
+        matches!(self.prog.instrs.last(), Some(Instr::EmptyDict))
+            || matches!(self.prog.instrs.last(), Some(Instr::Put(_)))
+                && matches!(self.prog.instrs.iter().rev().nth(1), Some(Instr::EmptyDict))
+    }
+
+    /// `INST`/`OBJ`: only a registered class with no arguments (a blank instance).
+    /// The class is on the stack; `nargs` values were above it and are already gone.
+    fn inst(&mut self, cls: Item, nargs: usize, what: &str) -> Res<()> {
+        match cls.kind {
+            Kind::Global(Global::Class(c, ClassKind::Object)) if nargs == 0 => {
+                self.stack.pop();
+                self.prog.instrs.push(Instr::Tuple(0));
+                self.prog.instrs.push(Instr::Call(Call::Blank(c)));
+                self.push_item(Item::of(Kind::Instance(c)))
+            }
+            Kind::Global(g) => Err(self.reject(format!(
+                "{what} of {} is not allowed (only registered classes, without arguments){}",
+                self.name_of(g),
+                if matches!(g, Global::Class(..)) {
+                    ""
+                } else {
+                    "; pass classes=[...] for your own classes"
+                }
+            ))),
+            k => Err(self.reject(format!("{what} on a {}", describe(k)))),
+        }
+    }
+
+    fn build(&mut self) -> Res<()> {
+        let state = self.pop("BUILD")?;
+        let target = self.top("BUILD")?;
+        self.value(state, "BUILD")?;
+        let build = match (target.kind, state.kind) {
+            (Kind::Instance(c), Kind::Dict | Kind::Tuple(false)) => Build::Fields(c),
+            (Kind::BlankUuid, Kind::Dict) => Build::Uuid,
+            (Kind::Instance(_) | Kind::BlankUuid, k) => {
+                return Err(
+                    self.reject(format!("BUILD with a {} state is not allowed", describe(k)))
+                )
+            }
+            (k, _) => {
+                return Err(self.reject(format!(
+                    "BUILD on a {} is not allowed (only on instances of registered classes)",
+                    describe(k)
+                )))
+            }
+        };
+        let top = self.stack.last_mut().expect("checked by top()");
+        top.depth = top.depth.max(state.depth + 1);
+        self.prog.instrs.push(Instr::Build(build));
+        Ok(())
+    }
+
+    /// Runs the whole stream through the checks; the program is what the adapter executes.
+    pub fn run(mut self) -> Res<Program> {
+        self.execute()?;
+        Ok(std::mem::take(&mut self.prog))
+    }
+
+    fn execute(&mut self) -> Res<()> {
+        if self.data.len() as u64 > self.limits.max_bytes {
+            return Err(ReadError::limit(
+                0,
+                format!(
+                    "{} bytes exceeds the limit of {} (max_bytes)",
+                    self.data.len(),
+                    self.limits.max_bytes
+                ),
+            ));
+        }
+        if self.data.len() > u32::MAX as usize {
+            return Err(ReadError::limit(
+                0,
+                "standard pickles of 4 GiB or more are not supported",
+            ));
+        }
+        let (max_str, max_bytes) = (self.limits.max_str_len, self.limits.max_bytes_len);
+        loop {
+            self.at = self.dec.pos();
+            let Some(op) = self.dec.next_op(max_str, max_bytes)? else {
+                return Err(self.bad("truncated pickle: no STOP opcode"));
+            };
+            match op {
+                Op::Stop => break,
+                Op::Proto(p) => {
+                    if p > 5 {
+                        return Err(self.bad(format!("unsupported pickle protocol {p}")));
+                    }
+                    self.prog.protocol = p;
+                }
+                Op::Frame(_) => {}
+                Op::Mark => {
+                    if self.marks.len() as u64 >= self.limits.max_depth {
+                        return Err(ReadError::limit(
+                            self.at,
+                            format!("more than {} open MARKs (max_depth)", self.limits.max_depth),
+                        ));
+                    }
+                    self.marks.push(self.stack.len());
+                }
+                Op::Pop => {
+                    if self.stack.len() == self.marks.last().copied().unwrap_or(usize::MAX) {
+                        self.marks.pop();
+                    } else {
+                        self.pop("POP")?;
+                        self.prog.instrs.push(Instr::Pop(1));
+                    }
+                }
+                Op::PopMark => {
+                    let mark = self.pop_mark("POP_MARK")?;
+                    let n = self.stack.len() - mark;
+                    self.stack.truncate(mark);
+                    self.prog.instrs.push(Instr::Pop(n as u32));
+                }
+                Op::Dup => {
+                    let top = self.top("DUP")?;
+                    self.push(top, Instr::Dup)?;
+                }
+                Op::None => self.push(Item::of(Kind::None), Instr::None)?,
+                Op::Bool(b) => self.push(Item::of(Kind::Bool), Instr::Bool(b))?,
+                Op::Int(v) => self.push(Item::of(Kind::Int), Instr::Int(v))?,
+                Op::Float(v) => self.push(Item::of(Kind::Float), Instr::Float(v))?,
+                Op::FloatText(t) => {
+                    let v = std::str::from_utf8(trim(t))
+                        .ok()
+                        .and_then(|s| s.parse::<f64>().ok())
+                        .ok_or_else(|| self.bad("bad FLOAT argument"))?;
+                    self.push(Item::of(Kind::Float), Instr::Float(v))?;
+                }
+                Op::IntText(t) => {
+                    let t = trim(t);
+                    let (kind, instr) = match t {
+                        b"00" => (Kind::Bool, Instr::Bool(false)),
+                        b"01" => (Kind::Bool, Instr::Bool(true)),
+                        _ => (Kind::Int, self.int_text(t, false)?),
+                    };
+                    self.push(Item::of(kind), instr)?;
+                }
+                Op::LongText(t) => {
+                    let instr = self.int_text(trim(t), true)?;
+                    self.push(Item::of(Kind::Int), instr)?;
+                }
+                Op::LongBytes(b) => {
+                    if b.len() as u64 > self.limits.max_int_bytes() {
+                        return Err(ReadError::limit(
+                            self.at,
+                            "int with more digits than max_int_digits",
+                        ));
+                    }
+                    let instr = if b.is_empty() {
+                        Instr::Int(0)
+                    } else if b.len() <= 8 {
+                        let mut buf = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 8];
+                        buf[..b.len()].copy_from_slice(b);
+                        Instr::Int(i64::from_le_bytes(buf))
+                    } else {
+                        Instr::LongBytes(self.span(b))
+                    };
+                    self.push(Item::of(Kind::Int), instr)?;
+                }
+                Op::Unicode(s) => {
+                    let aux = self.prog.instrs.len() as u32;
+                    self.push(
+                        Item {
+                            kind: Kind::Str,
+                            aux,
+                            depth: 0,
+                        },
+                        Instr::Str(self.span(s)),
+                    )?;
+                }
+                Op::UnicodeText(s) => {
+                    let aux = self.prog.instrs.len() as u32;
+                    self.push(
+                        Item {
+                            kind: Kind::Str,
+                            aux,
+                            depth: 0,
+                        },
+                        Instr::StrEscaped(self.span(s)),
+                    )?;
+                }
+                Op::String8(s) => {
+                    if !s.is_ascii() {
+                        return Err(self.bad(
+                            "Python 2 str with non-ASCII bytes (pickle.loads needs an encoding=)",
+                        ));
+                    }
+                    let aux = self.prog.instrs.len() as u32;
+                    self.push(
+                        Item {
+                            kind: Kind::Str,
+                            aux,
+                            depth: 0,
+                        },
+                        Instr::StrAscii(self.span(s)),
+                    )?;
+                }
+                Op::StringText => {
+                    return Err(
+                        self.reject("the STRING opcode (Python 2 text str) is not supported")
+                    )
+                }
+                Op::Bytes(b) => self.push(Item::of(Kind::Bytes), Instr::Bytes(self.span(b)))?,
+                Op::ByteArray(b) => {
+                    self.push(Item::of(Kind::Value), Instr::ByteArray(self.span(b)))?
+                }
+                Op::EmptyList => self.push(Item::of(Kind::List), Instr::EmptyList)?,
+                Op::EmptyDict => self.push(Item::of(Kind::Dict), Instr::EmptyDict)?,
+                Op::EmptySet => self.push(Item::of(Kind::Set), Instr::EmptySet)?,
+                Op::EmptyTuple => {
+                    let at = self.stack.len();
+                    self.make_tuple(at)?;
+                }
+                Op::TupleN(n) => {
+                    let n = usize::from(n);
+                    let floor = self.marks.last().copied().unwrap_or(0);
+                    if self.stack.len() < floor + n {
+                        return Err(self.bad(format!("TUPLE{n} needs {n} values")));
+                    }
+                    let at = self.stack.len() - n;
+                    self.make_tuple(at)?;
+                }
+                Op::Tuple => {
+                    let mark = self.pop_mark("TUPLE")?;
+                    self.make_tuple(mark)?;
+                }
+                Op::List => {
+                    let mark = self.pop_mark("LIST")?;
+                    let n = (self.stack.len() - mark) as u32;
+                    self.container_from(mark, Kind::List, Instr::List(n), "LIST")?;
+                }
+                Op::Dict => {
+                    let mark = self.pop_mark("DICT")?;
+                    let n = self.stack.len() - mark;
+                    if !n.is_multiple_of(2) {
+                        return Err(self.bad("DICT with an odd number of items"));
+                    }
+                    self.container_from(mark, Kind::Dict, Instr::Dict((n / 2) as u32), "DICT")?;
+                }
+                Op::FrozenSet => {
+                    let mark = self.pop_mark("FROZENSET")?;
+                    let n = (self.stack.len() - mark) as u32;
+                    self.container_from(mark, Kind::Value, Instr::FrozenSet(n), "FROZENSET")?;
+                }
+                Op::Append => {
+                    let floor = self.marks.last().copied().unwrap_or(0);
+                    if self.stack.len() < floor + 2 {
+                        return Err(self.bad("APPEND needs a list and a value"));
+                    }
+                    let at = self.stack.len() - 1;
+                    self.extend(at, "APPEND", false)?;
+                }
+                Op::SetItem => {
+                    let floor = self.marks.last().copied().unwrap_or(0);
+                    if self.stack.len() < floor + 3 {
+                        return Err(self.bad("SETITEM needs a dict, a key and a value"));
+                    }
+                    let at = self.stack.len() - 2;
+                    self.extend(at, "SETITEM", true)?;
+                }
+                Op::Appends | Op::SetItems | Op::AddItems => {
+                    let what = match op {
+                        Op::Appends => "APPENDS",
+                        Op::SetItems => "SETITEMS",
+                        _ => "ADDITEMS",
+                    };
+                    let mark = self.pop_mark(what)?;
+                    self.extend(mark, what, what == "SETITEMS")?;
+                }
+                Op::Get(key) => {
+                    let Some(slot) = self.memo.slot(key) else {
+                        return Err(self.bad(format!("memo key {key} read before it was written")));
+                    };
+                    let item = self.memo.items[slot as usize];
+                    self.push(item, Instr::Get(slot))?;
+                }
+                Op::Put(key) => self.put(key)?,
+                Op::Memoize => {
+                    let key = self.memo.items.len() as u64;
+                    self.put(key)?;
+                }
+                Op::Global(module, name) => self.global(module, name)?,
+                Op::StackGlobal => {
+                    let name = self.pop("STACK_GLOBAL")?;
+                    let module = self.pop("STACK_GLOBAL")?;
+                    let (Some(m), Some(n)) = (self.str_of(module), self.str_of(name)) else {
+                        return Err(self.bad("STACK_GLOBAL needs two str"));
+                    };
+                    if self.raw_escaped(module) || self.raw_escaped(name) {
+                        return Err(self.bad("STACK_GLOBAL with escaped names"));
+                    }
+                    // The two strs were pushed as values; the global replaces them.
+                    self.prog.instrs.push(Instr::Pop(2));
+                    self.items -= 2;
+                    self.global(m, n)?;
+                }
+                Op::Inst(module, name) => {
+                    let mark = self.pop_mark("INST")?;
+                    let nargs = self.stack.len() - mark;
+                    if nargs != 0 {
+                        return Err(self.reject("INST with constructor arguments is not allowed"));
+                    }
+                    // The class is pushed without taking a following PUT: that one
+                    // memoizes the instance INST makes.
+                    let g = self.resolve_global(module, name)?;
+                    let cls = Item::of(Kind::Global(g));
+                    self.push_value(cls)?;
+                    self.prog.instrs.push(Instr::Global(g));
+                    self.inst(cls, nargs, "INST")?;
+                }
+                Op::Obj => {
+                    let mark = self.pop_mark("OBJ")?;
+                    if self.stack.len() == mark {
+                        return Err(self.bad("OBJ without a class"));
+                    }
+                    let cls = self.stack[mark];
+                    let nargs = self.stack.len() - mark - 1;
+                    if nargs != 0 {
+                        return Err(self.reject("OBJ with constructor arguments is not allowed"));
+                    }
+                    self.inst(cls, nargs, "OBJ")?;
+                }
+                Op::Reduce => self.reduce()?,
+                Op::NewObj => self.newobj(false)?,
+                Op::NewObjEx => self.newobj(true)?,
+                Op::Build => self.build()?,
+                Op::PersId | Op::BinPersId => {
+                    return Err(self.reject("persistent ids (PERSID/BINPERSID) are not allowed"))
+                }
+                Op::Ext(code) => {
+                    return Err(self.reject(format!(
+                        "the extension registry (EXT code {code}) is not allowed"
+                    )))
+                }
+                Op::NextBuffer | Op::ReadOnlyBuffer => {
+                    return Err(self.reject(
+                        "out-of-band buffers (NEXT_BUFFER/READONLY_BUFFER) are not supported",
+                    ))
+                }
+            }
+        }
+        if !self.marks.is_empty() || self.stack.len() != 1 {
+            return Err(self.bad(format!(
+                "STOP with {} values and {} marks on the stack (expected one value)",
+                self.stack.len(),
+                self.marks.len()
+            )));
+        }
+        let last = self.stack[0];
+        self.value(last, "STOP")?;
+        self.prog.memo_slots = self.memo.items.len();
+        self.prog.end = self.dec.pos();
+        Ok(())
+    }
+
+    /// A slice of the input as a span (the decoder only hands out slices of it).
+    fn span(&self, s: &[u8]) -> Span {
+        let start = (s.as_ptr() as usize).wrapping_sub(self.data.as_ptr() as usize);
+        Span {
+            start: start as u32,
+            len: s.len() as u32,
+        }
+    }
+
+    fn raw_escaped(&self, item: Item) -> bool {
+        matches!(self.prog.instrs.get(item.aux as usize), Some(Instr::StrEscaped(s)) if s.of(self.data).contains(&b'\\'))
+    }
+
+    fn put(&mut self, key: u64) -> Res<()> {
+        let item = self.top("PUT")?;
+        self.put_item(key, item)
+    }
+
+    #[inline(always)]
+    fn put_item(&mut self, key: u64, item: Item) -> Res<()> {
+        if self.memo.items.len() as u64 >= self.limits.max_items && self.memo.slot(key).is_none() {
+            return Err(ReadError::limit(
+                self.at,
+                "more memo entries than max_items",
+            ));
+        }
+        let slot = self.memo.put(key, item);
+        self.prog.instrs.push(Instr::Put(slot));
+        Ok(())
+    }
+
+    fn int_text(&self, t: &'a [u8], long: bool) -> Res<Instr> {
+        let t = if long {
+            t.strip_suffix(b"L").unwrap_or(t)
+        } else {
+            t
+        };
+        let digits = t
+            .strip_prefix(b"-")
+            .or_else(|| t.strip_prefix(b"+"))
+            .unwrap_or(t);
+        if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+            return Err(self.bad("bad INT/LONG argument"));
+        }
+        if digits.len() as u64 > self.limits.max_int_digits {
+            return Err(ReadError::limit(
+                self.at,
+                "int with more digits than max_int_digits",
+            ));
+        }
+        if digits.len() <= 18 {
+            let v = digits
+                .iter()
+                .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+            return Ok(Instr::Int(if t[0] == b'-' { -v } else { v }));
+        }
+        Ok(Instr::LongText(self.span(t)))
+    }
+}
+
+/// `module.name` of a global, for messages.
+pub fn global_name(g: Global) -> String {
+    match g {
+        Global::Class(..) => "a registered class".into(),
+        Global::Extra(..) => "an allow= constructor".into(),
+        Global::ZoneInfoUnpickle => "zoneinfo.ZoneInfo._unpickle".into(),
+        g => globals::canonical(g).map_or_else(|| format!("{g:?}"), |(m, n)| format!("{m}.{n}")),
+    }
+}
+
+/// Buffers kept between checks, so a busy caller does not allocate (and fault in) fresh
+/// memory for every pickle. Only capacity is kept, never content.
+#[derive(Default)]
+pub struct Scratch {
+    instrs: Vec<Instr>,
+    stack: Vec<Item>,
+    arena: Vec<Item>,
+    memo_direct: Vec<u32>,
+    memo_items: Vec<Item>,
+}
+
+impl Scratch {
+    /// Gives the program's buffer back once the caller is done with it.
+    pub fn recycle(&mut self, program: Program) {
+        self.instrs = program.instrs;
+    }
+
+    /// Bytes of capacity held (callers drop a scratch that grew too large).
+    pub fn held_bytes(&self) -> usize {
+        self.instrs.capacity() * std::mem::size_of::<Instr>()
+            + (self.stack.capacity() + self.arena.capacity() + self.memo_items.capacity())
+                * std::mem::size_of::<Item>()
+            + self.memo_direct.capacity() * 4
+    }
+}
+
+/// [`check`], reusing the buffers of `scratch`.
+pub fn check_in<R: Resolve>(
+    data: &[u8],
+    limits: Limits,
+    resolver: R,
+    scratch: &mut Scratch,
+) -> Result<Program, ReadError> {
+    use std::mem::take;
+    let mut m = Machine::new(data, limits, resolver);
+    m.prog.instrs = take(&mut scratch.instrs);
+    m.stack = take(&mut scratch.stack);
+    m.arena = take(&mut scratch.arena);
+    m.memo.direct = take(&mut scratch.memo_direct);
+    m.memo.items = take(&mut scratch.memo_items);
+    m.prog.instrs.clear();
+    m.stack.clear();
+    m.arena.clear();
+    m.memo.direct.clear();
+    m.memo.items.clear();
+    let result = m.execute();
+    scratch.stack = take(&mut m.stack);
+    scratch.arena = take(&mut m.arena);
+    scratch.memo_direct = take(&mut m.memo.direct);
+    scratch.memo_items = take(&mut m.memo.items);
+    match result {
+        Ok(()) => Ok(take(&mut m.prog)),
+        Err(e) => {
+            scratch.instrs = take(&mut m.prog.instrs);
+            Err(e)
+        }
+    }
+}
+
+/// Checks a whole pickle against the allowlist and limits; the program builds the value.
+pub fn check<R: Resolve>(data: &[u8], limits: Limits, resolver: R) -> Result<Program, ReadError> {
+    Machine::new(data, limits, resolver).run()
+}

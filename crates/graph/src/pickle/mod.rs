@@ -1,0 +1,17 @@
+//! A safe reader of standard pickle streams (protocols 0 to 5), pure Rust.
+//!
+//! [`ops`] decodes one bounds-checked opcode at a time; [`machine`] runs pickle's
+//! stack/memo VM on kinds instead of objects and turns the stream into a checked
+//! [`Program`] in which only the [`globals`] table (plus what `classes=`/`allow=`
+//! add) can be called. Nothing is imported, looked up or called here.
+
+pub mod globals;
+pub mod machine;
+pub mod ops;
+
+pub use globals::{Builtin, ClassKind, Global};
+pub use machine::{
+    check, check_in, Build, Call, Instr, Machine, NoExtras, Program, Resolve, ResolveFailed,
+    Scratch, Span,
+};
+pub use ops::{Decoder, Op};

@@ -1,0 +1,113 @@
+//! The standard-pickle checker on hand-written streams: what passes, what is rejected, and
+//! that no input makes it panic.
+
+use bytewright_graph::pickle::{
+    check, Call, ClassKind, Global, Instr, NoExtras, Resolve, ResolveFailed,
+};
+use bytewright_graph::{ErrorKind, Limits};
+
+fn ok(data: &[u8]) -> Vec<Instr> {
+    check(data, Limits::default(), NoExtras)
+        .expect("accepted")
+        .instrs
+}
+
+fn rejected(data: &[u8]) -> String {
+    let e = check(data, Limits::default(), NoExtras).expect_err("rejected");
+    assert_eq!(e.kind, ErrorKind::Malformed, "{e}");
+    e.message
+}
+
+#[test]
+fn protocol_2_list_with_memo() {
+    // [1, "a", "a"] with the str memoized and fetched again.
+    let data = b"\x80\x02]q\x00(K\x01X\x01\x00\x00\x00aq\x01h\x01e.";
+    let instrs = ok(data);
+    assert!(instrs.contains(&Instr::Append(3)));
+    assert!(instrs.contains(&Instr::Get(1)));
+}
+
+#[test]
+fn protocol_0_text_opcodes() {
+    let instrs = ok(b"(lp0\nI12\naL123456789012345678901234567890L\naF1.5\naI01\na.");
+    assert!(instrs.contains(&Instr::Int(12)));
+    assert!(instrs.contains(&Instr::Bool(true)));
+    assert!(instrs.contains(&Instr::Float(1.5)));
+    assert!(instrs.iter().any(|i| matches!(i, Instr::LongText(_))));
+}
+
+#[test]
+fn allowed_reduce_becomes_a_fixed_call() {
+    let instrs = ok(b"cdatetime\ntimedelta\n(K\x01K\x02K\x03tR.");
+    assert_eq!(
+        instrs.last(),
+        Some(&Instr::Call(Call::Std(Global::TimeDelta)))
+    );
+}
+
+#[test]
+fn unknown_globals_are_rejected_with_their_name() {
+    assert!(rejected(b"cos\nsystem\n(Vid\ntR.").contains("os.system"));
+    assert!(rejected(b"\x80\x04\x8c\x08builtins\x8c\x04eval\x93.").contains("builtins.eval"));
+    assert!(rejected(b"cmymod\nUser\n.").contains("classes=[mymod.User]"));
+}
+
+#[test]
+fn calls_outside_the_table_are_rejected() {
+    // getattr other than ZoneInfo._unpickle, _codecs.encode with another codec.
+    assert!(rejected(b"cbuiltins\ngetattr\n(czoneinfo\nZoneInfo\nVreset\ntR.").contains("getattr"));
+    assert!(rejected(b"c_codecs\nencode\n(Vx\nVrot13\ntR.").contains("_codecs.encode"));
+    assert!(rejected(b"]}b.").contains("BUILD on a list"));
+    assert!(rejected(b"Vx\nQ.").contains("persistent"));
+    assert!(rejected(b"(cbuiltins\nlist\nl.").contains("only be called"));
+}
+
+struct User;
+
+impl Resolve for User {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed> {
+        Ok((module == "app" && name == "User").then_some(Global::Class(0, ClassKind::Object)))
+    }
+}
+
+#[test]
+fn registered_classes_are_blank_instances_filled_by_build() {
+    let data = b"\x80\x02capp\nUser\n)\x81}X\x01\x00\x00\x00aK\x01sb.";
+    let p = check(data, Limits::default(), User).expect("accepted");
+    assert!(p.instrs.contains(&Instr::Call(Call::Blank(0))));
+    // Calling the class (REDUCE) would run its code: rejected.
+    assert!(check(b"capp\nUser\n(tR.", Limits::default(), User).is_err());
+}
+
+#[test]
+fn memo_and_stack_are_validated() {
+    rejected(b"\x80\x02h\x05.");
+    rejected(b"a.");
+    rejected(b"NN.");
+    rejected(b"(.");
+    rejected(b"0.");
+}
+
+#[test]
+fn limits_are_checked_before_allocating() {
+    let huge = b"\x80\x04\x8e\xff\xff\xff\xff\xff\xff\xff\x7f.";
+    assert!(check(huge, Limits::default(), NoExtras).is_err());
+    let deep = [b"\x80\x02".as_slice(), &[b']'; 5000], &[b'a'; 4999], b"."].concat();
+    let e = check(&deep, Limits::default(), NoExtras).expect_err("too deep");
+    assert_eq!(e.kind, ErrorKind::Limit);
+}
+
+#[test]
+fn no_truncation_or_byte_flip_panics() {
+    let data = b"\x80\x04\x95\x20\x00\x00\x00\x00\x00\x00\x00]\x94(K\x01\x8c\x01a\x94h\x01\x8c\x08datetime\x8c\x04date\x93C\x04\x07\xe8\x01\x01\x85Re.";
+    for end in 0..data.len() {
+        let _ = check(&data[..end], Limits::default(), NoExtras);
+    }
+    for i in 0..data.len() {
+        for flip in [1u8, 0x80, 0xff] {
+            let mut m = data.to_vec();
+            m[i] ^= flip;
+            let _ = check(&m, Limits::default(), NoExtras);
+        }
+    }
+}

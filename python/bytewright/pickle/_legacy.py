@@ -1,0 +1,198 @@
+"""`loads_pickle`: read existing standard pickle files safely.
+
+A native, allowlist-only interpreter checks the whole stream first (every opcode, memo
+index, global and call), then builds the value. Nothing is imported, and only the fixed
+table of reconstructors, your `classes=` (rebuilt field by field) and the constructors
+you name in `allow=` can be reached.
+"""
+
+import collections
+import datetime as _dt
+import decimal
+import enum
+import fractions
+import ipaddress
+import pathlib
+import uuid
+import zoneinfo
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, BinaryIO
+
+from bytewright import _native
+from bytewright.pickle import _api  # noqa: F401  (configures the native module first)
+from bytewright.pickle._classes import KIND_TUPLE, ClassInfo, class_name
+from bytewright.pickle._errors import LimitError, UnpicklingError
+from bytewright.pickle._limits import Limits
+
+Buffer = bytes | bytearray | memoryview
+Classes = Iterable[type] | Mapping[str, type]
+Allow = Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]]
+
+# The Python objects of the native table (crates/graph/src/pickle/globals.rs). Globals
+# absent here (getattr, _codecs.encode, copyreg._reconstructor) are never called as such:
+# the reader performs their one allowed use itself.
+_OBJECTS: dict[str, Any] = {
+    "builtins.list": list,
+    "builtins.dict": dict,
+    "builtins.set": set,
+    "builtins.frozenset": frozenset,
+    "builtins.int": int,
+    "builtins.float": float,
+    "builtins.str": str,
+    "builtins.bytes": bytes,
+    "builtins.tuple": tuple,
+    "builtins.bool": bool,
+    "builtins.complex": complex,
+    "builtins.bytearray": bytearray,
+    "builtins.object": object,
+    "builtins.range": range,
+    "builtins.slice": slice,
+    "datetime.date": _dt.date,
+    "datetime.time": _dt.time,
+    "datetime.datetime": _dt.datetime,
+    "datetime.timedelta": _dt.timedelta,
+    "datetime.timezone": _dt.timezone,
+    "zoneinfo.ZoneInfo": zoneinfo.ZoneInfo,
+    "decimal.Decimal": decimal.Decimal,
+    "fractions.Fraction": fractions.Fraction,
+    "uuid.UUID": uuid.UUID,
+    "pathlib.PurePosixPath": pathlib.PurePosixPath,
+    "pathlib.PureWindowsPath": pathlib.PureWindowsPath,
+    "pathlib.PosixPath": pathlib.PosixPath,
+    "pathlib.WindowsPath": pathlib.WindowsPath,
+    "ipaddress.IPv4Address": ipaddress.IPv4Address,
+    "ipaddress.IPv6Address": ipaddress.IPv6Address,
+    "ipaddress.IPv4Network": ipaddress.IPv4Network,
+    "ipaddress.IPv6Network": ipaddress.IPv6Network,
+    "ipaddress.IPv4Interface": ipaddress.IPv4Interface,
+    "ipaddress.IPv6Interface": ipaddress.IPv6Interface,
+    "collections.OrderedDict": collections.OrderedDict,
+    "collections.Counter": collections.Counter,
+    "collections.defaultdict": collections.defaultdict,
+    "collections.deque": collections.deque,
+}
+
+
+def _enum_member(cls: type[enum.Enum], value: Any) -> Any:
+    """The member of `cls` with `value`, without calling user hooks such as `_missing_`."""
+    try:
+        member = cls._value2member_map_.get(value)
+    except TypeError:  # unhashable value
+        member = None
+    if member is None:
+        for candidate in cls.__members__.values():
+            if candidate._value_ == value:
+                return candidate
+        is_flag = issubclass(cls, enum.Flag)
+        if is_flag and getattr(cls._missing_, "__func__", None) is enum.Flag._missing_.__func__:
+            return cls(value)  # a combination of flags, made by enum's own code
+        raise UnpicklingError(f"enum {class_name(cls)!r} has no member with value {value!r}")
+    return member
+
+
+def _set_state(info: ClassInfo, obj: Any, state: Any) -> None:
+    """Apply a BUILD state (a dict, or pickle's (dict, slots) pair) field by field."""
+    if type(state) is tuple:
+        if len(state) != 2:
+            raise UnpicklingError(f"state of {info.name!r} is a tuple of {len(state)} items")
+        merged: dict[Any, Any] = {}
+        for part in state:
+            if part is None:
+                continue
+            if type(part) is not dict:
+                raise UnpicklingError(f"state of {info.name!r} holds a {type(part).__name__}")
+            merged.update(part)
+        state = merged
+    elif type(state) is dict:
+        state = dict(state)
+    else:
+        raise UnpicklingError(f"state of {info.name!r} is a {type(state).__name__}, not a dict")
+    info.build(obj, state, info.version)
+
+
+def _uuid_state(obj: uuid.UUID, state: dict[Any, Any]) -> None:
+    """What `UUID.__setstate__` does, for the two documented keys only."""
+    value = state.get("int")
+    if type(value) is not int or not 0 <= value < 1 << 128:
+        raise UnpicklingError("uuid.UUID state needs an int between 0 and 2**128")
+    if set(state) - {"int", "is_safe"}:
+        raise UnpicklingError(f"uuid.UUID state has unknown keys {sorted(map(repr, state))}")
+    is_safe = state.get("is_safe", uuid.SafeUUID.unknown.value)
+    try:
+        safe = uuid.SafeUUID(is_safe)
+    except ValueError:
+        raise UnpicklingError(f"uuid.UUID state has the bad is_safe {is_safe!r}") from None
+    object.__setattr__(obj, "int", value)
+    object.__setattr__(obj, "is_safe", safe)
+
+
+def _new_tuple(info: ClassInfo, cls: type, fields: Any) -> Any:
+    """A registered named tuple from its field values (its `__new__` is not called)."""
+    if info.kind != KIND_TUPLE or type(fields) is not tuple:
+        raise UnpicklingError(f"{info.name!r} cannot be rebuilt from {type(fields).__name__}")
+    if len(fields) != len(info.fields or ()):
+        raise UnpicklingError(
+            f"{info.name!r} has {len(info.fields or ())} fields, the pickle gives {len(fields)}"
+        )
+    return tuple.__new__(cls, fields)
+
+
+def _allow_map(allow: Allow) -> dict[str, Any] | None:
+    if not allow:
+        return None
+    if isinstance(allow, Mapping):
+        out = dict(allow)
+    else:
+        out = {}
+        for fn in allow:
+            if isinstance(fn, str) or not callable(fn):
+                raise TypeError(f"allow= must hold callables (or map names to them), not {fn!r}")
+            out[f"{fn.__module__}.{fn.__qualname__}"] = fn
+    for name, fn in out.items():
+        if type(name) is not str or not callable(fn):
+            raise TypeError("allow= mapping must map 'module.name' strings to callables")
+    return out
+
+
+_native.legacy_configure(_OBJECTS, _enum_member, _set_state, _uuid_state, _new_tuple, _allow_map)
+
+# A native function; its signature is in bytewright/_native.pyi:
+#   loads_pickle(data, *, classes=(), allow=(), limits=None) -> Any
+# Read a standard pickle (protocols 0-5) without running code from it: builds what
+# `pickle.loads` would for the types `bytewright.pickle` supports and for `classes=`;
+# anything else raises `UnpicklingError` before any object is created.
+loads_pickle = _native.loads_pickle
+
+
+def load_pickle(
+    file: BinaryIO,
+    *,
+    classes: Classes = (),
+    allow: Allow = (),
+    limits: Limits | None = None,
+) -> Any:
+    """`loads_pickle` on the next pickle of a binary file; `EOFError` at its end.
+
+    A seekable file is left just after that pickle's `STOP`, like `pickle.load`; from
+    other files the rest of the input (at most `limits.max_bytes`) is consumed.
+    """
+    cap = (limits or Limits()).max_bytes
+    start = file.tell() if file.seekable() else None
+    data = file.read(cap + 1)
+    if not data:
+        raise EOFError("no more pickles in the file")
+    if len(data) > cap and start is None:
+        raise LimitError(f"the file holds more than {cap} bytes (max_bytes)")
+    value, end = _native.loads_pickle_at(
+        data[:cap] if len(data) > cap else data, classes=classes, allow=allow, limits=limits
+    )
+    if start is not None:
+        file.seek(start + end)
+    return value
+
+
+def check_pickle(
+    data: Buffer, *, classes: Classes = (), allow: Allow = (), limits: Limits | None = None
+) -> str | None:
+    """`None` if `loads_pickle` would accept the stream's structure, else why not."""
+    return _native.legacy_check(data, classes=classes, allow=allow, limits=limits)
