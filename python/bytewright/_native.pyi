@@ -6,6 +6,10 @@ __all__ = [
     "__version__",
     "graph_configure",
     "graph_record_len",
+    "legacy_check",
+    "legacy_configure",
+    "loads_pickle",
+    "loads_pickle_at",
     "pickle_dumps",
     "pickle_loads",
 ]
