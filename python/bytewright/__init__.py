@@ -2,7 +2,19 @@
 
 from bytewright._native import __version__
 from bytewright.errors import DecodeError, Error, Incomplete, PackError, SchemaError
-from bytewright.fields import Limits, bits, const, derived, enum, field, flag, pad
+from bytewright.fields import (
+    CHECKSUMS,
+    Crc,
+    Limits,
+    bits,
+    checksum,
+    const,
+    derived,
+    enum,
+    field,
+    flag,
+    pad,
+)
 from bytewright.stream import Reader, read_messages
 from bytewright.struct import Codec, Struct, compile, make_struct
 from bytewright.types import (
@@ -31,6 +43,7 @@ from bytewright.types import (
 )
 
 __all__ = [
+    "CHECKSUMS",
     "F16",
     "F32",
     "F64",
@@ -51,6 +64,7 @@ __all__ = [
     "Bytes",
     "CStr",
     "Codec",
+    "Crc",
     "DecodeError",
     "Error",
     "Incomplete",
@@ -64,6 +78,7 @@ __all__ = [
     "VarUInt",
     "__version__",
     "bits",
+    "checksum",
     "compile",
     "const",
     "derived",

@@ -10,9 +10,11 @@ from bytewright.errors import SchemaError
 
 __all__ = [
     "MISSING",
+    "Crc",
     "FieldSpec",
     "Limits",
     "bits",
+    "checksum",
     "const",
     "derived",
     "enum",
@@ -49,6 +51,7 @@ _OPTIONS = (
     "const",
     "align",
     "convert",
+    "checksum",
 )
 
 
@@ -201,3 +204,61 @@ def enum(wire_type: Any, *, unknown: str = "keep", **options: Any) -> Any:
     spec = FieldSpec(type=wire_type, **options)
     object.__setattr__(spec, "convert", ("enum", unknown == "raise"))
     return spec
+
+
+@dataclass(frozen=True)
+class Crc:
+    """Custom CRC parameters (the usual "Rocksoft" model, as in the CRC catalogue)."""
+
+    width: int
+    poly: int
+    init: int = 0
+    refin: bool = False
+    refout: bool = False
+    xorout: int = 0
+
+
+_DIGEST_SIZES = {"md5": 16, "sha1": 20, "sha256": 32}
+
+CHECKSUMS = (
+    "crc8",
+    "crc16-ccitt",
+    "crc16-xmodem",
+    "crc16-kermit",
+    "crc16-arc",
+    "crc16-ibm",
+    "crc16-modbus",
+    "crc32",
+    "crc32c",
+    "crc64-xz",
+    "adler32",
+    "internet",
+    "md5",
+    "sha1",
+    "sha256",
+)
+
+
+def digest_size(algo: Any) -> int | None:
+    """The byte length of a digest algorithm's value (None for the integer checksums)."""
+    return _DIGEST_SIZES.get(algo.lower().replace("_", "-")) if isinstance(algo, str) else None
+
+
+def checksum(
+    algo: str | Crc, *, over: list[str] | tuple[str, ...] | None = None, verify: bool = True
+) -> Any:
+    """A checksum or digest field: computed on pack, verified on unpack.
+
+    ``algo`` is a name (see ``CHECKSUMS``) or ``bw.Crc(...)`` parameters. ``over`` names the
+    fields covered, in order; by default the whole struct is covered. The field's own bytes
+    count as zeros. ``verify=False`` skips the check on unpack.
+    """
+    if isinstance(algo, str):
+        norm = algo.lower().replace("_", "-")
+        if norm not in CHECKSUMS:
+            raise SchemaError(f"unknown checksum algorithm {algo!r}{suggest(norm, CHECKSUMS)}")
+    elif not isinstance(algo, Crc):
+        raise SchemaError(f"checksum algorithm must be a name or bw.Crc(...), got {algo!r}")
+    if over is not None and (isinstance(over, str) or not all(isinstance(x, str) for x in over)):
+        raise SchemaError("checksum over= must be a list of field names")
+    return FieldSpec(checksum=(algo, tuple(over) if over is not None else None, bool(verify)))

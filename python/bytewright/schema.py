@@ -13,7 +13,7 @@ from typing import Any
 from bytewright import types as t
 from bytewright.errors import SchemaError
 from bytewright.expr import parse_expr
-from bytewright.fields import MISSING, FieldSpec, Limits, _EnumConverter, suggest
+from bytewright.fields import MISSING, FieldSpec, Limits, _EnumConverter, digest_size, suggest
 
 __all__ = ["StructField", "describe", "normalize_byteorder"]
 
@@ -205,6 +205,18 @@ class _Builder:
             d["align"] = spec.align
         if spec.const is not MISSING:
             d["const"] = _const(spec.const, where)
+        if spec.checksum is not None:
+            algo, over, verify = spec.checksum
+            if not isinstance(algo, str):
+                algo = {
+                    "width": algo.width,
+                    "poly": algo.poly,
+                    "init": algo.init,
+                    "refin": algo.refin,
+                    "refout": algo.refout,
+                    "xorout": algo.xorout,
+                }
+            d["checksum"] = {"algo": algo, "over": list(over) if over else None, "verify": verify}
         if spec.when is not None:
             if not isinstance(spec.when, str):
                 raise SchemaError(f"{where}: when= must be an expression string")
@@ -257,6 +269,8 @@ class _Builder:
                 and isinstance(spec.const, bytes | bytearray)
             ):
                 length = len(spec.const)
+            if length is None and spec.checksum is not None:
+                length = digest_size(spec.checksum[0])
             d = {"t": "bytes", "len": _length(length, where, "len")}
             if spec.max_len is not None:
                 d["max"] = spec.max_len

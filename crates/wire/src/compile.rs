@@ -31,6 +31,8 @@ struct Declared {
 
 struct Frame {
     name: String,
+    /// Checksum fields declared so far: (field index, description).
+    sums: Vec<(u16, crate::schema::ChecksumDesc)>,
     declared: Vec<Declared>,
     /// Field index held by each slot.
     slots: Vec<u16>,
@@ -298,6 +300,111 @@ impl Compiler {
         })
     }
 
+    /// Resolves the checksum fields of a finished struct and marks them in its runs.
+    fn checksums(
+        &self,
+        sums: &[(u16, crate::schema::ChecksumDesc)],
+        names: &[Arc<str>],
+        steps: &mut [Step],
+    ) -> Result<Vec<Checksum>, SchemaError> {
+        use crate::digest::Algo;
+        use crate::schema::AlgoDesc;
+        let mut out = Vec::new();
+        for (field, desc) in sums {
+            let fname = &*names[*field as usize];
+            let algo = match &desc.algo {
+                AlgoDesc::Name(n) => Algo::from_name(n).ok_or_else(|| {
+                    let known = Algo::names().iter().map(|s| s.to_string());
+                    self.err(
+                        fname,
+                        format!("unknown checksum algorithm '{n}'{}", suggest(n, known)),
+                    )
+                })?,
+                AlgoDesc::Crc(p) => {
+                    let a = Algo::Crc(*p);
+                    a.validate().map_err(|m| self.err(fname, m))?;
+                    a
+                }
+            };
+            let item = steps.iter_mut().find_map(|s| match s {
+                Step::Run(r) => r.items.iter_mut().find(|it| it.field == Some(*field)),
+                _ => None,
+            });
+            let Some(item) = item else {
+                return Err(self.err(
+                    fname,
+                    "a checksum field must be a fixed-size integer or bytes field",
+                ));
+            };
+            let fits = match item.scalar {
+                Scalar::Int { width, .. } => {
+                    algo.is_integer() && width as usize == algo.output_len()
+                }
+                Scalar::Bytes(n) => n == algo.output_len(),
+                _ => false,
+            };
+            if !fits {
+                return Err(self.err(
+                    fname,
+                    format!(
+                        "this checksum is {} {} bytes: declare the field as {}",
+                        if algo.is_integer() {
+                            "an integer of"
+                        } else {
+                            "a digest of"
+                        },
+                        algo.output_len(),
+                        if algo.is_integer() {
+                            format!("a {}-bit unsigned integer", algo.output_len() * 8)
+                        } else {
+                            format!("bytes of length {}", algo.output_len())
+                        }
+                    ),
+                ));
+            }
+            item.sum = true;
+            let scalar = item.scalar;
+            let over = match &desc.over {
+                None => None,
+                Some(list) => Some(
+                    list.iter()
+                        .map(|n| {
+                            names
+                                .iter()
+                                .position(|x| &**x == n)
+                                .map(|i| i as u16)
+                                .ok_or_else(|| {
+                                    let known = names.iter().map(|s| s.to_string());
+                                    self.err(
+                                        fname,
+                                        format!(
+                                            "checksum over unknown field '{n}'{}",
+                                            suggest(n, known)
+                                        ),
+                                    )
+                                })
+                        })
+                        .collect::<Result<Vec<u16>, SchemaError>>()?,
+                ),
+            };
+            out.push(Checksum {
+                field: *field,
+                scalar,
+                algo,
+                over,
+                verify: desc.verify,
+            });
+        }
+        for s in steps.iter_mut() {
+            if let Step::Run(r) = s {
+                if r.items.iter().any(|it| it.sum) {
+                    r.plain = false;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Subclass dispatch: the tag is a constant field at the same fixed offset in every case.
     fn registry(
         &mut self,
@@ -372,6 +479,7 @@ impl Compiler {
                     steps: vec![],
                     min_size: 0,
                     static_size: None,
+                    checksums: vec![],
                 })
             })
             .collect()
@@ -383,6 +491,7 @@ impl Compiler {
         self.structs.push(None);
         self.frames.push(Frame {
             name: desc.name.clone(),
+            sums: Vec::new(),
             declared: Vec::new(),
             slots: Vec::new(),
             steps: Vec::new(),
@@ -412,7 +521,12 @@ impl Compiler {
             }
             d
         };
-        let steps = coalesce(steps);
+        let mut steps = coalesce(steps);
+        let checksums = self.checksums(&frame.sums, &names, &mut steps)?;
+        let mut derived = derived;
+        for c in &checksums {
+            derived[c.field as usize] = true;
+        }
         let mut prog = StructProg {
             sink_id: desc.id,
             name: desc.name.as_str().into(),
@@ -422,6 +536,7 @@ impl Compiler {
             steps,
             min_size: 0,
             static_size: None,
+            checksums,
         };
         let finished = self.finished();
         prog.min_size = struct_min(&prog, &finished);
@@ -593,6 +708,12 @@ impl Compiler {
         if is_pad && (when.is_some() || window.is_some()) {
             return Err(self.err(&fname, "padding cannot be conditional or windowed"));
         }
+        if f.checksum.is_some() && (when.is_some() || window.is_some() || konst.is_some()) {
+            return Err(self.err(
+                &fname,
+                "a checksum field cannot be conditional, windowed or constant",
+            ));
+        }
         let field = if is_pad {
             PAD
         } else {
@@ -601,6 +722,9 @@ impl Compiler {
             i
         };
         let frame = self.frames.last_mut().expect("inside a struct");
+        if let Some(c) = &f.checksum {
+            frame.sums.push((field, c.clone()));
+        }
         frame.steps.push(FieldStep {
             field,
             node,
@@ -745,6 +869,7 @@ fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
                     slot: s.slot,
                     konst: s.konst,
                     derive: s.derive,
+                    sum: false,
                 };
                 if let Some(Step::Run(run)) = out.last_mut() {
                     // Later fields of a bit group share the group's offset.

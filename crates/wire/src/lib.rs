@@ -14,6 +14,7 @@ pub mod host;
 pub mod pack;
 pub mod program;
 pub mod schema;
+mod sums;
 pub mod unpack;
 
 pub use compile::{compile, SchemaError};

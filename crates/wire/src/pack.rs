@@ -1,10 +1,12 @@
 //! The pack VM: values read through a [`Source`] -> bytes in an [`Output`].
 
+use crate::digest::DigestValue;
 use crate::env::{Scratch, Slots};
 use crate::error::{At, Error, Kind, Result};
 use crate::expr::{Expr, SlotRef, Value};
 use crate::host::{Full, Output, Source, SourceError};
 use crate::program::*;
+use crate::sums::{self, Ranges};
 use crate::unpack::show_value;
 
 /// Packs `value` as the program's root type.
@@ -562,6 +564,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         let start = self.out.pos();
         self.env.push(sp.n_slots);
         let pending_mark = self.pending.len();
+        let mut ranges = (!sp.checksums.is_empty()).then(|| Ranges::new(sp.fields.len()));
         for step in &sp.steps {
             match step {
                 Step::Align(n) => {
@@ -569,27 +572,85 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                     let at = self.grow(pad)?;
                     self.out.slot(at, pad).fill(0);
                 }
-                Step::Run(run) if run.plain => self.plain_run(run, obj, sp)?,
+                Step::Run(run) if run.plain => {
+                    let base = self.out.pos();
+                    self.plain_run(run, obj, sp)?;
+                    if let Some(r) = ranges.as_mut() {
+                        r.run(run, base);
+                    }
+                }
                 Step::Run(run) => {
                     let base = self.run_start(run)?;
                     for it in &run.items {
                         let at = base + it.off;
                         match it.field {
                             None => self.out.slot(at, it.scalar.size()).fill(0),
+                            // Written once the whole struct is packed.
+                            Some(_) if it.sum => self.out.slot(at, it.scalar.span()).fill(0),
                             Some(f) => self
                                 .item(&it.scalar, f, it.slot, &it.konst, &it.derive, obj, sp, at)
                                 .at_field(&sp.fields[f as usize])?,
                         }
                     }
+                    if let Some(r) = ranges.as_mut() {
+                        r.run(run, base);
+                    }
                 }
-                Step::Field(fs) => self
-                    .field(fs, obj, sp)
-                    .at_field(&sp.fields[fs.field as usize])?,
+                Step::Field(fs) => {
+                    let a = self.out.pos();
+                    self.field(fs, obj, sp)
+                        .at_field(&sp.fields[fs.field as usize])?;
+                    if let Some(r) = ranges.as_mut() {
+                        r.set(fs.field, a, self.out.pos());
+                    }
+                }
             }
+        }
+        if let Some(r) = &ranges {
+            self.write_sums(sp, obj, start, r)?;
         }
         self.pending.truncate(pending_mark);
         self.env.pop();
         self.depth -= 1;
+        Ok(())
+    }
+
+    /// Computes and writes each checksum of a packed struct; a supplied value must agree.
+    fn write_sums(
+        &mut self,
+        sp: &'p StructProg,
+        obj: &S::Value,
+        start: usize,
+        r: &Ranges,
+    ) -> Result<(), S::Error> {
+        let end = self.out.pos();
+        for cs in &sp.checksums {
+            let value = sums::compute(cs, self.out.slot(0, end), start, end, r);
+            let (at, n) = (r.0[cs.field as usize].0, cs.scalar.span());
+            let name = &sp.fields[cs.field as usize];
+            let given = self
+                .src
+                .field(obj, sp.sink_id, cs.field)
+                .map_err(|e| self.src_err(e))
+                .at_field(name)?;
+            if let Some(g) = given {
+                let same = match &value {
+                    DigestValue::Int(v) => self.src.int(&g).is_ok_and(|i| i == i128::from(*v)),
+                    DigestValue::Bytes(d) => self.src.bytes(&g).is_ok_and(|b| b == d.as_slice()),
+                };
+                if !same {
+                    return Err(Error::invalid(
+                        format!(
+                            "does not match the computed checksum {} (leave it out to have it computed)",
+                            sums::show(&value, cs.algo.output_len())
+                        ),
+                        at,
+                    ))
+                    .at_field(name);
+                }
+            }
+            sums::write(cs, &value, self.out.slot(at, n));
+        }
         Ok(())
     }
 

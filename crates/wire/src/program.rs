@@ -186,6 +186,8 @@ pub struct RunItem {
     pub slot: Option<u16>,
     pub konst: Option<Konst>,
     pub derive: Option<Derive>,
+    /// This field holds one of the struct's checksums (written after the struct is packed).
+    pub sum: bool,
 }
 
 /// Adjacent fixed-size fields, checked for bounds once.
@@ -233,6 +235,19 @@ pub struct StructProg {
     pub steps: Vec<Step>,
     pub min_size: usize,
     pub static_size: Option<usize>,
+    /// Checksums verified after the struct is read and written after it is packed.
+    pub checksums: Vec<Checksum>,
+}
+
+/// A checksum field of a struct and what it covers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checksum {
+    pub field: u16,
+    pub scalar: Scalar,
+    pub algo: crate::digest::Algo,
+    /// The fields covered, in order; `None` for the whole struct.
+    pub over: Option<Vec<u16>>,
+    pub verify: bool,
 }
 
 /// Codec-wide limits for untrusted input.

@@ -159,6 +159,31 @@ pub struct FieldDesc {
     /// from the start of its struct.
     #[serde(default)]
     pub align: Option<u64>,
+    /// The field holds a checksum or digest, computed on pack and verified on unpack.
+    #[serde(default)]
+    pub checksum: Option<ChecksumDesc>,
+}
+
+/// A checksum or digest over named fields of the struct, or over the whole struct; the
+/// field's own bytes count as zeros.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChecksumDesc {
+    pub algo: AlgoDesc,
+    #[serde(default)]
+    pub over: Option<Vec<String>>,
+    #[serde(default = "yes")]
+    pub verify: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum AlgoDesc {
+    Name(String),
+    Crc(crate::digest::CrcParams),
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -5,6 +5,7 @@ use crate::error::{At, Error, Kind, Result};
 use crate::expr::{EvalError, Expr, Value};
 use crate::host::Sink;
 use crate::program::*;
+use crate::sums::{self, Ranges};
 
 /// Decodes one value of the program's root type from `buf[offset..]`.
 /// Returns the value and the end offset. Trailing bytes are the caller's business.
@@ -489,16 +490,47 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             .sink
             .begin_struct(sp.sink_id)
             .map_err(|e| self.host(e))?;
+        let mut ranges = (!sp.checksums.is_empty()).then(|| Ranges::new(sp.fields.len()));
         for step in &sp.steps {
             match step {
                 Step::Align(n) => {
                     let pad = (n - (self.pos - start) % n) % n;
                     self.take(pad)?;
                 }
-                Step::Run(run) => self.run(run, sp, &mut st)?,
-                Step::Field(fs) => self
-                    .field(fs, &mut st)
-                    .at_field(&sp.fields[fs.field as usize])?,
+                Step::Run(run) => {
+                    let base = self.pos;
+                    self.run(run, sp, &mut st)?;
+                    if let Some(r) = ranges.as_mut() {
+                        r.run(run, base);
+                    }
+                }
+                Step::Field(fs) => {
+                    let a = self.pos;
+                    self.field(fs, &mut st)
+                        .at_field(&sp.fields[fs.field as usize])?;
+                    if let Some(r) = ranges.as_mut() {
+                        r.set(fs.field, a, self.pos);
+                    }
+                }
+            }
+        }
+        if let Some(r) = &ranges {
+            for cs in sp.checksums.iter().filter(|c| c.verify) {
+                let want = sums::compute(cs, self.buf, start, self.pos, r);
+                let got = sums::stored(cs, self.buf, r);
+                if want != got {
+                    let at = r.0[cs.field as usize].0;
+                    let w = cs.algo.output_len();
+                    return Err(Error::invalid(
+                        format!(
+                            "checksum mismatch: stored {}, computed {}",
+                            sums::show(&got, w),
+                            sums::show(&want, w)
+                        ),
+                        at,
+                    ))
+                    .at_field(&sp.fields[cs.field as usize]);
+                }
             }
         }
         self.env.pop();

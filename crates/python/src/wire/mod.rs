@@ -128,6 +128,25 @@ impl Codec {
         Ok((slf.get_type(), slf.get().args.clone_ref(slf.py())))
     }
 
+    /// The codec as bytes, to rebuild it elsewhere with `Codec.from_bytes` (dict codecs only).
+    fn to_bytes(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let args = self.args.bind(py);
+        let f = py.import("bytewright._persist")?.getattr("dumps")?;
+        Ok(f.call1((args.get_item(0)?, args.get_item(1)?, self.typed))?
+            .unbind())
+    }
+
+    /// Rebuilds a codec from `to_bytes` output, compiling it natively.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let f = py.import("bytewright._persist")?.getattr("loads")?;
+        let r = f
+            .call1((data,))
+            .map_err(|e| errors::schema_error(py, e.to_string()))?;
+        let (schema, structs): (String, Bound<'_, PyAny>) = r.extract()?;
+        Codec::new(py, &schema, &structs, false)
+    }
+
     /// The packed size when every message has the same size, else None.
     #[getter]
     fn static_size(&self) -> Option<usize> {
