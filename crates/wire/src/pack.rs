@@ -76,9 +76,17 @@ fn write_uint(dst: &mut [u8], v: u64, width: u8, big: bool) {
 #[inline(always)]
 fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), String> {
     match *s {
-        Scalar::Int { width, big, .. } => {
-            let (lo, hi) = s.int_range().expect("int");
-            if v < lo || v > hi {
+        Scalar::Int { width, big, signed } => {
+            // In range iff the bits above the width are all zero (unsigned) or all equal to
+            // the sign bit (signed).
+            let bits = u32::from(width) * 8;
+            let ok = if signed {
+                (v >> (bits - 1)) == 0 || (v >> (bits - 1)) == -1
+            } else {
+                v >> bits == 0
+            };
+            if !ok {
+                let (lo, hi) = s.int_range().expect("int");
                 return Err(format!(
                     "{v} does not fit {} (range {lo}..={hi})",
                     s.describe()

@@ -190,10 +190,7 @@ impl Codec {
 
     /// Packs a value into a new bytes object.
     fn pack(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let src = PySource {
-            py,
-            structs: &self.structs,
-        };
+        let src = PySource::new(py, &self.structs);
         let mut out = BytesOut::new(py, self.size_hint.load(Ordering::Relaxed))?;
         match with_scratch(|w| pack::pack_with(&self.prog, w, &src, &mut out, value)) {
             Ok(()) => {
@@ -226,10 +223,7 @@ impl Codec {
                 "",
             ));
         }
-        let src = PySource {
-            py,
-            structs: &self.structs,
-        };
+        let src = PySource::new(py, &self.structs);
         let mut out = SliceOutput::new(slice, offset);
         match with_scratch(|w| pack::pack_with(&self.prog, w, &src, &mut out, value)) {
             Ok(()) => Ok(out.end()),
@@ -240,10 +234,7 @@ impl Codec {
     /// Packs many values back to back into one bytes object, in one call. Items are
     /// typed instances, mappings, or tuples listing every named field in order.
     fn pack_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let src = PySource {
-            py,
-            structs: &self.structs,
-        };
+        let src = PySource::new(py, &self.structs);
         let seq = items.try_iter()?;
         let (lo, _) = seq.size_hint();
         let per = self.size_hint.load(Ordering::Relaxed).max(1);

@@ -2,6 +2,7 @@
 //! other mappings, or objects with attributes.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -13,6 +14,65 @@ use bytewright_wire::program::Encoding;
 pub struct PySource<'a, 'py> {
     pub py: Python<'py>,
     pub structs: &'a [StructInfo],
+    /// The dict read last and the position after the entry it gave: fields are read in
+    /// declaration order, which is usually the dict's order, so the next entry is tried
+    /// before a hash lookup.
+    cursor: Cell<(*mut ffi::PyObject, ffi::Py_ssize_t)>,
+}
+
+impl<'a, 'py> PySource<'a, 'py> {
+    pub fn new(py: Python<'py>, structs: &'a [StructInfo]) -> Self {
+        PySource {
+            py,
+            structs,
+            cursor: Cell::new((std::ptr::null_mut(), 0)),
+        }
+    }
+
+    /// The next entry of `dict` after the cursor, when its key is `key`.
+    ///
+    /// # Safety
+    /// `dict` must be a live dict and `key` a live str; the GIL is held.
+    #[inline]
+    unsafe fn next_entry(
+        &self,
+        dict: *mut ffi::PyObject,
+        key: *mut ffi::PyObject,
+    ) -> Option<*mut ffi::PyObject> {
+        let (d, pos) = self.cursor.get();
+        let mut pos = if d == dict { pos } else { 0 };
+        let mut k = std::ptr::null_mut();
+        let mut v = std::ptr::null_mut();
+        if ffi::PyDict_Next(dict, &mut pos, &mut k, &mut v) == 0 {
+            return None;
+        }
+        // Identity first (interned keys); else an exact str with the same text.
+        let same = k == key || (ffi::PyUnicode_CheckExact(k) != 0 && str_eq(k, key));
+        if same {
+            self.cursor.set((dict, pos));
+            Some(v)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether two ready str objects hold the same text (same length, kind and code units).
+///
+/// # Safety
+/// Both must be live, exact str objects.
+#[inline]
+unsafe fn str_eq(a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> bool {
+    let n = ffi::PyUnicode_GET_LENGTH(a);
+    if n != ffi::PyUnicode_GET_LENGTH(b) || ffi::PyUnicode_KIND(a) != ffi::PyUnicode_KIND(b) {
+        return false;
+    }
+    let bytes = n as usize * ffi::PyUnicode_KIND(a) as usize;
+    let (pa, pb) = (
+        ffi::PyUnicode_DATA(a).cast::<u8>(),
+        ffi::PyUnicode_DATA(b).cast::<u8>(),
+    );
+    std::slice::from_raw_parts(pa, bytes) == std::slice::from_raw_parts(pb, bytes)
 }
 
 type SResult<T> = Result<T, SourceError<PyErr>>;
@@ -71,7 +131,10 @@ impl<'py> PySource<'_, 'py> {
                 return Ok(Some(Bound::from_borrowed_ptr(self.py, v)));
             }
             if ffi::PyDict_Check(p) != 0 {
-                let v = ffi::PyDict_GetItemWithError(p, key);
+                let v = match self.next_entry(p, key) {
+                    Some(v) => v,
+                    None => ffi::PyDict_GetItemWithError(p, key),
+                };
                 if v.is_null() {
                     if !ffi::PyErr_Occurred().is_null() {
                         return Err(self.host());
