@@ -254,12 +254,12 @@ class _Builder:
             for meta in ann.__metadata__:
                 if isinstance(meta, t.Scalar):
                     return meta.describe(order)
-                if isinstance(meta, t.Varint | t.Bits):
+                if isinstance(meta, t.Varint | t.Bits | t.DnsName):
                     return meta.describe()
             return self.type(typing.get_args(ann)[0], spec, where)
         if isinstance(ann, t.Scalar):
             return ann.describe(order)
-        if isinstance(ann, t.Varint | t.Bits):
+        if isinstance(ann, t.Varint | t.Bits | t.DnsName):
             return ann.describe()
         if ann is bytes or isinstance(ann, t.Bytes):
             length = ann.len if isinstance(ann, t.Bytes) else spec.len

@@ -28,6 +28,7 @@ __all__ = [
     "Bool",
     "Bytes",
     "CStr",
+    "DnsName",
     "Str",
     "VarInt",
     "VarUInt",
@@ -116,6 +117,18 @@ class Varint:
 
 VarUInt = Annotated[int, Varint(False)]
 VarInt = Annotated[int, Varint(True)]
+
+
+@dataclass(frozen=True)
+class DnsName:
+    """A DNS domain name (RFC 1035): text like ``"www.example.com."``; compression pointers
+    (counted from the start of the outermost value) are followed on unpack and, when
+    ``compress`` is set, written on pack. See ``bytewright.formats.dns``."""
+
+    compress: bool = True
+
+    def describe(self) -> dict[str, Any]:
+        return {"t": "dnsname", "compress": self.compress}
 
 
 @dataclass(frozen=True)

@@ -219,6 +219,9 @@ impl Compiler {
                 return Err(self.err(field, "bit fields can only be fields of a struct"))
             }
             TypeDesc::Varint { zigzag } => Node::Varint { zigzag: *zigzag },
+            TypeDesc::Dnsname { compress } => Node::DnsName {
+                compress: *compress,
+            },
             TypeDesc::Ref { id } => match self.in_progress.iter().rev().find(|(d, _)| d == id) {
                 Some((_, index)) => Node::Struct(*index),
                 None => return Err(self.err(field, format!("reference to unknown struct id {id}"))),
@@ -940,7 +943,7 @@ pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
             .map(|n| node_min(n, structs))
             .min()
             .unwrap_or(0),
-        Node::Varint { .. } => 1,
+        Node::Varint { .. } | Node::DnsName { .. } => 1,
     }
 }
 
@@ -952,7 +955,8 @@ fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
         | Node::Cstr { .. }
         | Node::Union { .. }
         | Node::Registry { .. }
-        | Node::Varint { .. } => None,
+        | Node::Varint { .. }
+        | Node::DnsName { .. } => None,
         Node::Struct(i) => structs.get(*i as usize)?.static_size,
         Node::Array {
             item,

@@ -63,6 +63,8 @@ pub struct Scratch {
     pub(crate) slots: Slots,
     /// Window-derived fields written as placeholders: (absolute slot, position, given value).
     pub(crate) pending: Vec<(usize, usize, Option<i128>)>,
+    /// DNS names written so far in the message being packed.
+    pub(crate) names: crate::dnsname::Table,
 }
 
 impl Scratch {
@@ -74,5 +76,6 @@ impl Scratch {
     pub(crate) fn reset(&mut self) {
         self.slots.clear();
         self.pending.clear();
+        self.names.clear();
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod compile;
 pub mod digest;
+pub mod dnsname;
 mod env;
 pub use env::Scratch;
 pub mod error;

@@ -30,6 +30,8 @@ pub fn pack_with<S: Source, O: Output>(
     scratch.reset();
     let mut e = Enc {
         depth: 0,
+        base: out.pos(),
+        names: &mut scratch.names,
         p: prog,
         src,
         out,
@@ -42,6 +44,9 @@ pub fn pack_with<S: Source, O: Output>(
 struct Enc<'p, 's, 'o, 'w, S: Source, O: Output> {
     /// Structs entered and not yet left.
     depth: u32,
+    /// Where the outermost value starts (DNS compression pointers count from there).
+    base: usize,
+    names: &'w mut crate::dnsname::Table,
     p: &'p Program,
     src: &'s S,
     out: &'o mut O,
@@ -305,6 +310,16 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 }
                 Ok(())
             }
+            Node::DnsName { compress } => {
+                let t = self
+                    .src
+                    .text(v, Encoding::Ascii)
+                    .map_err(|e| self.src_err(e))?;
+                let (wire, starts) = crate::dnsname::encode(&t).map_err(|m| self.invalid(m))?;
+                let at = self.out.pos() - self.base;
+                let bytes = self.names.compress(&wire, &starts, at, *compress);
+                self.put(&bytes)
+            }
             Node::Varint { zigzag } => {
                 let i = self.src.int(v).map_err(|e| self.src_err(e))?;
                 self.varint(i, *zigzag)
@@ -536,6 +551,28 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 }
                 Err(e) => return Err(self.src_err(e)).at_field(&sp.fields[f as usize]),
             };
+            if let (Scalar::Int { width, signed, big }, None) = (it.scalar, it.slot) {
+                // The common case, kept lean: an integer nothing else refers to.
+                let i = match self.src.int(&v) {
+                    Ok(i) => i,
+                    Err(e) => return Err(self.src_err(e)).at_field(&sp.fields[f as usize]),
+                };
+                let bits = u32::from(width) * 8;
+                let fits = if signed {
+                    (i >> (bits - 1)) == 0 || (i >> (bits - 1)) == -1
+                } else {
+                    i >> bits == 0
+                };
+                if fits {
+                    write_uint(
+                        self.out.slot(base + it.off, width as usize),
+                        i as u64,
+                        width,
+                        big,
+                    );
+                    continue;
+                }
+            }
             let val = self.scalar_value(&it.scalar, &v, base + it.off, it.slot.is_some());
             let val = val.at_field(&sp.fields[f as usize])?;
             if let Some(slot) = it.slot {

@@ -162,6 +162,10 @@ pub enum Node {
         cases: Vec<(Value, Node)>,
         default: Option<Box<Node>>,
     },
+    /// A DNS domain name (see [`crate::dnsname`]).
+    DnsName {
+        compress: bool,
+    },
     /// LEB128 (zigzag-mapped when signed).
     Varint {
         zigzag: bool,

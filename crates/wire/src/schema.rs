@@ -77,6 +77,11 @@ pub enum TypeDesc {
         #[serde(default)]
         max: Option<u64>,
     },
+    /// A DNS domain name, compressed on pack when `compress` (see [`crate::dnsname`]).
+    Dnsname {
+        #[serde(default)]
+        compress: bool,
+    },
     /// NUL-terminated text of at most `max` bytes before the NUL.
     Cstr {
         max: u64,

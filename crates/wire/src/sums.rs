@@ -44,8 +44,12 @@ pub(crate) fn compute(
             h.update(&data[fe..end]);
         }
         Some(fields) => {
-            for &f in fields {
+            for (i, &f) in fields.iter().enumerate() {
                 let (a, b) = ranges.0[f as usize];
+                // Bit fields of one group share its bytes: cover them once.
+                if a < b && fields[..i].iter().any(|&g| ranges.0[g as usize] == (a, b)) {
+                    continue;
+                }
                 if f == cs.field {
                     h.update_zeros(b - a);
                 } else {

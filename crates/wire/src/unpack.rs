@@ -44,6 +44,7 @@ pub fn unpack_with<S: Sink>(
         at_end: true,
         env: &mut scratch.slots,
         depth: 0,
+        base: offset,
         sink,
     };
     let v = d.node(&prog.root)?;
@@ -61,6 +62,8 @@ struct Dec<'p, 'b, 's, S: Sink> {
     env: &'s mut Slots,
     /// Structs entered and not yet left.
     depth: u32,
+    /// Where the outermost value starts (DNS compression pointers count from there).
+    base: usize,
     sink: &'s mut S,
 }
 
@@ -315,6 +318,16 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 max,
                 item_min,
             } => self.array(item, count, *max, *item_min),
+            Node::DnsName { .. } => {
+                match crate::dnsname::decode(self.buf, self.base, self.pos, self.end) {
+                    Ok((text, end)) => {
+                        self.pos = end;
+                        self.sink.str(&text, true).map_err(|e| self.host(e))
+                    }
+                    Err(crate::dnsname::DecodeFail::Short { need, .. }) => Err(self.short(need)),
+                    Err(crate::dnsname::DecodeFail::Invalid(m, at)) => Err(Error::invalid(m, at)),
+                }
+            }
             Node::Varint { zigzag } => {
                 let (u, n) = self.varint()?;
                 self.pos += n;

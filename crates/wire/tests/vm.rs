@@ -841,3 +841,52 @@ fn conditional_length_is_derived_under_the_same_condition() {
         map(&[("flags", int(0)), ("n", Val::None), ("name", Val::None)])
     );
 }
+
+#[test]
+fn dns_names_compress_against_the_outermost_value() {
+    let dn = |c: bool| json!({"t": "dnsname", "compress": c});
+    let p = prog(st(
+        0,
+        "M",
+        None,
+        vec![
+            f("id", u16t()),
+            f("a", dn(true)),
+            f("b", dn(true)),
+            f("c", dn(false)),
+            f("d", dn(true)),
+        ],
+    ));
+    let v = map(&[
+        ("id", int(7)),
+        ("a", Val::Str("www.example.com.".into())),
+        ("b", Val::Str("mail.example.com".into())),
+        ("c", Val::Str("example.com".into())),
+        ("d", Val::Str("www.example.com".into())),
+    ]);
+    let data = round_trip(&p, &v);
+    let mut want = b"\x00\x07\x03www\x07example\x03com\x00".to_vec();
+    want.extend(b"\x04mail\xc0\x06");
+    want.extend(b"\x07example\x03com\x00");
+    want.extend(b"\xc0\x02");
+    assert_eq!(data, want);
+    // Decoding at an offset: pointers count from where the outermost value starts.
+    let mut shifted = b"junk".to_vec();
+    shifted.extend(&data);
+    let mut h = Host::new(&p);
+    let (back, end) = unpack::unpack(&p, &mut h, &shifted, 4).expect("unpacks");
+    assert_eq!(end, shifted.len());
+    let Val::Map(fields) = back else { panic!() };
+    assert_eq!(fields[4].1, Val::Str("www.example.com.".into()));
+    // A pointer loop and a pointer past the data are malformed, a cut name is short.
+    let one = prog(st(0, "N", None, vec![f("n", dn(true))]));
+    for bad in [&b"\xc0\x00"[..], b"\x01a\xc0\x00", b"\xc0\x05"] {
+        let e = do_unpack(&one, bad).unwrap_err();
+        assert!(matches!(e.kind, Kind::Invalid(_)), "{bad:?}: {e:?}");
+    }
+    let e = do_unpack(&one, b"\x03ab").unwrap_err();
+    assert!(matches!(e.kind, Kind::Short { .. }));
+    // Text that is no name is a pack error.
+    let e = do_pack(&one, &map(&[("n", Val::Str("a..b".into()))])).unwrap_err();
+    assert!(matches!(e.kind, Kind::Invalid(_)));
+}
