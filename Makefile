@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz clean
+.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz fuzz-graph clean
 
 venv: $(VENV)/.installed
 
@@ -30,7 +30,7 @@ test-rust:
 test-python: build bench-deps
 	pytest
 
-test: lint test-rust test-python
+test: lint test-rust test-python fuzz-graph
 
 fmt: venv
 	cargo fmt --all
@@ -50,6 +50,19 @@ bench: build bench-deps
 
 bench-full: build bench-deps
 	$(PY) -m benchmarks --profile full
+
+# Coverage-guided fuzzing of the pure-Rust graph reader (fuzz/, outside the workspace).
+# cargo-fuzz comes from crates.io; RUSTC_BOOTSTRAP=1 lets the stable toolchain accept the
+# -Z flags it passes, so no nightly is needed. The reader has no unsafe code, so the run
+# uses no sanitizer but keeps debug assertions (overflow checks). `make test` runs it
+# briefly; `make fuzz-graph FUZZ_SECONDS=600` for a real session.
+FUZZ_SECONDS ?= 20
+
+fuzz-graph:
+	command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	mkdir -p fuzz/corpus/graph_reader
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run graph_reader corpus/graph_reader seeds \
+		--sanitizer none --debug-assertions -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048
 
 clean:
 	rm -rf target $(VENV) benchmarks/results

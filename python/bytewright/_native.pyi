@@ -1,7 +1,14 @@
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, final
 
-__all__ = ["Codec", "__version__"]
+__all__ = [
+    "Codec",
+    "__version__",
+    "graph_configure",
+    "graph_record_len",
+    "pickle_dumps",
+    "pickle_loads",
+]
 __version__: str
 
 # --- wire codecs (crates/python/src/wire) ---
@@ -28,3 +35,30 @@ class Codec:
     def unpack_from(self, data: Any, offset: int = 0) -> tuple[Any, int]: ...
     def parse(self, data: Any, offset: int = 0) -> Any: ...
     def iter_unpack(self, data: Any) -> list[Any]: ...
+
+# --- bytewright.pickle (crates/python/src/graph) ---
+def pickle_dumps(
+    obj: Any,
+    protocol: int | None = None,
+    *,
+    hmac_key: bytes | bytearray | memoryview | None = None,
+    deterministic: bool = False,
+) -> bytes: ...
+def pickle_loads(
+    data: bytes | bytearray | memoryview,
+    *,
+    classes: Iterable[type] | Mapping[str, type] | None = None,
+    hmac_key: bytes | bytearray | memoryview | None = None,
+    limits: Any = None,
+) -> Any: ...
+def graph_configure(
+    errors: tuple[type, type, type, type],
+    describe: Callable[[type], Any],
+    reducers: dict[type, tuple[int, Callable[[Any], tuple[Any, ...]]]],
+    builders: dict[int, Callable[..., Any]],
+    factories: tuple[Any, ...],
+    collections: tuple[type, type, type, type],
+    limits_type: type,
+    class_map: Callable[[Any], dict[str, type]],
+) -> None: ...
+def graph_record_len(prefix: bytes) -> int: ...

@@ -114,14 +114,17 @@ class _Builder:
         self.infos: list[Any] = []
         self.active: list[tuple[type, int]] = []
         self.owner: type | None = None
+        # Registry bases this schema embeds (their later variants make it stale).
+        self.registries: list[type] = []
 
     def struct(
         self, cls: type, where: str, order: str | None = None, tag: Any = MISSING
     ) -> dict[str, Any]:
+        for active, sid in self.active:
+            if active is cls:
+                # Recursion; a registry variant included (its tag is its class's).
+                return {"t": "ref", "id": sid}
         if tag is MISSING:
-            for active, sid in self.active:
-                if active is cls:
-                    return {"t": "ref", "id": sid}
             if cls.__dict__.get("__bw_registry__") is not None:
                 return self.registry(cls, where, order)
             tag = getattr(cls, "__bw_tag__", MISSING)
@@ -178,6 +181,7 @@ class _Builder:
 
     def registry(self, cls: type, where: str, order: str | None) -> dict[str, Any]:
         reg = cls.__bw_registry__  # type: ignore[attr-defined]
+        self.registries.append(cls)
         if not reg["cases"] and reg["default"] is None:
             raise SchemaError(
                 f"{where}: registry {cls.__name__} has no variants yet "
@@ -254,12 +258,12 @@ class _Builder:
             for meta in ann.__metadata__:
                 if isinstance(meta, t.Scalar):
                     return meta.describe(order)
-                if isinstance(meta, t.Varint | t.Bits | t.DnsName):
+                if isinstance(meta, t.Varint | t.Bits | t.DnsName | t.Msgpack):
                     return meta.describe()
             return self.type(typing.get_args(ann)[0], spec, where)
         if isinstance(ann, t.Scalar):
             return ann.describe(order)
-        if isinstance(ann, t.Varint | t.Bits | t.DnsName):
+        if isinstance(ann, t.Varint | t.Bits | t.DnsName | t.Msgpack):
             return ann.describe()
         if ann is bytes or isinstance(ann, t.Bytes):
             length = ann.len if isinstance(ann, t.Bytes) else spec.len
@@ -352,8 +356,13 @@ class _Builder:
         return d
 
 
-def describe(cls: type, *, typed: bool, limits: Limits | None) -> tuple[str, list[Any]]:
-    """The schema JSON of ``cls`` and the adapter info of each struct, by struct id."""
+def describe(
+    cls: type, *, typed: bool, limits: Limits | None, registries: list[type] | None = None
+) -> tuple[str, list[Any]]:
+    """The schema JSON of ``cls`` and the adapter info of each struct, by struct id.
+
+    ``registries``, when given, receives the registry bases the schema embeds.
+    """
     b = _Builder(typed)
     b.owner = cls
     root = b.struct(cls, cls.__name__)
@@ -364,4 +373,6 @@ def describe(cls: type, *, typed: bool, limits: Limits | None) -> tuple[str, lis
             "max_len": limits.max_len,
             "max_depth": limits.max_depth,
         }
+    if registries is not None:
+        registries.extend(b.registries)
     return json.dumps(schema), b.infos

@@ -46,7 +46,7 @@ class Reader:
     @property
     def needed(self) -> int:
         """How many more bytes the next message needs (0 when one is ready)."""
-        if self.buffered >= self._want:
+        if self.buffered >= self._want or not self.buffered:
             r = self._codec.parse(self._buf, self._off)
             if isinstance(r, Incomplete):
                 self._want = self.buffered + r.needed

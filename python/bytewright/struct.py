@@ -7,9 +7,11 @@ fields straight from those slots, so typed results cost no more than dicts.
 from __future__ import annotations
 
 import keyword
+import re
 import sys
 import typing
 from typing import Any, ClassVar, TypeVar
+from weakref import WeakSet
 
 from bytewright._native import Codec
 from bytewright.errors import SchemaError
@@ -36,6 +38,11 @@ class _LazyCodec:
         self._cls = cls
 
     def _real(self) -> Codec:
+        # A holder of this stand-in (a Reader) keeps it after the class is compiled: reuse
+        # the class's codec rather than compiling again on every call.
+        codec = self._cls.__dict__.get("__bw_codec__")
+        if isinstance(codec, Codec):
+            return codec
         return _install(self._cls)
 
     def pack(self, value: Any) -> bytes:
@@ -86,8 +93,11 @@ def _resolve_fields(cls: type) -> tuple[StructField, ...]:
 
 def _install(cls: type[Struct]) -> Codec:
     """Compiles the typed codec of ``cls`` and generates its ``__init__``."""
-    schema, infos = describe(cls, typed=True, limits=cls.__bw_limits__)
+    used: list[type] = []
+    schema, infos = describe(cls, typed=True, limits=cls.__bw_limits__, registries=used)
     codec = Codec(schema, infos, True)
+    for base in used:
+        base.__dict__["__bw_registry__"]["dependents"].add(cls)
     derived = set(codec.derived_fields(0))
     type.__setattr__(cls, "__bw_codec__", codec)
     type.__setattr__(cls, "__bw_derived__", frozenset(derived))
@@ -234,6 +244,13 @@ class StructMeta(type):
             # A forward reference not defined yet: compile on first use.
             type.__setattr__(cls, "__bw_codec__", _LazyCodec(cls))  # type: ignore[arg-type]
             type.__setattr__(cls, "__init__", _lazy_init)
+        except SchemaError as e:
+            if not _names_outer_field(cls, e):
+                raise
+            # Its expressions name fields it does not define: they belong to a struct that
+            # will contain it. Nested there it compiles; used alone it raises this error.
+            type.__setattr__(cls, "__bw_codec__", _LazyCodec(cls))  # type: ignore[arg-type]
+            _make_methods(cls, set())  # type: ignore[arg-type]
         return cls
 
     def __bw_fields__(cls) -> tuple[StructField, ...]:
@@ -250,7 +267,9 @@ def _register(cls: Any, name: str, registry: str | None, tag: Any, default: bool
     if registry is not None:
         if not isinstance(registry, str):
             raise SchemaError(f"{name}: registry= names the tag field")
-        type.__setattr__(cls, "__bw_registry__", {"cases": {}, "default": None})
+        type.__setattr__(
+            cls, "__bw_registry__", {"cases": {}, "default": None, "dependents": WeakSet()}
+        )
         type.__setattr__(cls, "__bw_registry_field__", registry)
     if tag is MISSING and not default:
         return
@@ -278,8 +297,23 @@ def _register(cls: Any, name: str, registry: str | None, tag: Any, default: bool
             raise SchemaError(f"{name}: the tag {tag!r} is taken by {reg['cases'][tag].__name__}")
         reg["cases"][tag] = cls
         type.__setattr__(cls, "__bw_tag__", tag)
-    # The base's codec must learn the new variant: compile again on next use.
+    # The base's codec, and every typed codec that embeds the registry (a variant that
+    # contains it, a struct with a list of it), must learn the new variant: compile again
+    # on next use.
     type.__setattr__(base, "__bw_codec__", _LazyCodec(base))
+    for dep in list(reg["dependents"]):
+        type.__setattr__(dep, "__bw_codec__", _LazyCodec(dep))
+    reg["dependents"].clear()
+
+
+def _names_outer_field(cls: Any, e: SchemaError) -> bool:
+    """Whether compiling alone failed only because an expression names a field the class does
+    not define at all (not a later field, not a likely typo of one it does)."""
+    text = str(e)
+    m = re.search(r"unknown field '([^']+)'", text)
+    if m is None or "did you mean" in text:
+        return False
+    return all(f.name != m.group(1) for f in cls.__bw_fields__())
 
 
 def _lazy_init(self: Any, **kwargs: Any) -> None:
@@ -353,10 +387,18 @@ def make_struct(
     fields: typing.Iterable[tuple[Any, ...]],
     *,
     byteorder: str | None = None,
+    bitorder: str | None = None,
+    align: int | None = None,
     limits: Limits | None = None,
     module: str | None = None,
+    bases: tuple[type, ...] = (),
+    **class_keywords: Any,
 ) -> type[Struct]:
-    """Builds a Struct class from data: ``[(name, type), (name, type, bw.field(...)), ...]``."""
+    """Builds a Struct class from data: ``[(name, type), (name, type, bw.field(...)), ...]``.
+
+    ``bases`` (default ``(bw.Struct,)``) and class keywords (``bitorder``, ``align``,
+    ``registry``, ``tag``, ``default``) work as in a class statement.
+    """
     annotations: dict[str, Any] = {}
     ns: dict[str, Any] = {"__annotations__": annotations}
     for i, entry in enumerate(fields):
@@ -374,7 +416,16 @@ def make_struct(
             ns[fname] = entry[2]
     ns["__module__"] = module or sys._getframe(1).f_globals.get("__name__", __name__)
     ns["__qualname__"] = name
-    return StructMeta(name, (Struct,), ns, byteorder=byteorder, limits=limits)  # type: ignore[return-value]
+    return StructMeta(  # type: ignore[return-value]
+        name,
+        bases or (Struct,),
+        ns,
+        byteorder=byteorder,
+        bitorder=bitorder,
+        align=align,
+        limits=limits,
+        **class_keywords,
+    )
 
 
 def compile(cls: type[Struct], *, limits: Limits | None = None) -> Codec:

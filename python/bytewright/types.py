@@ -6,7 +6,7 @@ Scalars are ``Annotated`` aliases, so type checkers read ``bw.U16`` as ``int``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, NamedTuple
 
 __all__ = [
     "F16",
@@ -29,6 +29,8 @@ __all__ = [
     "Bytes",
     "CStr",
     "DnsName",
+    "ExtType",
+    "Msgpack",
     "Str",
     "VarInt",
     "VarUInt",
@@ -160,3 +162,19 @@ class Array:
 
     item: Any
     count: Length = REST
+
+
+class ExtType(NamedTuple):
+    """A MessagePack extension value: a type code (-128..127) and its bytes."""
+
+    code: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Msgpack:
+    """A self-describing MessagePack value (None, bool, int, float, str, bytes, list, dict,
+    ExtType), nested up to the codec's depth limit."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"t": "msgpack"}

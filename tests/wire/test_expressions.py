@@ -131,11 +131,6 @@ def test_overflowing_shift_is_error_not_crash():
         S.unpack(b"\xff")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Struct class is compiled standalone at creation, so a field naming a field "
-    "of an enclosing struct is a SchemaError before it can be nested",
-)
 def test_enclosing_struct_reference():
     class Item(bw.Struct):
         data: bytes = bw.field(len="item_len")
@@ -150,6 +145,17 @@ def test_enclosing_struct_reference():
     assert Box.unpack(data).items[1].data == b"cd"
     with pytest.raises(bw.PackError):
         Box(item_len=2, items=[Item(data=b"abc")]).pack()
+    # Alone, Item cannot know item_len: using it so is the schema error.
+    with pytest.raises(bw.SchemaError, match="unknown field 'item_len'"):
+        Item(data=b"ab").pack()
+
+
+def test_typo_in_expression_is_still_immediate():
+    with pytest.raises(bw.SchemaError, match="did you mean 'data_len'"):
+
+        class Item(bw.Struct):
+            data_len: bw.U8
+            data: bytes = bw.field(len="data_lem")
 
 
 def test_bytes_comparison_in_when():

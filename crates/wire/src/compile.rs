@@ -31,6 +31,8 @@ struct Declared {
 
 struct Frame {
     name: String,
+    /// Index of the struct being built in [`Compiler::structs`].
+    index: u32,
     /// Checksum fields declared so far: (field index, description).
     sums: Vec<(u16, crate::schema::ChecksumDesc)>,
     declared: Vec<Declared>,
@@ -219,6 +221,7 @@ impl Compiler {
                 return Err(self.err(field, "bit fields can only be fields of a struct"))
             }
             TypeDesc::Varint { zigzag } => Node::Varint { zigzag: *zigzag },
+            TypeDesc::Msgpack => Node::Msgpack,
             TypeDesc::Dnsname { compress } => Node::DnsName {
                 compress: *compress,
             },
@@ -339,11 +342,15 @@ impl Compiler {
                     "a checksum field must be a fixed-size integer or bytes field",
                 ));
             };
+            // Integer checksums go into unsigned integers (a signed field would read back
+            // a value that no longer matches), digests into bytes of their length.
             let fits = match item.scalar {
-                Scalar::Int { width, .. } => {
-                    algo.is_integer() && width as usize == algo.output_len()
-                }
-                Scalar::Bytes(n) => n == algo.output_len(),
+                Scalar::Int {
+                    width,
+                    signed: false,
+                    ..
+                } => algo.is_integer() && width as usize == algo.output_len(),
+                Scalar::Bytes(n) => !algo.is_integer() && n == algo.output_len(),
                 _ => false,
             };
             if !fits {
@@ -398,12 +405,44 @@ impl Compiler {
                 verify: desc.verify,
             });
         }
+        let out = self.sum_order(out, names)?;
         for s in steps.iter_mut() {
             if let Step::Run(r) = s {
                 if r.items.iter().any(|it| it.sum) {
                     r.plain = false;
                 }
             }
+        }
+        Ok(out)
+    }
+
+    /// Orders checksums so that each one is computed after every other checksum whose
+    /// field it covers (pack writes them in this order; a covered checksum must hold its
+    /// final bytes by then, or verification would see different bytes).
+    fn sum_order(
+        &self,
+        mut left: Vec<Checksum>,
+        names: &[Arc<str>],
+    ) -> Result<Vec<Checksum>, SchemaError> {
+        let covers = |a: &Checksum, b: &Checksum| {
+            a.field != b.field && a.over.as_ref().is_none_or(|o| o.contains(&b.field))
+        };
+        let mut out = Vec::with_capacity(left.len());
+        while !left.is_empty() {
+            let Some(i) =
+                (0..left.len()).find(|&i| left.iter().all(|other| !covers(&left[i], other)))
+            else {
+                let a = &left[0];
+                let b = left.iter().find(|b| covers(a, b)).expect("a cycle");
+                return Err(self.err(
+                    &names[a.field as usize],
+                    format!(
+                        "the checksums '{}' and '{}' cover each other's bytes",
+                        names[a.field as usize], names[b.field as usize]
+                    ),
+                ));
+            };
+            out.push(left.remove(i));
         }
         Ok(out)
     }
@@ -431,9 +470,29 @@ impl Compiler {
             let Node::Struct(si) = node else {
                 return Err(self.err(field, "registry variants must be structs"));
             };
-            let sp = self.structs[si as usize]
-                .as_ref()
-                .expect("variant compiled");
+            let Some(sp) = self.structs[si as usize].as_ref() else {
+                // A variant still being compiled, because it contains this registry
+                // (recursion): its tag field's index comes from its frame, and the other
+                // variants give the tag's place.
+                let frame = self
+                    .frames
+                    .iter()
+                    .find(|f| f.index == si)
+                    .expect("an unfinished struct is being compiled");
+                let fidx = frame
+                    .declared
+                    .iter()
+                    .find(|d| d.name == tag_name)
+                    .map(|d| d.field)
+                    .ok_or_else(|| {
+                        self.err(
+                            field,
+                            format!("variant {}: no tag field '{tag_name}'", frame.name),
+                        )
+                    })?;
+                out.push((v, node, fidx));
+                continue;
+            };
             let (off, scalar, fidx) = tag_place(sp, tag_name).ok_or_else(|| {
                 self.err(
                     field,
@@ -457,7 +516,14 @@ impl Compiler {
             None => None,
         };
         let Some((tag_off, tag)) = place else {
-            return Err(self.err(field, "a registry needs at least one variant"));
+            return Err(self.err(
+                field,
+                if out.is_empty() {
+                    "a registry needs at least one variant"
+                } else {
+                    "a registry that contains itself needs a variant that does not"
+                },
+            ));
         };
         Ok(Node::Registry {
             tag_off,
@@ -494,6 +560,7 @@ impl Compiler {
         self.structs.push(None);
         self.frames.push(Frame {
             name: desc.name.clone(),
+            index: index as u32,
             sums: Vec::new(),
             declared: Vec::new(),
             slots: Vec::new(),
@@ -943,11 +1010,11 @@ pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
             .map(|n| node_min(n, structs))
             .min()
             .unwrap_or(0),
-        Node::Varint { .. } | Node::DnsName { .. } => 1,
+        Node::Varint { .. } | Node::DnsName { .. } | Node::Msgpack => 1,
     }
 }
 
-fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
+pub(crate) fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
     match node {
         Node::Scalar(s) => Some(s.size()),
         Node::Bytes { .. }
@@ -956,7 +1023,8 @@ fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
         | Node::Union { .. }
         | Node::Registry { .. }
         | Node::Varint { .. }
-        | Node::DnsName { .. } => None,
+        | Node::DnsName { .. }
+        | Node::Msgpack => None,
         Node::Struct(i) => structs.get(*i as usize)?.static_size,
         Node::Array {
             item,

@@ -11,6 +11,7 @@ pub trait Sink {
     type Value;
     type Struct;
     type List;
+    type Map;
     type Error;
 
     fn uint(&mut self, v: u64) -> Result<Self::Value, Self::Error>;
@@ -34,6 +35,20 @@ pub trait Sink {
     fn absent_field(&mut self, s: &mut Self::Struct, field: u16) -> Result<(), Self::Error>;
     fn end_struct(&mut self, s: Self::Struct) -> Result<Self::Value, Self::Error>;
 
+    /// `None` (a MessagePack nil).
+    fn none(&mut self) -> Result<Self::Value, Self::Error>;
+    /// An extension value: a type code and its bytes (MessagePack ext).
+    fn ext(&mut self, code: i8, data: &[u8]) -> Result<Self::Value, Self::Error>;
+    /// Self-describing maps (MessagePack); `cap` is bounded by the remaining input.
+    fn begin_map(&mut self, cap: usize) -> Result<Self::Map, Self::Error>;
+    fn map_insert(
+        &mut self,
+        m: &mut Self::Map,
+        k: Self::Value,
+        v: Self::Value,
+    ) -> Result<(), Self::Error>;
+    fn end_map(&mut self, m: Self::Map) -> Result<Self::Value, Self::Error>;
+
     /// `cap` is a capacity hint already bounded by the remaining input.
     fn begin_list(&mut self, cap: usize) -> Result<Self::List, Self::Error>;
     fn push(&mut self, l: &mut Self::List, v: Self::Value) -> Result<(), Self::Error>;
@@ -46,6 +61,20 @@ pub enum SourceError<E> {
     /// The value has the wrong type or cannot be represented; the text says why.
     Type(String),
     Host(E),
+}
+
+/// What a self-describing value is (MessagePack pack).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Dyn {
+    None,
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Str,
+    Bytes,
+    List,
+    Map,
+    Ext,
 }
 
 /// Reads the values to pack.
@@ -71,6 +100,16 @@ pub trait Source {
     ) -> Result<Cow<'a, [u8]>, SourceError<Self::Error>>;
     fn len(&self, v: &Self::Value) -> Result<usize, SourceError<Self::Error>>;
     fn item(&self, v: &Self::Value, i: usize) -> Result<Self::Value, SourceError<Self::Error>>;
+    /// The kind of a self-describing value.
+    fn kind(&self, v: &Self::Value) -> Result<Dyn, SourceError<Self::Error>>;
+    /// The (key, value) pairs of a map value, in order.
+    #[allow(clippy::type_complexity)]
+    fn entries(
+        &self,
+        v: &Self::Value,
+    ) -> Result<Vec<(Self::Value, Self::Value)>, SourceError<Self::Error>>;
+    /// The type code and the data (a bytes value) of an extension value.
+    fn ext(&self, v: &Self::Value) -> Result<(i8, Self::Value), SourceError<Self::Error>>;
     /// Whether a value is an instance of the struct `sink_id`; `None` when it cannot tell
     /// (e.g. a plain mapping).
     fn is_struct(&self, v: &Self::Value, sink_id: u32) -> Option<bool>;

@@ -162,6 +162,8 @@ pub enum Node {
         cases: Vec<(Value, Node)>,
         default: Option<Box<Node>>,
     },
+    /// A self-describing MessagePack value.
+    Msgpack,
     /// A DNS domain name (see [`crate::dnsname`]).
     DnsName {
         compress: bool,

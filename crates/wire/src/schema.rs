@@ -77,6 +77,9 @@ pub enum TypeDesc {
         #[serde(default)]
         max: Option<u64>,
     },
+    /// A self-describing MessagePack value (nil, bool, int, float, str, bin, ext, array,
+    /// map), nested up to the depth limit.
+    Msgpack,
     /// A DNS domain name, compressed on pack when `compress` (see [`crate::dnsname`]).
     Dnsname {
         #[serde(default)]

@@ -328,6 +328,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                     Err(crate::dnsname::DecodeFail::Invalid(m, at)) => Err(Error::invalid(m, at)),
                 }
             }
+            Node::Msgpack => self.msgpack(),
             Node::Varint { zigzag } => {
                 let (u, n) = self.varint()?;
                 self.pos += n;
@@ -385,6 +386,121 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 }
             }
         }
+    }
+
+    /// One self-describing MessagePack value, recursively (bounded by the depth limit).
+    fn msgpack(&mut self) -> Result<S::Value, S::Error> {
+        let at = self.pos;
+        let head = self.take(1)?[0];
+        let be = |b: &[u8]| b.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x));
+        let r = match head {
+            0x00..=0x7f => self.sink.uint(u64::from(head)),
+            0xe0..=0xff => self.sink.int(i64::from(head as i8)),
+            0xc0 => self.sink.none(),
+            0xc2 => self.sink.bool(false),
+            0xc3 => self.sink.bool(true),
+            0xcc..=0xcf => {
+                let n = 1usize << (head - 0xcc);
+                let v = be(self.take(n)?);
+                self.sink.uint(v)
+            }
+            0xd0..=0xd3 => {
+                let n = 1usize << (head - 0xd0);
+                let v = be(self.take(n)?);
+                let shift = 64 - 8 * n as u32;
+                self.sink.int(((v << shift) as i64) >> shift)
+            }
+            0xca => {
+                let v = be(self.take(4)?) as u32;
+                self.sink.float(f64::from(f32::from_bits(v)))
+            }
+            0xcb => {
+                let v = be(self.take(8)?);
+                self.sink.float(f64::from_bits(v))
+            }
+            0xa0..=0xbf | 0xd9..=0xdb => {
+                let n = match head {
+                    0xa0..=0xbf => usize::from(head & 0x1f),
+                    _ => be(self.take(1usize << (head - 0xd9))?) as usize,
+                };
+                let start = self.pos;
+                let b = self.take(n)?;
+                return self.text(b, Encoding::Utf8, start);
+            }
+            0xc4..=0xc6 => {
+                let n = be(self.take(1usize << (head - 0xc4))?) as usize;
+                let b = self.take(n)?;
+                self.sink.bytes(b)
+            }
+            0xd4..=0xd8 | 0xc7..=0xc9 => {
+                let n = match head {
+                    0xd4..=0xd8 => 1usize << (head - 0xd4),
+                    _ => be(self.take(1usize << (head - 0xc7))?) as usize,
+                };
+                let code = self.take(1)?[0] as i8;
+                let b = self.take(n)?;
+                self.sink.ext(code, b)
+            }
+            0x90..=0x9f | 0xdc | 0xdd | 0x80..=0x8f | 0xde | 0xdf => {
+                let is_map = matches!(head, 0x80..=0x8f | 0xde | 0xdf);
+                let n = match head {
+                    0x80..=0x9f => u64::from(head & 0x0f),
+                    0xdc | 0xde => be(self.take(2)?),
+                    _ => be(self.take(4)?),
+                };
+                let max = self.p.limits.max_count;
+                if n > max {
+                    return Err(Error::invalid(
+                        format!("{n} items exceed the count limit {max}"),
+                        at,
+                    ));
+                }
+                if self.depth >= self.p.limits.max_depth {
+                    return Err(Error::invalid(
+                        format!(
+                            "nesting deeper than {} (the depth limit)",
+                            self.p.limits.max_depth
+                        ),
+                        at,
+                    ));
+                }
+                self.depth += 1;
+                // Every item takes at least one byte (two per map entry): never preallocate more.
+                let per = if is_map { 2 } else { 1 };
+                let cap = (n as usize).min((self.end - self.pos) / per);
+                let v = if is_map {
+                    let mut m = self.sink.begin_map(cap).map_err(|e| self.host(e))?;
+                    for i in 0..n as usize {
+                        let kat = self.pos;
+                        let key_head = self.buf.get(kat).copied().unwrap_or(0);
+                        let k = self.msgpack().at_index(i)?;
+                        if matches!(key_head, 0x80..=0x9f | 0xdc..=0xdf) {
+                            return Err(Error::invalid(
+                                "a map key cannot be an array or a map",
+                                kat,
+                            ))
+                            .at_index(i);
+                        }
+                        let v = self.msgpack().at_index(i)?;
+                        self.sink
+                            .map_insert(&mut m, k, v)
+                            .map_err(|e| self.host(e))?;
+                    }
+                    self.sink.end_map(m)
+                } else {
+                    let mut l = self.sink.begin_list(cap).map_err(|e| self.host(e))?;
+                    for i in 0..n as usize {
+                        let v = self.msgpack().at_index(i)?;
+                        self.sink.push(&mut l, v).map_err(|e| self.host(e))?;
+                    }
+                    self.sink.end_list(l)
+                };
+                self.depth -= 1;
+                v
+            }
+            0xc1 => return Err(Error::invalid("0xc1 is not a MessagePack type", at)),
+        };
+        r.map_err(|e| self.host(e))
     }
 
     /// Reads a LEB128 value at the current position: (value, byte length), without consuming.
@@ -476,7 +592,15 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             let n = self.length(count, max, "count")?;
             let cap = n.min((self.end - self.pos) / item_min.max(1));
             list = self.sink.begin_list(cap).map_err(|e| self.host(e))?;
+            // Items of one static size: running short asks for the whole rest of the array,
+            // so an incremental reader does not re-parse the message once per item.
+            let size = crate::compile::node_static(item, &self.p.structs).filter(|&s| s > 0);
             for i in 0..n {
+                if let Some(size) = size {
+                    if self.end - self.pos < size {
+                        return Err(self.short((n - i).saturating_mul(size))).at_index(i);
+                    }
+                }
                 let v = self.node(item).at_index(i)?;
                 self.sink.push(&mut list, v).map_err(|e| self.host(e))?;
             }

@@ -16,22 +16,27 @@ up to ``2 * MAX_DEPTH + 3``) and raises ``bw.DecodeError`` beyond, never a crash
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import bytewright as bw
 
-__all__ = ["MAX_DEPTH", "ExtType", "Pair", "Value", "packb", "unpackb"]
+__all__ = [
+    "MAX_DEPTH",
+    "ExtType",
+    "Pair",
+    "Value",
+    "packb",
+    "packb_declared",
+    "unpackb",
+    "unpackb_declared",
+]
 
 MAX_DEPTH = 100
 """Levels of arrays and maps that ``unpackb`` always accepts and ``packb`` never exceeds."""
 
 
-class ExtType(NamedTuple):
-    """An extension value: a type code (-128..127) and its bytes (like ``msgpack.ExtType``,
-    and equal to it)."""
-
-    code: int
-    data: bytes
+ExtType = bw.types.ExtType
+"""An extension value: a type code (-128..127) and its bytes (equal to ``msgpack.ExtType``)."""
 
 
 # The union's tag: the first byte itself, except for the ranges that hold a value.
@@ -170,8 +175,26 @@ def _py(node: dict[str, Any]) -> Any:
     return {_py(p["key"]): _py(p["value"]) for p in b["items"]}
 
 
+class _Document(bw.Struct):
+    """One value, decoded and encoded natively by the core's self-describing node."""
+
+    value: Any = bw.field(type=bw.types.Msgpack())
+
+
+# The document struct is one level; each array or map is one more.
+_NATIVE = bw.compile(_Document, limits=bw.Limits(max_depth=MAX_DEPTH + 1))
+
+
 def unpackb(data: bytes | bytearray | memoryview) -> Any:
-    """Decodes exactly one MessagePack value (trailing bytes are an error)."""
+    """Decodes exactly one MessagePack value (trailing bytes are an error).
+
+    Map keys may be any value but an array or a map (which Python cannot hash).
+    """
+    return _NATIVE.unpack(data)["value"]
+
+
+def unpackb_declared(data: bytes | bytearray | memoryview) -> Any:
+    """``unpackb`` through the declared ``Value`` schema (slower; shows the vocabulary)."""
     tree = _get_codec().unpack(data)
     try:
         return _py(tree)
@@ -251,4 +274,14 @@ _BASES: tuple[Any, ...] = (bool, int, float, str, bytes, list, tuple, dict)
 
 def packb(value: Any) -> bytes:
     """Encodes a value as MessagePack, byte-identical with ``msgpack.packb(value)``."""
+    try:
+        return _NATIVE.pack({"value": value})  # type: ignore[no-any-return]
+    except bw.PackError:
+        # Types the native node does not take (memoryview...) go through the declared schema,
+        # which also reports what cannot be packed at all.
+        return packb_declared(value)
+
+
+def packb_declared(value: Any) -> bytes:
+    """``packb`` through the declared ``Value`` schema (slower; shows the vocabulary)."""
     return _get_codec().pack(_tree(value, 0))  # type: ignore[no-any-return]

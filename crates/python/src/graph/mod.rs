@@ -1,7 +1,215 @@
-//! Python adapters for the object-graph (pickle) core.
+//! Python adapters for the object-graph (pickle) core: `bytewright.pickle`'s native half.
 
+mod builder;
+mod classes;
+mod config;
+mod encoder;
+mod errors;
+mod memo;
+mod ptrmap;
+
+use bytewright_graph::{integrity, record, Header, Limits, Reader, Writer};
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use builder::Builder;
+use classes::AllowedClasses;
+use encoder::{Chunk, Encoder};
+
+/// Inputs and outputs from this size on are validated and signed with the GIL released.
+const RELEASE_GIL_FROM: usize = 64 * 1024;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(config::graph_configure, m)?)?;
+    m.add_function(wrap_pyfunction!(dumps, m)?)?;
+    m.add_function(wrap_pyfunction!(loads, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_record_len, m)?)?;
     Ok(())
+}
+
+fn key_bytes(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<u8>>> {
+    let Some(key) = key.filter(|k| !k.is_none()) else {
+        return Ok(None);
+    };
+    let bytes = if let Ok(b) = key.cast::<PyBytes>() {
+        b.as_bytes().to_vec()
+    } else if let (false, Ok(buffer)) = (
+        key.is_instance_of::<pyo3::types::PyString>(),
+        PyBuffer::<u8>::get(key),
+    ) {
+        buffer.to_vec(key.py())?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "hmac_key must be bytes-like, not {}",
+            key.get_type().name()?
+        )));
+    };
+    if bytes.is_empty() {
+        return Err(PyValueError::new_err("hmac_key must not be empty"));
+    }
+    Ok(Some(bytes))
+}
+
+/// Serialize `obj` to one record. `protocol` is accepted for call-shape compatibility.
+#[pyfunction]
+#[pyo3(name = "pickle_dumps", signature = (obj, protocol=None, *, hmac_key=None, deterministic=false))]
+fn dumps<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    protocol: Option<&Bound<'py, PyAny>>,
+    hmac_key: Option<&Bound<'py, PyAny>>,
+    deterministic: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let _ = protocol;
+    let cfg = config::get(py)?;
+    let key = key_bytes(hmac_key)?;
+    let mut enc = Encoder::new(py, cfg, deterministic);
+    enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
+    if deterministic {
+        // Second pass: share only what the first pass met twice, never what merely has
+        // outside references, so equal graphs give equal bytes in any process.
+        let shared = std::mem::take(&mut enc.seen_twice);
+        drop(enc);
+        enc = Encoder::new(py, cfg, deterministic);
+        enc.only_shared = Some(shared);
+        enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
+    }
+    let writer = std::mem::take(&mut enc.w);
+    let chunks = std::mem::take(&mut enc.chunks);
+    drop(enc);
+    if !chunks.is_empty() {
+        return assemble(py, writer, &chunks, key.as_deref());
+    }
+    let (buf, start) = if key.is_some() && writer.body_len() >= RELEASE_GIL_FROM {
+        py.detach(|| writer.finish(key.as_deref()))
+    } else {
+        writer.finish(key.as_deref())
+    };
+    Ok(PyBytes::new(py, &buf[start..]))
+}
+
+/// Builds the output of a record with deferred chunks: every byte is copied exactly
+/// once, into a bytes object of the final size.
+fn assemble<'py>(
+    py: Python<'py>,
+    writer: Writer,
+    chunks: &[Chunk<'py>],
+    key: Option<&[u8]>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let (buf, start) = writer.finish_header(key.is_some());
+    let tag = if key.is_some() { integrity::TAG_LEN } else { 0 };
+    let total = (buf.len() - start) + chunks.iter().map(|c| c.len).sum::<usize>() + tag;
+    // SAFETY: a new, uninitialised bytes object of `total` bytes that only we reference;
+    // every byte is written below before it is returned.
+    let out = unsafe {
+        let p = ffi::PyBytes_FromStringAndSize(std::ptr::null(), total as ffi::Py_ssize_t);
+        Bound::from_owned_ptr_or_err(py, p)?.cast_into_unchecked::<PyBytes>()
+    };
+    // SAFETY: the bytes object owns `total` writable bytes and is not shared yet.
+    let dst = unsafe {
+        std::slice::from_raw_parts_mut(ffi::PyBytes_AsString(out.as_ptr()).cast::<u8>(), total)
+    };
+    let mut o = 0;
+    let mut prev = start;
+    for chunk in chunks {
+        let head = &buf[prev..chunk.at];
+        dst[o..o + head.len()].copy_from_slice(head);
+        o += head.len();
+        // SAFETY: `data` points at `len` bytes of an immutable str/bytes kept alive by `owner`.
+        let data = unsafe { std::slice::from_raw_parts(chunk.data, chunk.len) };
+        dst[o..o + data.len()].copy_from_slice(data);
+        o += data.len();
+        prev = chunk.at;
+    }
+    let tail = &buf[prev..];
+    dst[o..o + tail.len()].copy_from_slice(tail);
+    o += tail.len();
+    if let Some(key) = key {
+        let (record, tag_out) = dst.split_at_mut(o);
+        let mac = if o >= RELEASE_GIL_FROM {
+            py.detach(|| integrity::sign(key, record))
+        } else {
+            integrity::sign(key, record)
+        };
+        tag_out.copy_from_slice(&mac);
+    }
+    Ok(out)
+}
+
+fn limits_from(cfg: &config::Config, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Limits> {
+    let Some(limits) = limits.filter(|l| !l.is_none()) else {
+        return Ok(Limits::default());
+    };
+    if !limits.is_instance(cfg.limits_type.bind(limits.py()))? {
+        return Err(PyTypeError::new_err(format!(
+            "limits must be a pickle.Limits, not {}",
+            limits.get_type().name()?
+        )));
+    }
+    let get = |name: &str| -> PyResult<u64> { limits.getattr(name)?.extract() };
+    Ok(Limits {
+        max_bytes: get("max_bytes")?,
+        max_depth: get("max_depth")?,
+        max_items: get("max_items")?,
+        max_container_len: get("max_container_len")?,
+        max_str_len: get("max_str_len")?,
+        max_bytes_len: get("max_bytes_len")?,
+        max_int_digits: get("max_int_digits")?,
+    })
+}
+
+/// Rebuild the object graph of one record; only `classes` may be instantiated.
+#[pyfunction]
+#[pyo3(name = "pickle_loads", signature = (data, *, classes=None, hmac_key=None, limits=None))]
+fn loads<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    classes: Option<Bound<'py, PyAny>>,
+    hmac_key: Option<&Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let cfg = config::get(py)?;
+    let limits = limits_from(cfg, limits)?;
+    let key = key_bytes(hmac_key)?;
+    let copied: Vec<u8>;
+    let input: &[u8] = if let Ok(b) = data.cast::<PyBytes>() {
+        b.as_bytes()
+    } else if let (false, Ok(buffer)) = (
+        data.is_instance_of::<pyo3::types::PyString>(),
+        PyBuffer::<u8>::get(data),
+    ) {
+        // bytearray and memoryview may change under us: decode a private copy.
+        copied = buffer.to_vec(py)?;
+        &copied
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "loads() takes bytes, bytearray or memoryview, not {}",
+            data.get_type().name()?
+        )));
+    };
+    let key = key.as_deref();
+    let body = if input.len() >= RELEASE_GIL_FROM {
+        py.detach(|| {
+            let body = record::open(input, key, &limits)?;
+            Reader::new(body, limits).validate()?;
+            Ok(body)
+        })
+    } else {
+        record::open(input, key, &limits)
+    }
+    .map_err(|e| errors::read_error(py, cfg, &e))?;
+    let classes = AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any()));
+    Builder::new(py, cfg, Reader::new(body, limits), classes).build()
+}
+
+/// Total length of the record whose header starts `prefix` (for framed streams).
+#[pyfunction]
+fn graph_record_len(py: Python<'_>, prefix: &[u8]) -> PyResult<u64> {
+    let cfg = config::get(py)?;
+    Header::parse(prefix)
+        .map(|h| h.record_len())
+        .map_err(|e| errors::read_error(py, cfg, &e))
 }

@@ -2,6 +2,8 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
 
 use super::structs::StructInfo;
 use bytewright_wire::host::Sink;
@@ -9,6 +11,13 @@ use bytewright_wire::host::Sink;
 extern "C" {
     // Exported by CPython 3.8+ (cpython/dictobject.h); pyo3-ffi leaves it out as private.
     fn _PyDict_NewPresized(minused: ffi::Py_ssize_t) -> *mut ffi::PyObject;
+}
+
+static EXT_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `bytewright.types.ExtType`, the Python form of a MessagePack extension value.
+pub fn ext_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    EXT_TYPE.import(py, "bytewright.types", "ExtType")
 }
 
 pub struct PySink<'a, 'py> {
@@ -28,12 +37,42 @@ impl<'py> PySink<'_, 'py> {
         // SAFETY: `p` is a new reference or NULL with an exception set.
         unsafe { Bound::from_owned_ptr_or_err(self.py, p) }
     }
+
+    /// Stores a Python value (already converted) into a struct being built.
+    #[inline]
+    fn store(&mut self, s: &mut PyStruct<'py>, field: u16, v: Bound<'py, PyAny>) -> PyResult<()> {
+        let info = &self.structs[s.sid as usize];
+        if self.typed && info.class.is_some() {
+            let off = info.offsets[field as usize];
+            // SAFETY: `off` is the offset of an object member slot of this exact type (checked at
+            // codec construction); the slot is NULL (fresh instance) or already owned, so the old
+            // value is released.
+            unsafe {
+                let slot = s
+                    .obj
+                    .as_ptr()
+                    .cast::<u8>()
+                    .offset(off)
+                    .cast::<*mut ffi::PyObject>();
+                let old = std::mem::replace(&mut *slot, v.into_ptr());
+                ffi::Py_XDECREF(old);
+            }
+            return Ok(());
+        }
+        let key = info.keys[field as usize].as_ptr();
+        // SAFETY: dict, str key and value are live; SetItem does not steal.
+        if unsafe { ffi::PyDict_SetItem(s.obj.as_ptr(), key, v.as_ptr()) } != 0 {
+            return Err(PyErr::fetch(self.py));
+        }
+        Ok(())
+    }
 }
 
 impl<'py> Sink for PySink<'_, 'py> {
     type Value = Bound<'py, PyAny>;
     type Struct = PyStruct<'py>;
     type List = Vec<Bound<'py, PyAny>>;
+    type Map = Bound<'py, PyAny>;
     type Error = PyErr;
 
     #[inline]
@@ -120,41 +159,50 @@ impl<'py> Sink for PySink<'_, 'py> {
             Some(Some(decode)) => decode.bind(self.py).call1((v,))?,
             _ => v,
         };
-        if self.typed && info.class.is_some() {
-            let off = info.offsets[field as usize];
-            // SAFETY: `off` is the offset of an object member slot of this exact type (checked at
-            // codec construction); the slot is NULL (fresh instance) or already owned, so the old
-            // value is released.
-            unsafe {
-                let slot = s
-                    .obj
-                    .as_ptr()
-                    .cast::<u8>()
-                    .offset(off)
-                    .cast::<*mut ffi::PyObject>();
-                let old = std::mem::replace(&mut *slot, v.into_ptr());
-                ffi::Py_XDECREF(old);
-            }
-            return Ok(());
-        }
-        let key = info.keys[field as usize].as_ptr();
-        // SAFETY: dict, str key and value are live; SetItem does not steal.
-        if unsafe { ffi::PyDict_SetItem(s.obj.as_ptr(), key, v.as_ptr()) } != 0 {
-            return Err(PyErr::fetch(self.py));
-        }
-        Ok(())
+        self.store(s, field, v)
     }
 
     fn absent_field(&mut self, s: &mut Self::Struct, field: u16) -> PyResult<()> {
+        // The default is a Python value already: no decoder applies to it.
         let v = self.structs[s.sid as usize].defaults[field as usize]
             .bind(self.py)
             .clone();
-        self.set_field(s, field, v)
+        self.store(s, field, v)
     }
 
     #[inline]
     fn end_struct(&mut self, s: Self::Struct) -> PyResult<Self::Value> {
         Ok(s.obj)
+    }
+
+    #[inline]
+    fn none(&mut self) -> PyResult<Self::Value> {
+        Ok(self.py.None().into_bound(self.py))
+    }
+
+    fn ext(&mut self, code: i8, data: &[u8]) -> PyResult<Self::Value> {
+        let data = self.bytes(data)?;
+        ext_type(self.py)?.call1((code, data))
+    }
+
+    #[inline]
+    fn begin_map(&mut self, _cap: usize) -> PyResult<Self::Map> {
+        // SAFETY: plain constructor call.
+        self.own(unsafe { ffi::PyDict_New() })
+    }
+
+    #[inline]
+    fn map_insert(&mut self, m: &mut Self::Map, k: Self::Value, v: Self::Value) -> PyResult<()> {
+        // SAFETY: live dict, key and value; SetItem does not steal.
+        if unsafe { ffi::PyDict_SetItem(m.as_ptr(), k.as_ptr(), v.as_ptr()) } != 0 {
+            return Err(PyErr::fetch(self.py));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn end_map(&mut self, m: Self::Map) -> PyResult<Self::Value> {
+        Ok(m)
     }
 
     #[inline]

@@ -7,8 +7,9 @@ use std::cell::Cell;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
+use super::sink::ext_type;
 use super::structs::StructInfo;
-use bytewright_wire::host::{Source, SourceError};
+use bytewright_wire::host::{Dyn, Source, SourceError};
 use bytewright_wire::program::Encoding;
 
 pub struct PySource<'a, 'py> {
@@ -429,6 +430,81 @@ impl<'py> Source for PySource<'_, 'py> {
             }
             Ok(Bound::from_owned_ptr(self.py, it))
         }
+    }
+
+    fn kind(&self, v: &Self::Value) -> SResult<Dyn> {
+        let p = v.as_ptr();
+        // SAFETY: type checks on a live object.
+        unsafe {
+            if p == ffi::Py_None() {
+                return Ok(Dyn::None);
+            }
+            if ffi::PyBool_Check(p) != 0 {
+                return Ok(Dyn::Bool(p == ffi::Py_True()));
+            }
+            if ffi::PyLong_Check(p) != 0 {
+                return self.int(v).map(Dyn::Int);
+            }
+            if ffi::PyFloat_Check(p) != 0 {
+                return Ok(Dyn::Float(ffi::PyFloat_AS_DOUBLE(p)));
+            }
+            if ffi::PyUnicode_Check(p) != 0 {
+                return Ok(Dyn::Str);
+            }
+            if ffi::PyBytes_Check(p) != 0 || ffi::PyByteArray_Check(p) != 0 {
+                return Ok(Dyn::Bytes);
+            }
+            if ffi::PyDict_Check(p) != 0 {
+                return Ok(Dyn::Map);
+            }
+            if ffi::PyTuple_Check(p) != 0 && ffi::PyTuple_CheckExact(p) == 0 {
+                // bytewright.types.ExtType, or another library's ExtType (msgpack's): a
+                // 2-tuple subclass of that name.
+                let ext = ext_type(self.py).map_err(SourceError::Host)?;
+                let named = v.get_type().name().is_ok_and(|n| n == "ExtType");
+                if ffi::PyObject_TypeCheck(p, ext.as_ptr().cast()) != 0
+                    || (named && ffi::PyTuple_GET_SIZE(p) == 2)
+                {
+                    return Ok(Dyn::Ext);
+                }
+            }
+            if ffi::PyList_Check(p) != 0 || ffi::PyTuple_Check(p) != 0 {
+                return Ok(Dyn::List);
+            }
+        }
+        Err(SourceError::Type(format!(
+            "cannot pack a {} as MessagePack",
+            type_name(v)
+        )))
+    }
+
+    fn entries(&self, v: &Self::Value) -> SResult<Vec<(Self::Value, Self::Value)>> {
+        let p = v.as_ptr();
+        let mut out = Vec::new();
+        // SAFETY: iterating a live dict; borrowed items are increfed into Bound values.
+        unsafe {
+            let mut pos: ffi::Py_ssize_t = 0;
+            let mut k = std::ptr::null_mut();
+            let mut val = std::ptr::null_mut();
+            while ffi::PyDict_Next(p, &mut pos, &mut k, &mut val) != 0 {
+                out.push((
+                    Bound::from_borrowed_ptr(self.py, k),
+                    Bound::from_borrowed_ptr(self.py, val),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    fn ext(&self, v: &Self::Value) -> SResult<(i8, Self::Value)> {
+        let code: i64 = v
+            .get_item(0)
+            .and_then(|c| c.extract())
+            .map_err(SourceError::Host)?;
+        let data = v.get_item(1).map_err(SourceError::Host)?;
+        let code = i8::try_from(code)
+            .map_err(|_| SourceError::Type(format!("ext type code {code} is outside -128..127")))?;
+        Ok((code, data))
     }
 
     fn is_struct(&self, v: &Self::Value, sid: u32) -> Option<bool> {

@@ -1,0 +1,900 @@
+//! The validating pull reader: turns a record body into a flat stream of [`Event`]s.
+//!
+//! It checks everything that does not need Python: tags, lengths, nesting, memo
+//! references, class definitions and every [`Limits`] bound, each before the caller
+//! could allocate for it. It never recurses, so nesting depth costs heap, not stack.
+
+use crate::error::ReadError;
+use crate::limits::Limits;
+use crate::tags::*;
+use crate::varint;
+
+/// A class definition met in the record; referred to later by its index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassDef<'a> {
+    /// Module-qualified name, UTF-8.
+    pub name: &'a [u8],
+    pub version: u64,
+    /// Field names, UTF-8, never dunder names.
+    pub fields: Vec<&'a [u8]>,
+}
+
+/// One step of the body. A container event with a non-zero length is followed by that
+/// many child values (two per pair for dict-like ones) and then [`Event::End`];
+/// with length zero nothing follows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Event<'a> {
+    None,
+    Bool(bool),
+    Ellipsis,
+    Int(i64),
+    /// Little-endian two's complement, at least one byte.
+    BigInt(&'a [u8]),
+    Float(f64),
+    Complex(f64, f64),
+    /// UTF-8 (not yet validated: the caller's decoder does that).
+    Str(&'a [u8]),
+    /// UTF-8 with surrogates allowed ("surrogatepass").
+    StrSurrogates(&'a [u8]),
+    Bytes(&'a [u8]),
+    ByteArray(&'a [u8]),
+    List(usize),
+    Tuple(usize),
+    Dict(usize),
+    Set(usize),
+    FrozenSet(usize),
+    OrderedDict(usize),
+    Counter(usize),
+    DefaultDict {
+        factory: u8,
+        len: usize,
+    },
+    Deque {
+        maxlen: Option<u64>,
+        len: usize,
+    },
+    /// Three children: start, stop, step.
+    Range,
+    /// Three children: start, stop, step.
+    Slice,
+    /// One child, the argument tuple.
+    Std(u64),
+    /// `len` children, the values of the class's fields in order.
+    Object {
+        class: usize,
+        len: usize,
+    },
+    /// One child, the member name.
+    Enum {
+        class: usize,
+    },
+    /// The next value takes the next memo slot.
+    Share,
+    Ref(usize),
+    /// One child, decoded and then replaced by the value of memo slot.
+    Replace(usize),
+    End,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    Root,
+    Container,
+    Replace,
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    remaining: u64,
+    kind: FrameKind,
+    /// Memo slot to mark filled when this frame closes (values built after their children).
+    fills: u32,
+    /// For `Replace`: the slot that must be filled when the frame closes.
+    target: u32,
+}
+
+/// Reads one record body (the bytes between header and tag).
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    limits: Limits,
+    stack: Vec<Frame>,
+    items: u64,
+    /// Per memo slot: whether its value exists yet.
+    memo: Vec<bool>,
+    classes: Vec<ClassDef<'a>>,
+    pending_share: bool,
+    after_replace: bool,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(body: &'a [u8], limits: Limits) -> Self {
+        let root = Frame {
+            remaining: 1,
+            kind: FrameKind::Root,
+            fills: NO_SLOT,
+            target: NO_SLOT,
+        };
+        let mut stack = Vec::with_capacity(16);
+        stack.push(root);
+        Self {
+            buf: body,
+            pos: 0,
+            limits,
+            stack,
+            items: 0,
+            memo: Vec::new(),
+            classes: Vec::new(),
+            pending_share: false,
+            after_replace: false,
+        }
+    }
+
+    /// Byte offset of the next unread byte in the body.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
+    /// The class defined with index `index` (always valid for an index from an event).
+    pub fn class(&self, index: usize) -> Option<&ClassDef<'a>> {
+        self.classes.get(index)
+    }
+
+    /// Reads the whole body, discarding events: full validation without building.
+    pub fn validate(mut self) -> Result<(), ReadError> {
+        while self.next_event()?.is_some() {}
+        Ok(())
+    }
+
+    fn err(&self, message: impl Into<String>) -> ReadError {
+        ReadError::malformed(self.pos, message)
+    }
+
+    fn truncated(&self) -> ReadError {
+        ReadError::malformed(self.pos, "truncated record: the body ends inside a value")
+    }
+
+    #[inline(always)]
+    fn byte(&mut self) -> Result<u8, ReadError> {
+        let b = *self.buf.get(self.pos).ok_or_else(|| self.truncated())?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    #[inline(always)]
+    fn take(&mut self, n: usize) -> Result<&'a [u8], ReadError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
+        let end = end.ok_or_else(|| self.truncated())?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    #[inline(always)]
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], ReadError> {
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    #[inline(always)]
+    fn varint(&mut self) -> Result<u64, ReadError> {
+        varint::get(self.buf, &mut self.pos).ok_or_else(|| self.err("invalid or truncated varint"))
+    }
+
+    fn remaining_bytes(&self) -> u64 {
+        (self.buf.len() - self.pos) as u64
+    }
+
+    /// Reads a length for `what`, checked against `max` and the bytes left.
+    fn data_len(&mut self, max: u64, what: &str) -> Result<usize, ReadError> {
+        let n = self.varint()?;
+        if n > max {
+            return Err(ReadError::limit(
+                self.pos,
+                format!("{what} of {n} bytes exceeds the limit of {max}"),
+            ));
+        }
+        if n > self.remaining_bytes() {
+            return Err(self.truncated());
+        }
+        Ok(n as usize)
+    }
+
+    /// Checks a child count (`per_item` bytes at least each) before anyone allocates for it.
+    #[inline(always)]
+    fn check_len(&self, n: u64, per_item: u64) -> Result<usize, ReadError> {
+        if n > self.limits.max_container_len {
+            return Err(ReadError::limit(
+                self.pos,
+                format!(
+                    "container of {n} items exceeds the limit of {}",
+                    self.limits.max_container_len
+                ),
+            ));
+        }
+        if n.saturating_mul(per_item) > self.remaining_bytes() {
+            return Err(self.err(format!(
+                "container claims {n} items but the body is too short"
+            )));
+        }
+        Ok(n as usize)
+    }
+
+    #[inline(always)]
+    fn counted_len(&mut self, per_item: u64) -> Result<usize, ReadError> {
+        let n = self.varint()?;
+        self.check_len(n, per_item)
+    }
+
+    fn push(&mut self, children: u64, fills: u32) -> Result<(), ReadError> {
+        if self.stack.len() as u64 > self.limits.max_depth {
+            return Err(ReadError::limit(
+                self.pos,
+                format!("nesting deeper than the limit of {}", self.limits.max_depth),
+            ));
+        }
+        self.stack.push(Frame {
+            remaining: children,
+            kind: FrameKind::Container,
+            fills,
+            target: NO_SLOT,
+        });
+        Ok(())
+    }
+
+    /// Opens a container with `children` child values. `prefix` says whether its memo slot
+    /// (if shared) is usable before its children (mutable containers) or only after.
+    #[inline(always)]
+    fn open(&mut self, children: u64, prefix: bool) -> Result<(), ReadError> {
+        let slot = self.take_share(prefix);
+        if children == 0 {
+            if let Some(s) = slot {
+                self.memo[s as usize] = true;
+            }
+            return Ok(());
+        }
+        self.push(
+            children,
+            if prefix {
+                NO_SLOT
+            } else {
+                slot.unwrap_or(NO_SLOT)
+            },
+        )
+    }
+
+    /// Allocates the pending memo slot, if any; filled now when `filled`.
+    #[inline(always)]
+    fn take_share(&mut self, filled: bool) -> Option<u32> {
+        if !self.pending_share {
+            return None;
+        }
+        self.pending_share = false;
+        let slot = self.memo.len() as u32;
+        self.memo.push(filled);
+        Some(slot)
+    }
+
+    fn class_ref(&mut self) -> Result<usize, ReadError> {
+        let r = self.varint()?;
+        if r == 0 {
+            let name = self.name("class name")?;
+            let version = self.varint()?;
+            let n = self.counted_len(1)?;
+            let mut fields = Vec::with_capacity(n);
+            for _ in 0..n {
+                let field = self.name("field name")?;
+                if field.len() >= 4 && field.starts_with(b"__") && field.ends_with(b"__") {
+                    return Err(self.err(format!(
+                        "class {} names the dunder field {:?}",
+                        String::from_utf8_lossy(name),
+                        String::from_utf8_lossy(field)
+                    )));
+                }
+                fields.push(field);
+            }
+            self.classes.push(ClassDef {
+                name,
+                version,
+                fields,
+            });
+            Ok(self.classes.len() - 1)
+        } else {
+            let index = r - 1;
+            if index >= self.classes.len() as u64 {
+                return Err(self.err(format!("reference to undefined class #{index}")));
+            }
+            Ok(index as usize)
+        }
+    }
+
+    fn name(&mut self, what: &str) -> Result<&'a [u8], ReadError> {
+        let n = self.data_len(self.limits.max_str_len, what)?;
+        let s = self.take(n)?;
+        if n == 0 || std::str::from_utf8(s).is_err() {
+            return Err(self.err(format!("{what} is empty or not UTF-8")));
+        }
+        Ok(s)
+    }
+
+    /// The next event, or `None` once the root value is complete.
+    #[inline]
+    pub fn next_event(&mut self) -> Result<Option<Event<'a>>, ReadError> {
+        if let Some(event) = self.next_atom() {
+            return Ok(Some(event));
+        }
+        self.next_event_general()
+    }
+
+    /// Fast path for the common case: a fixed-size atom inside an open container, with
+    /// no memo or limit bookkeeping due. `None` sends the caller to the general path,
+    /// which handles every case (including these) with full checks.
+    #[inline(always)]
+    fn next_atom(&mut self) -> Option<Event<'a>> {
+        if self.items >= self.limits.max_items {
+            return None;
+        }
+        let depth = self.stack.len() as u64;
+        let top = self.stack.last_mut()?;
+        if top.remaining == 0 {
+            // The common close: a container with no memo slot to fill.
+            if top.kind == FrameKind::Container && top.fills == NO_SLOT {
+                self.stack.pop();
+                return Some(Event::End);
+            }
+            return None;
+        }
+        let rest = self.buf.get(self.pos..)?;
+        let (&tag, data) = rest.split_first()?;
+        let mut open = 0u64;
+        let (len, event) = match tag {
+            // Short lists and dicts (filled in place, so their memo slot is usable at
+            // once); every bound the general path checks is checked here too.
+            0x60..=0x6f | 0x80..=0x8f => {
+                let is_list = tag < SHORT_TUPLE;
+                let n = u64::from(tag & 0x0f);
+                open = if is_list { n } else { 2 * n };
+                if n > self.limits.max_container_len
+                    || open > data.len() as u64
+                    || (open > 0 && depth > self.limits.max_depth)
+                {
+                    return None;
+                }
+                let event = if is_list {
+                    Event::List(n as usize)
+                } else {
+                    Event::Dict(n as usize)
+                };
+                (1, event)
+            }
+            SHARE if !self.pending_share => {
+                // A prefix, not a value: no child or item is counted.
+                self.pending_share = true;
+                self.pos += 1;
+                return Some(Event::Share);
+            }
+            0..=SMALL_INT_MAX => (1, Event::Int(i64::from(tag))),
+            UINT8 => (2, Event::Int(i64::from(*data.first()?))),
+            INT32 => (
+                5,
+                Event::Int(i64::from(i32::from_le_bytes(
+                    data.get(..4)?.try_into().ok()?,
+                ))),
+            ),
+            UINT16 => (
+                3,
+                Event::Int(i64::from(u16::from_le_bytes(
+                    data.get(..2)?.try_into().ok()?,
+                ))),
+            ),
+            FLOAT64 => (
+                9,
+                Event::Float(f64::from_le_bytes(data.get(..8)?.try_into().ok()?)),
+            ),
+            FLOAT32 => (
+                5,
+                Event::Float(f64::from(f32::from_le_bytes(
+                    data.get(..4)?.try_into().ok()?,
+                ))),
+            ),
+            0x40..=0x5f => {
+                let n = usize::from(tag - SHORT_STR);
+                if n as u64 > self.limits.max_str_len {
+                    return None;
+                }
+                (1 + n, Event::Str(data.get(..n)?))
+            }
+            REF if !self.pending_share => {
+                let mut pos = self.pos + 1;
+                let slot = varint::get(self.buf, &mut pos)?;
+                if !*self.memo.get(usize::try_from(slot).ok()?)? {
+                    return None;
+                }
+                (pos - self.pos, Event::Ref(slot as usize))
+            }
+            NONE => (1, Event::None),
+            TRUE => (1, Event::Bool(true)),
+            FALSE => (1, Event::Bool(false)),
+            _ => return None,
+        };
+        top.remaining -= 1;
+        self.items += 1;
+        self.pos += len;
+        self.after_replace = false;
+        self.take_share(true);
+        if open > 0 {
+            self.stack.push(Frame {
+                remaining: open,
+                kind: FrameKind::Container,
+                fills: NO_SLOT,
+                target: NO_SLOT,
+            });
+        }
+        Some(event)
+    }
+
+    #[inline(never)]
+    fn next_event_general(&mut self) -> Result<Option<Event<'a>>, ReadError> {
+        let Some(top) = self.stack.last_mut() else {
+            return Ok(None);
+        };
+        if top.remaining == 0 {
+            let frame = *top;
+            self.stack.pop();
+            return self.close(frame);
+        }
+        let offset = self.pos;
+        let tag = self.byte()?;
+        if tag == SHARE {
+            if self.pending_share {
+                return Err(ReadError::malformed(
+                    offset,
+                    "SHARE must be followed by a value",
+                ));
+            }
+            self.pending_share = true;
+            return Ok(Some(Event::Share));
+        }
+        if self.after_replace && tag == REPLACE {
+            return Err(ReadError::malformed(
+                offset,
+                "REPLACE may not wrap another REPLACE",
+            ));
+        }
+        self.after_replace = false;
+        // The value starts: it is one child of the open frame.
+        if let Some(top) = self.stack.last_mut() {
+            top.remaining -= 1;
+        }
+        self.items += 1;
+        if self.items > self.limits.max_items {
+            return Err(ReadError::limit(
+                offset,
+                format!("more than the limit of {} objects", self.limits.max_items),
+            ));
+        }
+        let event = match tag {
+            0..=SMALL_INT_MAX => self.atom(Event::Int(i64::from(tag))),
+            0x40..=0x5f => {
+                let n = tag - SHORT_STR;
+                if u64::from(n) > self.limits.max_str_len {
+                    return Err(ReadError::limit(
+                        offset,
+                        format!("str of {n} bytes exceeds the limit"),
+                    ));
+                }
+                let s = self.take(usize::from(n))?;
+                self.atom(Event::Str(s))
+            }
+            0x60..=0x6f => {
+                let n = usize::from(tag - SHORT_LIST);
+                self.check_len(n as u64, 1)?;
+                self.open(n as u64, true)?;
+                Event::List(n)
+            }
+            0x70..=0x7f => {
+                let n = usize::from(tag - SHORT_TUPLE);
+                self.check_len(n as u64, 1)?;
+                self.open(n as u64, false)?;
+                Event::Tuple(n)
+            }
+            0x80..=0x8f => {
+                let n = usize::from(tag - SHORT_DICT);
+                self.check_len(n as u64, 2)?;
+                self.open(2 * n as u64, true)?;
+                Event::Dict(n)
+            }
+            NONE => self.atom(Event::None),
+            FALSE => self.atom(Event::Bool(false)),
+            TRUE => self.atom(Event::Bool(true)),
+            ELLIPSIS => self.atom(Event::Ellipsis),
+            UINT8 => {
+                let v = self.byte()?;
+                self.atom(Event::Int(i64::from(v)))
+            }
+            NEG8 => {
+                let v = self.byte()?;
+                self.atom(Event::Int(-1 - i64::from(v)))
+            }
+            UINT16 => {
+                let v = u16::from_le_bytes(self.array()?);
+                self.atom(Event::Int(i64::from(v)))
+            }
+            NEG16 => {
+                let v = u16::from_le_bytes(self.array()?);
+                self.atom(Event::Int(-1 - i64::from(v)))
+            }
+            INT32 => {
+                let v = i32::from_le_bytes(self.array()?);
+                self.atom(Event::Int(i64::from(v)))
+            }
+            BIGINT => {
+                let max = self.limits.max_int_bytes();
+                let n = self.varint()?;
+                if n > max {
+                    return Err(ReadError::limit(
+                        offset,
+                        format!(
+                            "int of {n} bytes exceeds the limit of {} digits",
+                            self.limits.max_int_digits
+                        ),
+                    ));
+                }
+                if n == 0 {
+                    return Err(ReadError::malformed(offset, "int of zero bytes"));
+                }
+                let s = self.take(n as usize)?;
+                if n <= 8 {
+                    let fill = if s[s.len() - 1] & 0x80 != 0 { 0xff } else { 0 };
+                    let mut a = [fill; 8];
+                    a[..s.len()].copy_from_slice(s);
+                    self.atom(Event::Int(i64::from_le_bytes(a)))
+                } else {
+                    self.atom(Event::BigInt(s))
+                }
+            }
+            FLOAT64 => {
+                let v = f64::from_le_bytes(self.array()?);
+                self.atom(Event::Float(v))
+            }
+            FLOAT32 => {
+                let v = f32::from_le_bytes(self.array()?);
+                self.atom(Event::Float(f64::from(v)))
+            }
+            COMPLEX => {
+                let re = f64::from_le_bytes(self.array()?);
+                let im = f64::from_le_bytes(self.array()?);
+                self.atom(Event::Complex(re, im))
+            }
+            STR => {
+                let n = self.data_len(self.limits.max_str_len, "str")?;
+                let s = self.take(n)?;
+                self.atom(Event::Str(s))
+            }
+            STR_SURROGATES => {
+                let n = self.data_len(self.limits.max_str_len, "str")?;
+                let s = self.take(n)?;
+                self.atom(Event::StrSurrogates(s))
+            }
+            BYTES => {
+                let n = self.data_len(self.limits.max_bytes_len, "bytes")?;
+                let s = self.take(n)?;
+                self.atom(Event::Bytes(s))
+            }
+            BYTEARRAY => {
+                let n = self.data_len(self.limits.max_bytes_len, "bytearray")?;
+                let s = self.take(n)?;
+                self.atom(Event::ByteArray(s))
+            }
+            LIST => {
+                let n = self.counted_len(1)?;
+                self.open(n as u64, true)?;
+                Event::List(n)
+            }
+            TUPLE => {
+                let n = self.counted_len(1)?;
+                self.open(n as u64, false)?;
+                Event::Tuple(n)
+            }
+            DICT | ORDERED_DICT | COUNTER => {
+                let n = self.counted_len(2)?;
+                self.open(2 * n as u64, true)?;
+                match tag {
+                    DICT => Event::Dict(n),
+                    ORDERED_DICT => Event::OrderedDict(n),
+                    _ => Event::Counter(n),
+                }
+            }
+            SET => {
+                let n = self.counted_len(1)?;
+                self.open(n as u64, true)?;
+                Event::Set(n)
+            }
+            FROZENSET => {
+                let n = self.counted_len(1)?;
+                self.open(n as u64, false)?;
+                Event::FrozenSet(n)
+            }
+            DEFAULT_DICT => {
+                let factory = self.byte()?;
+                let n = self.counted_len(2)?;
+                self.open(2 * n as u64, true)?;
+                Event::DefaultDict { factory, len: n }
+            }
+            DEQUE => {
+                let m = self.varint()?;
+                let n = self.counted_len(1)?;
+                self.open(n as u64, true)?;
+                Event::Deque {
+                    maxlen: m.checked_sub(1),
+                    len: n,
+                }
+            }
+            RANGE => {
+                self.open(3, false)?;
+                Event::Range
+            }
+            SLICE => {
+                self.open(3, false)?;
+                Event::Slice
+            }
+            STD => {
+                let kind = self.varint()?;
+                self.open(1, false)?;
+                Event::Std(kind)
+            }
+            OBJECT => {
+                let class = self.class_ref()?;
+                let n = self.classes[class].fields.len();
+                self.check_len(n as u64, 1)?;
+                self.open(n as u64, true)?;
+                Event::Object { class, len: n }
+            }
+            ENUM => {
+                let class = self.class_ref()?;
+                if !self.classes[class].fields.is_empty() {
+                    return Err(ReadError::malformed(offset, "an enum class has no fields"));
+                }
+                self.open(1, false)?;
+                Event::Enum { class }
+            }
+            REF => {
+                if self.pending_share {
+                    return Err(ReadError::malformed(offset, "a reference cannot be shared"));
+                }
+                let slot = self.varint()?;
+                match self.memo.get(slot as usize) {
+                    Some(true) => Event::Ref(slot as usize),
+                    Some(false) => {
+                        return Err(ReadError::malformed(
+                            offset,
+                            format!("reference to memo slot {slot} before its value is complete"),
+                        ))
+                    }
+                    None => {
+                        return Err(ReadError::malformed(
+                            offset,
+                            format!("reference to unknown memo slot {slot}"),
+                        ))
+                    }
+                }
+            }
+            REPLACE => {
+                if self.pending_share {
+                    return Err(ReadError::malformed(
+                        offset,
+                        "a replaced value cannot be shared",
+                    ));
+                }
+                let slot = self.varint()?;
+                if slot >= self.memo.len() as u64 + self.remaining_bytes() {
+                    return Err(ReadError::malformed(
+                        offset,
+                        format!("replacement by unknown memo slot {slot}"),
+                    ));
+                }
+                if self.stack.len() as u64 > self.limits.max_depth {
+                    return Err(ReadError::limit(
+                        offset,
+                        format!("nesting deeper than the limit of {}", self.limits.max_depth),
+                    ));
+                }
+                self.stack.push(Frame {
+                    remaining: 1,
+                    kind: FrameKind::Replace,
+                    fills: NO_SLOT,
+                    target: slot as u32,
+                });
+                self.after_replace = true;
+                Event::Replace(slot as usize)
+            }
+            _ => {
+                return Err(ReadError::malformed(
+                    offset,
+                    format!("unknown tag 0x{tag:02x}"),
+                ))
+            }
+        };
+        Ok(Some(event))
+    }
+
+    #[inline(always)]
+    fn atom(&mut self, event: Event<'a>) -> Event<'a> {
+        self.take_share(true);
+        event
+    }
+
+    fn close(&mut self, frame: Frame) -> Result<Option<Event<'a>>, ReadError> {
+        match frame.kind {
+            FrameKind::Root => {
+                if self.pos != self.buf.len() {
+                    return Err(self.err(format!(
+                        "{} trailing bytes after the root value",
+                        self.buf.len() - self.pos
+                    )));
+                }
+                Ok(None)
+            }
+            FrameKind::Container => {
+                if frame.fills != NO_SLOT {
+                    self.memo[frame.fills as usize] = true;
+                }
+                Ok(Some(Event::End))
+            }
+            FrameKind::Replace => {
+                if !self
+                    .memo
+                    .get(frame.target as usize)
+                    .copied()
+                    .unwrap_or(false)
+                {
+                    return Err(self.err(format!(
+                        "replacement by memo slot {} that was never filled",
+                        frame.target
+                    )));
+                }
+                Ok(Some(Event::End))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::header::Header;
+    use crate::writer::Writer;
+
+    fn body(f: impl FnOnce(&mut Writer)) -> Vec<u8> {
+        let mut w = Writer::default();
+        f(&mut w);
+        let (buf, start) = w.finish(None);
+        let h = Header::parse(&buf[start..]).unwrap();
+        buf[start + h.header_len..].to_vec()
+    }
+
+    fn events(body: &[u8]) -> Result<Vec<Event<'_>>, ReadError> {
+        let mut r = Reader::new(body, Limits::default());
+        let mut out = Vec::new();
+        while let Some(e) = r.next_event()? {
+            out.push(e);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn reads_nested_containers() {
+        let b = body(|w| {
+            w.list(2);
+            w.int(1);
+            w.dict(1);
+            w.str(b"k");
+            w.float(0.5);
+        });
+        assert_eq!(
+            events(&b).unwrap(),
+            vec![
+                Event::List(2),
+                Event::Int(1),
+                Event::Dict(1),
+                Event::Str(b"k"),
+                Event::Float(0.5),
+                Event::End,
+                Event::End
+            ]
+        );
+    }
+
+    #[test]
+    fn memo_references_must_be_complete() {
+        let b = body(|w| {
+            w.share();
+            w.list(1);
+            w.reference(0);
+        });
+        assert!(events(&b).is_ok());
+        let b = body(|w| {
+            w.share();
+            w.tuple(1);
+            w.reference(0);
+        });
+        assert!(events(&b)
+            .unwrap_err()
+            .message
+            .contains("before its value is complete"));
+        let b = body(|w| w.reference(3));
+        assert!(events(&b).is_err());
+    }
+
+    #[test]
+    fn rejects_trailing_unknown_and_huge_counts() {
+        assert!(events(&[0x90, 0x90])
+            .unwrap_err()
+            .message
+            .contains("trailing"));
+        assert!(events(&[0xff]).unwrap_err().message.contains("unknown tag"));
+        assert!(events(&[LIST, 0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
+        assert!(events(&[]).is_err());
+    }
+
+    #[test]
+    fn deep_nesting_is_a_limit_error() {
+        let mut b = vec![SHORT_LIST + 1; 1_000_000];
+        b.push(NONE);
+        let err = events(&b).unwrap_err();
+        assert_eq!(err.kind, crate::ErrorKind::Limit);
+    }
+
+    #[test]
+    fn class_definitions_and_references() {
+        let b = body(|w| {
+            w.list(2);
+            w.class_new(OBJECT, b"m.P", 2, [&b"x"[..], b"y"].into_iter());
+            w.int(1);
+            w.int(2);
+            w.class_ref(OBJECT, 0);
+            w.int(3);
+            w.int(4);
+        });
+        let mut r = Reader::new(&b, Limits::default());
+        let mut n = 0;
+        while let Some(e) = r.next_event().unwrap() {
+            if let Event::Object { class, len } = e {
+                assert_eq!((class, len), (0, 2));
+                n += 1;
+            }
+        }
+        assert_eq!(n, 2);
+        assert_eq!(r.class(0).unwrap().version, 2);
+        let b = body(|w| w.class_new(OBJECT, b"m.P", 1, [&b"__dict__"[..]].into_iter()));
+        assert!(events(&b).unwrap_err().message.contains("dunder"));
+    }
+
+    #[test]
+    fn every_truncation_and_flip_is_an_error_or_valid() {
+        let b = body(|w| {
+            w.share();
+            w.list(3);
+            w.str(b"hello world, a longer string here");
+            w.tuple(2);
+            w.int(-70000);
+            w.float(0.1);
+            w.reference(0);
+        });
+        assert!(events(&b).is_ok());
+        for cut in 0..b.len() {
+            assert!(events(&b[..cut]).is_err());
+        }
+        for i in 0..b.len() {
+            for bit in 0..8 {
+                let mut c = b.clone();
+                c[i] ^= 1 << bit;
+                let _ = events(&c);
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! One-byte value tags. `docs/format.md` gives the meaning of each.
+
+/// `0x00..=0x3f`: the int `tag` itself.
+pub const SMALL_INT_MAX: u8 = 0x3f;
+/// `0x40..=0x5f`: a str of `tag - 0x40` UTF-8 bytes.
+pub const SHORT_STR: u8 = 0x40;
+pub const SHORT_STR_MAX_LEN: usize = 31;
+/// `0x60..=0x6f`: a list of `tag - 0x60` items.
+pub const SHORT_LIST: u8 = 0x60;
+/// `0x70..=0x7f`: a tuple of `tag - 0x70` items.
+pub const SHORT_TUPLE: u8 = 0x70;
+/// `0x80..=0x8f`: a dict of `tag - 0x80` pairs.
+pub const SHORT_DICT: u8 = 0x80;
+pub const SHORT_CONTAINER_MAX: usize = 15;
+
+pub const NONE: u8 = 0x90;
+pub const FALSE: u8 = 0x91;
+pub const TRUE: u8 = 0x92;
+pub const ELLIPSIS: u8 = 0x93;
+pub const UINT8: u8 = 0x94;
+pub const NEG8: u8 = 0x95;
+pub const UINT16: u8 = 0x96;
+pub const NEG16: u8 = 0x97;
+pub const INT32: u8 = 0x98;
+pub const BIGINT: u8 = 0x99;
+pub const FLOAT64: u8 = 0x9a;
+pub const FLOAT32: u8 = 0x9b;
+pub const COMPLEX: u8 = 0x9c;
+pub const STR: u8 = 0x9d;
+pub const STR_SURROGATES: u8 = 0x9e;
+pub const BYTES: u8 = 0x9f;
+pub const BYTEARRAY: u8 = 0xa0;
+pub const LIST: u8 = 0xa1;
+pub const TUPLE: u8 = 0xa2;
+pub const DICT: u8 = 0xa3;
+pub const SET: u8 = 0xa4;
+pub const FROZENSET: u8 = 0xa5;
+pub const SHARE: u8 = 0xa6;
+pub const REF: u8 = 0xa7;
+pub const REPLACE: u8 = 0xa8;
+pub const RANGE: u8 = 0xa9;
+pub const SLICE: u8 = 0xaa;
+pub const ORDERED_DICT: u8 = 0xab;
+pub const COUNTER: u8 = 0xac;
+pub const DEFAULT_DICT: u8 = 0xad;
+pub const DEQUE: u8 = 0xae;
+pub const STD: u8 = 0xaf;
+pub const OBJECT: u8 = 0xb0;
+pub const ENUM: u8 = 0xb1;
+/// Highest defined tag; everything above is reserved and rejected.
+pub const LAST: u8 = ENUM;

@@ -1,0 +1,342 @@
+//! Encoder primitives: each call appends one tag and its inline data to one buffer.
+
+use crate::header::{Header, FLAG_SIGNED, MAX_HEADER_LEN};
+use crate::integrity;
+use crate::tags::*;
+use crate::varint;
+
+/// Builds one record. Room for the longest header is kept in front of the body, so
+/// [`Writer::finish`] only fills it in and the body is never moved.
+///
+/// Large str and bytes data may be *deferred*: the writer records only its tag and
+/// length, and the caller copies the data once, straight into the final output
+/// (see [`Writer::finish_header`]).
+pub struct Writer {
+    buf: Vec<u8>,
+    deferred: usize,
+}
+
+impl Default for Writer {
+    fn default() -> Self {
+        Self::with_capacity(256)
+    }
+}
+
+impl Writer {
+    pub fn with_capacity(body: usize) -> Self {
+        let mut buf = Vec::with_capacity(MAX_HEADER_LEN + body);
+        buf.resize(MAX_HEADER_LEN, 0);
+        Self { buf, deferred: 0 }
+    }
+
+    /// Bytes of body so far, deferred data included.
+    #[inline]
+    pub fn body_len(&self) -> usize {
+        self.buf.len() - MAX_HEADER_LEN + self.deferred
+    }
+
+    /// Reserves room for `additional` more body bytes.
+    #[inline]
+    pub fn reserve(&mut self, additional: usize) {
+        self.buf.reserve(additional);
+    }
+
+    /// Completes a record without deferred data; returns the buffer and where the
+    /// record starts in it.
+    pub fn finish(mut self, key: Option<&[u8]>) -> (Vec<u8>, usize) {
+        debug_assert_eq!(
+            self.deferred, 0,
+            "records with deferred data use finish_header"
+        );
+        let flags = if key.is_some() { FLAG_SIGNED } else { 0 };
+        let (header, len) = Header::encode(flags, self.body_len() as u64);
+        let start = MAX_HEADER_LEN - len;
+        self.buf[start..MAX_HEADER_LEN].copy_from_slice(&header[..len]);
+        if let Some(key) = key {
+            let tag = integrity::sign(key, &self.buf[start..]);
+            self.buf.extend_from_slice(&tag);
+        }
+        (self.buf, start)
+    }
+
+    /// Writes the header of a record with deferred data. The record is `buf[start..]`
+    /// with each deferred chunk inserted at the position [`Writer::str_deferred`] or
+    /// [`Writer::bytes_deferred`] returned, then the 32-byte tag if `signed`.
+    pub fn finish_header(mut self, signed: bool) -> (Vec<u8>, usize) {
+        let flags = if signed { FLAG_SIGNED } else { 0 };
+        let (header, len) = Header::encode(flags, self.body_len() as u64);
+        let start = MAX_HEADER_LEN - len;
+        self.buf[start..MAX_HEADER_LEN].copy_from_slice(&header[..len]);
+        (self.buf, start)
+    }
+
+    /// Starts a str of `n` UTF-8 bytes supplied later; returns where they go.
+    pub fn str_deferred(&mut self, n: usize) -> usize {
+        self.tag_len(STR, n as u64);
+        self.deferred += n;
+        self.buf.len()
+    }
+
+    /// Starts a bytes of `n` bytes supplied later; returns where they go.
+    pub fn bytes_deferred(&mut self, n: usize) -> usize {
+        self.tag_len(BYTES, n as u64);
+        self.deferred += n;
+        self.buf.len()
+    }
+
+    #[inline]
+    pub fn tag(&mut self, tag: u8) {
+        self.buf.push(tag);
+    }
+
+    #[inline]
+    fn tag_len(&mut self, tag: u8, n: u64) {
+        self.buf.push(tag);
+        varint::put(&mut self.buf, n);
+    }
+
+    /// An int that fits 64 bits, in its shortest form.
+    #[inline]
+    pub fn int(&mut self, v: i64) {
+        if (0..=SMALL_INT_MAX as i64).contains(&v) {
+            self.buf.push(v as u8);
+        } else if (0..=0xff).contains(&v) {
+            self.buf.extend_from_slice(&[UINT8, v as u8]);
+        } else if (-0x100..0).contains(&v) {
+            self.buf.extend_from_slice(&[NEG8, (-1 - v) as u8]);
+        } else if (0..=0xffff).contains(&v) {
+            let [a, b] = (v as u16).to_le_bytes();
+            self.buf.extend_from_slice(&[UINT16, a, b]);
+        } else if (-0x10000..0).contains(&v) {
+            let [a, b] = ((-1 - v) as u16).to_le_bytes();
+            self.buf.extend_from_slice(&[NEG16, a, b]);
+        } else if let Ok(v32) = i32::try_from(v) {
+            let [a, b, c, d] = v32.to_le_bytes();
+            self.buf.extend_from_slice(&[INT32, a, b, c, d]);
+        } else {
+            let bytes = v.to_le_bytes();
+            self.bigint(minimal_le(&bytes));
+        }
+    }
+
+    /// An int given as little-endian two's-complement bytes (at least one).
+    pub fn bigint(&mut self, le: &[u8]) {
+        self.tag_len(BIGINT, le.len() as u64);
+        self.buf.extend_from_slice(le);
+    }
+
+    /// A float; the 4-byte form is used only when it converts back bit for bit.
+    #[inline]
+    pub fn float(&mut self, f: f64) {
+        let narrow = f as f32;
+        if f64::from(narrow).to_bits() == f.to_bits() {
+            let [a, b, c, d] = narrow.to_le_bytes();
+            self.buf.extend_from_slice(&[FLOAT32, a, b, c, d]);
+        } else {
+            let mut out = [FLOAT64; 9];
+            out[1..].copy_from_slice(&f.to_le_bytes());
+            self.buf.extend_from_slice(&out);
+        }
+    }
+
+    pub fn complex(&mut self, re: f64, im: f64) {
+        self.buf.push(COMPLEX);
+        self.buf.extend_from_slice(&re.to_le_bytes());
+        self.buf.extend_from_slice(&im.to_le_bytes());
+    }
+
+    /// A str from its UTF-8 bytes.
+    #[inline]
+    pub fn str(&mut self, utf8: &[u8]) {
+        if utf8.len() <= SHORT_STR_MAX_LEN {
+            self.buf.push(SHORT_STR + utf8.len() as u8);
+        } else {
+            self.tag_len(STR, utf8.len() as u64);
+        }
+        self.buf.extend_from_slice(utf8);
+    }
+
+    /// A str holding lone surrogates, from its UTF-8 "surrogatepass" bytes.
+    pub fn str_surrogates(&mut self, bytes: &[u8]) {
+        self.tag_len(STR_SURROGATES, bytes.len() as u64);
+        self.buf.extend_from_slice(bytes);
+    }
+
+    pub fn bytes(&mut self, data: &[u8]) {
+        self.tag_len(BYTES, data.len() as u64);
+        self.buf.extend_from_slice(data);
+    }
+
+    pub fn bytearray(&mut self, data: &[u8]) {
+        self.tag_len(BYTEARRAY, data.len() as u64);
+        self.buf.extend_from_slice(data);
+    }
+
+    #[inline]
+    fn short_or_long(&mut self, short: u8, long: u8, n: usize) {
+        if n <= SHORT_CONTAINER_MAX {
+            self.buf.push(short + n as u8);
+        } else {
+            self.tag_len(long, n as u64);
+        }
+    }
+
+    /// Starts a list of `n` items.
+    #[inline]
+    pub fn list(&mut self, n: usize) {
+        self.short_or_long(SHORT_LIST, LIST, n);
+    }
+
+    #[inline]
+    pub fn tuple(&mut self, n: usize) {
+        self.short_or_long(SHORT_TUPLE, TUPLE, n);
+    }
+
+    /// Starts a dict of `n` key/value pairs.
+    #[inline]
+    pub fn dict(&mut self, n: usize) {
+        self.short_or_long(SHORT_DICT, DICT, n);
+    }
+
+    /// Starts a container whose tag is followed by its item count (set, frozenset,
+    /// ordered dict, counter).
+    pub fn counted(&mut self, tag: u8, n: usize) {
+        self.tag_len(tag, n as u64);
+    }
+
+    pub fn default_dict(&mut self, factory: u8, n: usize) {
+        self.buf.push(DEFAULT_DICT);
+        self.buf.push(factory);
+        varint::put(&mut self.buf, n as u64);
+    }
+
+    pub fn deque(&mut self, maxlen: Option<u64>, n: usize) {
+        self.buf.push(DEQUE);
+        varint::put(&mut self.buf, maxlen.map_or(0, |m| m.saturating_add(1)));
+        varint::put(&mut self.buf, n as u64);
+    }
+
+    /// Marks the next value as shared: it takes the next memo slot.
+    #[inline]
+    pub fn share(&mut self) {
+        self.buf.push(SHARE);
+    }
+
+    /// A second occurrence of the value in memo `slot`.
+    #[inline]
+    pub fn reference(&mut self, slot: u32) {
+        self.tag_len(REF, u64::from(slot));
+    }
+
+    /// Body offset where the next value starts (for [`Writer::replace_at`]).
+    #[inline]
+    pub fn mark(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Wraps the value written from `mark` on: the reader decodes it for its side
+    /// effects, then uses memo `slot` in its place (a tuple met again inside itself).
+    /// Returns how many bytes were inserted at `mark`.
+    pub fn replace_at(&mut self, mark: usize, slot: u32) -> usize {
+        let mut prefix = vec![REPLACE];
+        varint::put(&mut prefix, u64::from(slot));
+        let n = prefix.len();
+        self.buf.splice(mark..mark, prefix);
+        n
+    }
+
+    /// `tag` (`OBJECT` or `ENUM`) with a class defined earlier in this record.
+    #[inline]
+    pub fn class_ref(&mut self, tag: u8, index: u32) {
+        self.tag_len(tag, u64::from(index) + 1);
+    }
+
+    /// `tag` (`OBJECT` or `ENUM`) with a new class definition.
+    pub fn class_new<'f>(
+        &mut self,
+        tag: u8,
+        name: &[u8],
+        version: u64,
+        fields: impl ExactSizeIterator<Item = &'f [u8]>,
+    ) {
+        self.buf.push(tag);
+        self.buf.push(0);
+        varint::put(&mut self.buf, name.len() as u64);
+        self.buf.extend_from_slice(name);
+        varint::put(&mut self.buf, version);
+        varint::put(&mut self.buf, fields.len() as u64);
+        for field in fields {
+            varint::put(&mut self.buf, field.len() as u64);
+            self.buf.extend_from_slice(field);
+        }
+    }
+
+    /// A standard-library value of `kind`, followed by its argument tuple.
+    pub fn std(&mut self, kind: u64) {
+        self.tag_len(STD, kind);
+    }
+}
+
+/// Shortest little-endian two's-complement prefix that still has the right sign.
+pub fn minimal_le(bytes: &[u8]) -> &[u8] {
+    let mut n = bytes.len();
+    while n > 1 {
+        let top = bytes[n - 1];
+        let below_sign = bytes[n - 2] & 0x80;
+        if (top == 0 && below_sign == 0) || (top == 0xff && below_sign != 0) {
+            n -= 1;
+        } else {
+            break;
+        }
+    }
+    &bytes[..n]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(f: impl FnOnce(&mut Writer)) -> Vec<u8> {
+        let mut w = Writer::default();
+        f(&mut w);
+        w.buf[MAX_HEADER_LEN..].to_vec()
+    }
+
+    #[test]
+    fn ints_take_their_shortest_form() {
+        assert_eq!(body(|w| w.int(5)), [5]);
+        assert_eq!(body(|w| w.int(200)), [UINT8, 200]);
+        assert_eq!(body(|w| w.int(-1)), [NEG8, 0]);
+        assert_eq!(body(|w| w.int(-256)), [NEG8, 255]);
+        assert_eq!(body(|w| w.int(65535)), [UINT16, 255, 255]);
+        assert_eq!(body(|w| w.int(-65536)), [NEG16, 255, 255]);
+        assert_eq!(body(|w| w.int(1 << 20)), [INT32, 0, 0, 16, 0]);
+        assert_eq!(body(|w| w.int(1 << 40)), [BIGINT, 6, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(body(|w| w.int(i64::MIN)).len(), 10);
+    }
+
+    #[test]
+    fn minimal_le_keeps_the_sign() {
+        assert_eq!(minimal_le(&[0x80, 0, 0]), &[0x80, 0]);
+        assert_eq!(minimal_le(&[0x7f, 0, 0]), &[0x7f]);
+        assert_eq!(minimal_le(&[0xff, 0xff]), &[0xff]);
+        assert_eq!(minimal_le(&[0x00, 0xff]), &[0x00, 0xff]);
+    }
+
+    #[test]
+    fn floats_narrow_only_when_exact() {
+        assert_eq!(body(|w| w.float(1.5)).len(), 5);
+        assert_eq!(body(|w| w.float(0.1)).len(), 9);
+        assert_eq!(body(|w| w.float(-0.0)), [FLOAT32, 0, 0, 0, 0x80]);
+    }
+
+    #[test]
+    fn finish_writes_header_and_tag() {
+        let mut w = Writer::default();
+        w.tag(NONE);
+        let (buf, start) = w.finish(Some(b"k"));
+        let record = &buf[start..];
+        assert_eq!(&record[..5], b"BW\x01\x01\x01");
+        assert_eq!(record.len(), 5 + 1 + 32);
+    }
+}

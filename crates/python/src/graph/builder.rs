@@ -1,0 +1,849 @@
+//! The iterative object builder: reader events -> Python objects, in a single native call.
+//!
+//! An explicit frame stack (never the C stack) holds the containers being filled. Mutable
+//! containers exist before their children (so cycles through them work); tuples,
+//! frozensets and the like are made after, and their memo slot is empty until then.
+
+use std::ptr::addr_of_mut;
+
+use bytewright_graph::{ClassDef, Event, Reader};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+
+use super::classes::AllowedClasses;
+use super::config::Config;
+use super::errors::{read_error, unpickling};
+
+extern "C" {
+    // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items.
+    fn _PyDict_NewPresized(n: ffi::Py_ssize_t) -> *mut ffi::PyObject;
+}
+
+const KIND_DICT: u8 = 1;
+const KIND_TUPLE: u8 = 3;
+const KIND_ENUM: u8 = 4;
+
+enum Collect {
+    Range,
+    Slice,
+    Std(u64),
+    Enum(usize),
+}
+
+enum Frame<'py> {
+    List {
+        obj: Bound<'py, PyAny>,
+        filled: isize,
+    },
+    Tuple {
+        obj: Bound<'py, PyAny>,
+        filled: isize,
+        slot: Option<usize>,
+    },
+    Dict {
+        obj: Bound<'py, PyAny>,
+        key: Option<Bound<'py, PyAny>>,
+    },
+    /// Dict subclasses (OrderedDict, Counter, defaultdict), filled through `__setitem__`.
+    Mapping {
+        obj: Bound<'py, PyAny>,
+        key: Option<Bound<'py, PyAny>>,
+    },
+    Set {
+        obj: Bound<'py, PyAny>,
+    },
+    FrozenSet {
+        obj: Bound<'py, PyAny>,
+        slot: Option<usize>,
+    },
+    Deque {
+        obj: Bound<'py, PyAny>,
+    },
+    Collect {
+        what: Collect,
+        values: Vec<Bound<'py, PyAny>>,
+        slot: Option<usize>,
+    },
+    Object {
+        class: usize,
+        obj: Option<Bound<'py, PyAny>>,
+        /// The instance `__dict__` of a dict-based class, written directly (never
+        /// through descriptors), as pickle does.
+        dict: Option<Bound<'py, PyAny>>,
+        values: Vec<Bound<'py, PyAny>>,
+        filled: usize,
+        slot: Option<usize>,
+    },
+    Replace {
+        target: usize,
+    },
+}
+
+/// A payload class resolved against `classes=` (once per class definition per call).
+struct Resolved<'py> {
+    info: Bound<'py, PyAny>,
+    cls: Bound<'py, PyType>,
+    kind: u8,
+    name: String,
+    version: u64,
+    names: Vec<Bound<'py, PyString>>,
+    /// Same version and exactly the declared fields: set them directly.
+    fast: bool,
+}
+
+pub struct Builder<'py, 'a> {
+    py: Python<'py>,
+    cfg: &'static Config,
+    reader: Reader<'a>,
+    classes: AllowedClasses<'py>,
+    memo: Vec<Option<Bound<'py, PyAny>>>,
+    pending_share: bool,
+    frames: Vec<Frame<'py>>,
+    resolved: Vec<Option<Resolved<'py>>>,
+    empty_tuple: Bound<'py, PyTuple>,
+}
+
+impl<'py, 'a> Builder<'py, 'a> {
+    pub fn new(
+        py: Python<'py>,
+        cfg: &'static Config,
+        reader: Reader<'a>,
+        classes: AllowedClasses<'py>,
+    ) -> Self {
+        Self {
+            py,
+            cfg,
+            reader,
+            classes,
+            memo: Vec::new(),
+            pending_share: false,
+            frames: Vec::with_capacity(8),
+            resolved: Vec::new(),
+            empty_tuple: PyTuple::empty(py),
+        }
+    }
+
+    fn fail(&self, message: String, cause: Option<PyErr>) -> PyErr {
+        if let Some(cause) = &cause {
+            // Our own helpers already raise the right class with a full message, and
+            // KeyboardInterrupt or SystemExit must never be disguised as bad input.
+            if cause.is_instance(self.py, self.cfg.unpickling_error.bind(self.py))
+                || !cause.is_instance_of::<pyo3::exceptions::PyException>(self.py)
+            {
+                return cause.clone_ref(self.py);
+            }
+        }
+        unpickling(
+            self.py,
+            self.cfg,
+            format!("{message} (at byte {})", self.reader.offset()),
+            cause,
+        )
+    }
+
+    fn wrap<T>(&self, what: &str, r: PyResult<T>) -> PyResult<T> {
+        r.map_err(|e| {
+            let text = e.value(self.py).to_string();
+            self.fail(format!("cannot rebuild {what}: {text}"), Some(e))
+        })
+    }
+
+    /// Takes ownership of a new reference from the C API (NULL: the pending exception).
+    fn owned(&self, what: &str, ptr: *mut ffi::PyObject) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: ptr is a new reference or NULL with an exception set.
+        let r = unsafe { Bound::from_owned_ptr_or_err(self.py, ptr) };
+        self.wrap(what, r)
+    }
+
+    #[inline]
+    fn share_now(&mut self, value: &Bound<'py, PyAny>) {
+        if self.pending_share {
+            self.pending_share = false;
+            self.memo.push(Some(value.clone()));
+        }
+    }
+
+    #[inline]
+    fn share_later(&mut self) -> Option<usize> {
+        if self.pending_share {
+            self.pending_share = false;
+            self.memo.push(None);
+            Some(self.memo.len() - 1)
+        } else {
+            None
+        }
+    }
+
+    fn fill(&mut self, slot: Option<usize>, value: &Bound<'py, PyAny>) {
+        if let Some(slot) = slot {
+            self.memo[slot] = Some(value.clone());
+        }
+    }
+
+    pub fn build(mut self) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let mut root = None;
+        loop {
+            let event = match self.reader.next_event() {
+                Ok(Some(event)) => event,
+                Ok(None) => break,
+                Err(e) => return Err(read_error(py, self.cfg, &e)),
+            };
+            let value = match event {
+                Event::Share => {
+                    self.pending_share = true;
+                    continue;
+                }
+                Event::End => {
+                    let Some(frame) = self.frames.pop() else {
+                        return Err(self.fail("unbalanced end of container".into(), None));
+                    };
+                    self.finish(frame)?
+                }
+                Event::Int(v) => {
+                    // SAFETY: plain constructor; returns a new reference or NULL.
+                    let v = self.owned("int", unsafe { ffi::PyLong_FromLongLong(v) })?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::Str(s) => {
+                    let v = self.str(s)?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::List(n) => {
+                    // SAFETY: a fresh list of n NULL slots; its size is then set to 0 and
+                    // grows as slots are filled, so it is a valid list at every moment.
+                    let obj = self.owned("list", unsafe { ffi::PyList_New(n as isize) })?;
+                    unsafe { (*obj.as_ptr().cast::<ffi::PyVarObject>()).ob_size = 0 };
+                    self.share_now(&obj);
+                    if n > 0 {
+                        self.frames.push(Frame::List { obj, filled: 0 });
+                        continue;
+                    }
+                    obj
+                }
+                Event::Dict(n) => {
+                    // SAFETY: plain constructor; n is bounded by the body length.
+                    let obj = self.owned("dict", unsafe { _PyDict_NewPresized(n as isize) })?;
+                    self.share_now(&obj);
+                    if n > 0 {
+                        self.frames.push(Frame::Dict { obj, key: None });
+                        continue;
+                    }
+                    obj
+                }
+                Event::Tuple(n) => {
+                    let slot = self.share_later();
+                    // SAFETY: a fresh tuple of n NULL slots, never exposed before it is full.
+                    let obj = self.owned("tuple", unsafe { ffi::PyTuple_New(n as isize) })?;
+                    if n > 0 {
+                        self.frames.push(Frame::Tuple {
+                            obj,
+                            filled: 0,
+                            slot,
+                        });
+                        continue;
+                    }
+                    self.fill(slot, &obj);
+                    obj
+                }
+                Event::Float(f) => {
+                    // SAFETY: plain constructor.
+                    let v = self.owned("float", unsafe { ffi::PyFloat_FromDouble(f) })?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::None | Event::Bool(_) | Event::Ellipsis => {
+                    // SAFETY: the singletons are immortal for our purposes; we take a new reference.
+                    let p = unsafe {
+                        match event {
+                            Event::None => ffi::Py_None(),
+                            Event::Bool(true) => ffi::Py_True(),
+                            Event::Bool(false) => ffi::Py_False(),
+                            _ => ffi::Py_Ellipsis(),
+                        }
+                    };
+                    // SAFETY: p is a live singleton.
+                    let v = unsafe { Bound::from_borrowed_ptr(py, p) };
+                    self.share_now(&v);
+                    v
+                }
+                Event::BigInt(le) => {
+                    // SAFETY: le is a live slice of at least one byte.
+                    let p = unsafe { ffi::_PyLong_FromByteArray(le.as_ptr(), le.len(), 1, 1) };
+                    let v = self.owned("int", p)?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::Complex(re, im) => {
+                    // SAFETY: plain constructor.
+                    let v = self.owned("complex", unsafe { ffi::PyComplex_FromDoubles(re, im) })?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::StrSurrogates(s) => {
+                    // SAFETY: s is a live slice.
+                    let p = unsafe {
+                        ffi::PyUnicode_DecodeUTF8(
+                            s.as_ptr().cast(),
+                            s.len() as isize,
+                            c"surrogatepass".as_ptr(),
+                        )
+                    };
+                    let v = self.owned("str", p)?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::Bytes(s) => {
+                    // SAFETY: s is a live slice.
+                    let p = unsafe {
+                        ffi::PyBytes_FromStringAndSize(s.as_ptr().cast(), s.len() as isize)
+                    };
+                    let v = self.owned("bytes", p)?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::ByteArray(s) => {
+                    // SAFETY: s is a live slice.
+                    let p = unsafe {
+                        ffi::PyByteArray_FromStringAndSize(s.as_ptr().cast(), s.len() as isize)
+                    };
+                    let v = self.owned("bytearray", p)?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::Set(n) => {
+                    // SAFETY: plain constructor.
+                    let obj = self.owned("set", unsafe { ffi::PySet_New(std::ptr::null_mut()) })?;
+                    self.share_now(&obj);
+                    if n > 0 {
+                        self.frames.push(Frame::Set { obj });
+                        continue;
+                    }
+                    obj
+                }
+                Event::FrozenSet(n) => {
+                    let slot = self.share_later();
+                    // SAFETY: plain constructor; filled with PySet_Add while we hold the only reference.
+                    let obj = self.owned("frozenset", unsafe {
+                        ffi::PyFrozenSet_New(std::ptr::null_mut())
+                    })?;
+                    if n > 0 {
+                        self.frames.push(Frame::FrozenSet { obj, slot });
+                        continue;
+                    }
+                    self.fill(slot, &obj);
+                    obj
+                }
+                Event::OrderedDict(n) | Event::Counter(n) => {
+                    let cls = if matches!(event, Event::OrderedDict(_)) {
+                        &self.cfg.ordered_dict
+                    } else {
+                        &self.cfg.counter
+                    };
+                    let obj = self.wrap("mapping", cls.bind(py).call0())?;
+                    self.share_now(&obj);
+                    if n > 0 {
+                        self.frames.push(Frame::Mapping { obj, key: None });
+                        continue;
+                    }
+                    obj
+                }
+                Event::DefaultDict { factory, len } => {
+                    let Ok(factory) = self.cfg.factories.bind(py).get_item(usize::from(factory))
+                    else {
+                        return Err(
+                            self.fail(format!("unknown defaultdict factory code {factory}"), None)
+                        );
+                    };
+                    let obj = self.wrap(
+                        "defaultdict",
+                        self.cfg.default_dict.bind(py).call1((factory,)),
+                    )?;
+                    self.share_now(&obj);
+                    if len > 0 {
+                        self.frames.push(Frame::Mapping { obj, key: None });
+                        continue;
+                    }
+                    obj
+                }
+                Event::Deque { maxlen, len } => {
+                    let Some(maxlen) =
+                        maxlen.map_or(Some(None), |m| isize::try_from(m).ok().map(Some))
+                    else {
+                        return Err(self.fail("deque maxlen out of range".into(), None));
+                    };
+                    let obj = self.wrap(
+                        "deque",
+                        self.cfg
+                            .deque
+                            .bind(py)
+                            .call1((self.empty_tuple.clone(), maxlen)),
+                    )?;
+                    self.share_now(&obj);
+                    if len > 0 {
+                        self.frames.push(Frame::Deque { obj });
+                        continue;
+                    }
+                    obj
+                }
+                Event::Range | Event::Slice | Event::Std(_) => {
+                    let slot = self.share_later();
+                    let what = match event {
+                        Event::Range => Collect::Range,
+                        Event::Slice => Collect::Slice,
+                        Event::Std(kind) => Collect::Std(kind),
+                        _ => unreachable!(),
+                    };
+                    self.frames.push(Frame::Collect {
+                        what,
+                        values: Vec::with_capacity(3),
+                        slot,
+                    });
+                    continue;
+                }
+                Event::Enum { class } => {
+                    let slot = self.share_later();
+                    self.resolve(class, true)?;
+                    self.frames.push(Frame::Collect {
+                        what: Collect::Enum(class),
+                        values: Vec::with_capacity(1),
+                        slot,
+                    });
+                    continue;
+                }
+                Event::Object { class, len } => match self.object(class, len)? {
+                    Some(obj) => obj,
+                    None => continue,
+                },
+                Event::Ref(slot) => match self.memo.get(slot) {
+                    Some(Some(v)) => v.clone(),
+                    _ => {
+                        return Err(self.fail(
+                            format!("reference to memo slot {slot} before its value is complete"),
+                            None,
+                        ))
+                    }
+                },
+                Event::Replace(target) => {
+                    self.frames.push(Frame::Replace { target });
+                    continue;
+                }
+            };
+            if let Some(v) = self.deliver(value)? {
+                root = Some(v);
+            }
+        }
+        root.ok_or_else(|| self.fail("the record holds no value".into(), None))
+    }
+
+    /// A str from strict UTF-8. Short ASCII text (the common case) is copied straight
+    /// into a new compact string, skipping the general decoder.
+    #[inline]
+    fn str(&self, s: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        if (2..=64).contains(&s.len()) && s.is_ascii() {
+            // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte
+            // data area is exactly s.len() bytes long; s is ASCII, so it is valid content.
+            unsafe {
+                let p = ffi::PyUnicode_New(s.len() as ffi::Py_ssize_t, 127);
+                if !p.is_null() {
+                    std::ptr::copy_nonoverlapping(
+                        s.as_ptr(),
+                        ffi::PyUnicode_1BYTE_DATA(p),
+                        s.len(),
+                    );
+                }
+                return self.owned("str", p);
+            }
+        }
+        // SAFETY: s is a live slice; the decoder validates the UTF-8.
+        let p = unsafe {
+            ffi::PyUnicode_DecodeUTF8(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr())
+        };
+        self.owned("str", p)
+    }
+
+    fn resolve(&mut self, class: usize, want_enum: bool) -> PyResult<()> {
+        if self.resolved.len() <= class {
+            self.resolved.resize_with(class + 1, || None);
+        }
+        if self.resolved[class].is_none() {
+            let def = self
+                .reader
+                .class(class)
+                .cloned()
+                .ok_or_else(|| self.fail(format!("undefined class #{class}"), None))?;
+            let r = self.resolve_def(&def)?;
+            self.resolved[class] = Some(r);
+        }
+        let Some(r) = &self.resolved[class] else {
+            unreachable!()
+        };
+        if (r.kind == KIND_ENUM) != want_enum {
+            let what = if want_enum {
+                "an enum member"
+            } else {
+                "an object"
+            };
+            return Err(self.fail(
+                format!(
+                    "record of class '{}' is {what}, but the class is not",
+                    r.name
+                ),
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    fn resolve_def(&mut self, def: &ClassDef<'_>) -> PyResult<Resolved<'py>> {
+        let py = self.py;
+        let name = String::from_utf8_lossy(def.name).into_owned();
+        let short = name.rsplit('.').next().unwrap_or(&name).to_string();
+        let found = self.classes.get(self.cfg, &name)?;
+        let cls = match found {
+            Some(cls) => cls,
+            None => {
+                return Err(self.fail(
+                    format!(
+                        "record of class '{name}' is not allowed: pass classes=[{short}] (or classes={{'{name}': {short}}}) to allow it"
+                    ),
+                    None,
+                ))
+            }
+        };
+        let info = self.wrap(
+            &format!("class '{name}'"),
+            self.cfg.describe.bind(py).call1((&cls,)),
+        )?;
+        let kind: u8 = info.getattr("kind")?.extract()?;
+        let version: u64 = info.getattr("version")?.extract()?;
+        let fields = info.getattr("fields")?;
+        let declared: Option<Vec<Bound<'py, PyString>>> = if fields.is_none() {
+            None
+        } else {
+            Some(fields.extract()?)
+        };
+        // Reuse the class's own (interned) field names when the record's match them.
+        let same_fields = declared.as_ref().is_none_or(|declared| {
+            declared.len() == def.fields.len()
+                && declared
+                    .iter()
+                    .zip(&def.fields)
+                    .all(|(a, b)| a.to_str().is_ok_and(|a| a.as_bytes() == *b))
+        });
+        let names: Vec<Bound<'py, PyString>> = match (&declared, same_fields) {
+            (Some(declared), true) => declared.clone(),
+            _ => def
+                .fields
+                .iter()
+                .map(|f| PyString::intern(py, &String::from_utf8_lossy(f)))
+                .collect(),
+        };
+        let fast = def.version == version && same_fields && kind != KIND_TUPLE && kind != KIND_ENUM;
+        Ok(Resolved {
+            info,
+            cls,
+            kind,
+            name,
+            version: def.version,
+            names,
+            fast,
+        })
+    }
+
+    /// Starts an object record; `Some` when it is complete already (no fields).
+    fn object(&mut self, class: usize, len: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.resolve(class, false)?;
+        let Some(r) = &self.resolved[class] else {
+            unreachable!()
+        };
+        let (obj, slot) = if r.kind == KIND_TUPLE {
+            (None, self.share_later())
+        } else {
+            // SAFETY: object.__new__(cls): the base allocator of a Python-defined class
+            // whose bases are all Python classes (checked by describe); no user code runs.
+            let p = unsafe {
+                let base = addr_of_mut!(ffi::PyBaseObject_Type);
+                match (*base).tp_new {
+                    Some(tp_new) => tp_new(
+                        r.cls.as_ptr().cast(),
+                        self.empty_tuple.as_ptr(),
+                        std::ptr::null_mut(),
+                    ),
+                    None => std::ptr::null_mut(),
+                }
+            };
+            let obj = self.owned(&format!("an instance of '{}'", r.name), p)?;
+            self.share_now(&obj);
+            (Some(obj), None)
+        };
+        if len == 0 {
+            return self.finish_object(class, obj, Vec::new(), slot).map(Some);
+        }
+        let resolved = self.resolved.get(class).and_then(Option::as_ref);
+        let fast = resolved.is_some_and(|r| r.fast) && obj.is_some();
+        let dict = match (&obj, resolved) {
+            (Some(o), Some(r)) if fast && r.kind == KIND_DICT => {
+                // SAFETY: a live instance of a class with an instance dict; returns a new
+                // reference or NULL with an exception set.
+                let d = unsafe { ffi::PyObject_GenericGetDict(o.as_ptr(), std::ptr::null_mut()) };
+                Some(self.owned("an instance __dict__", d)?)
+            }
+            _ => None,
+        };
+        let values = if fast {
+            Vec::new()
+        } else {
+            Vec::with_capacity(len)
+        };
+        self.frames.push(Frame::Object {
+            class,
+            obj,
+            dict,
+            values,
+            filled: 0,
+            slot,
+        });
+        Ok(None)
+    }
+
+    fn finish_object(
+        &mut self,
+        class: usize,
+        obj: Option<Bound<'py, PyAny>>,
+        values: Vec<Bound<'py, PyAny>>,
+        slot: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let Some(r) = &self.resolved[class] else {
+            unreachable!()
+        };
+        if r.fast {
+            if let Some(obj) = obj {
+                // Its fields were set as they arrived (see `deliver`).
+                return Ok(obj);
+            }
+        }
+        let state = PyDict::new(py);
+        for (name, value) in r.names.iter().zip(values) {
+            state.set_item(name, value)?;
+        }
+        let target = obj
+            .map(Bound::into_any)
+            .unwrap_or_else(|| py.None().into_bound(py));
+        let what = format!("an instance of '{}'", r.name);
+        let result = r.info.call_method1("build", (target, state, r.version));
+        let result = self.wrap(&what, result)?;
+        self.fill(slot, &result);
+        Ok(result)
+    }
+
+    fn finish(&mut self, frame: Frame<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        Ok(match frame {
+            Frame::List { obj, .. } | Frame::Dict { obj, .. } | Frame::Mapping { obj, .. } => obj,
+            Frame::Set { obj } | Frame::Deque { obj } => obj,
+            Frame::Tuple { obj, slot, .. } | Frame::FrozenSet { obj, slot } => {
+                self.fill(slot, &obj);
+                obj
+            }
+            Frame::Object {
+                class,
+                obj,
+                values,
+                slot,
+                ..
+            } => self.finish_object(class, obj, values, slot)?,
+            Frame::Replace { target } => match self.memo.get(target) {
+                Some(Some(v)) => v.clone(),
+                _ => {
+                    return Err(self.fail(
+                        format!("replacement by memo slot {target} that is not complete"),
+                        None,
+                    ))
+                }
+            },
+            Frame::Collect { what, values, slot } => {
+                let expected = match what {
+                    Collect::Range | Collect::Slice => 3,
+                    Collect::Std(_) | Collect::Enum(_) => 1,
+                };
+                if values.len() != expected {
+                    return Err(self.fail(
+                        format!("expected {expected} values, found {}", values.len()),
+                        None,
+                    ));
+                }
+                let value = match what {
+                    Collect::Range => {
+                        for v in &values {
+                            if !v.is_exact_instance_of::<pyo3::types::PyInt>() {
+                                return Err(self.fail("range bounds must be ints".into(), None));
+                            }
+                        }
+                        let range = py.get_type::<pyo3::types::PyRange>();
+                        self.wrap("range", range.call1(PyTuple::new(py, &values)?))?
+                    }
+                    Collect::Slice => {
+                        // SAFETY: three live objects; PySlice_New takes its own references.
+                        let p = unsafe {
+                            ffi::PySlice_New(
+                                values[0].as_ptr(),
+                                values[1].as_ptr(),
+                                values[2].as_ptr(),
+                            )
+                        };
+                        self.owned("slice", p)?
+                    }
+                    Collect::Std(kind) => {
+                        let args = values[0].cast::<PyTuple>().map_err(|_| {
+                            self.fail("standard-library arguments must be a tuple".into(), None)
+                        })?;
+                        if !args.is_exact_instance_of::<PyTuple>() {
+                            return Err(self
+                                .fail("standard-library arguments must be a tuple".into(), None));
+                        }
+                        let Some(builder) = self.cfg.builders.bind(py).get_item(kind)? else {
+                            return Err(
+                                self.fail(format!("unknown standard-library kind {kind}"), None)
+                            );
+                        };
+                        self.wrap("a standard-library value", builder.call1(args))?
+                    }
+                    Collect::Enum(class) => {
+                        let Some(r) = &self.resolved[class] else {
+                            unreachable!()
+                        };
+                        let member = r.info.call_method1("member", (&values[0],));
+                        self.wrap(&format!("a member of '{}'", r.name), member)?
+                    }
+                };
+                self.fill(slot, &value);
+                value
+            }
+        })
+    }
+
+    /// Hands a finished value to the open container; returns it if it is the root.
+    #[inline]
+    fn deliver(&mut self, value: Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(top) = self.frames.last_mut() else {
+            return Ok(Some(value));
+        };
+        match top {
+            Frame::List { obj, filled } => {
+                let list = obj.as_ptr();
+                // SAFETY: the list is live. When nothing else has touched it (size equals
+                // what we filled and room remains) the next slot is written in place;
+                // otherwise we fall back to a checked append.
+                unsafe {
+                    let raw = list.cast::<ffi::PyListObject>();
+                    if ffi::Py_SIZE(list) == *filled && *filled < (*raw).allocated {
+                        *(*raw).ob_item.offset(*filled) = value.into_ptr();
+                        *filled += 1;
+                        (*list.cast::<ffi::PyVarObject>()).ob_size = *filled;
+                    } else if ffi::PyList_Append(list, value.as_ptr()) < 0 {
+                        return Err(PyErr::fetch(self.py));
+                    } else {
+                        *filled += 1;
+                    }
+                }
+            }
+            Frame::Tuple { obj, filled, .. } => {
+                // SAFETY: the tuple is fresh and private; the reader guarantees exactly
+                // as many items as slots, and the index is checked anyway.
+                unsafe {
+                    if *filled < ffi::PyTuple_GET_SIZE(obj.as_ptr()) {
+                        ffi::PyTuple_SET_ITEM(obj.as_ptr(), *filled, value.into_ptr());
+                        *filled += 1;
+                    }
+                }
+            }
+            Frame::Dict { obj, key } => match key.take() {
+                None => *key = Some(value),
+                Some(k) => {
+                    // SAFETY: a live dict, key and value; PyDict_SetItem takes its own references.
+                    let rc =
+                        unsafe { ffi::PyDict_SetItem(obj.as_ptr(), k.as_ptr(), value.as_ptr()) };
+                    if rc < 0 {
+                        let e = PyErr::fetch(self.py);
+                        return self.wrap("a dict", Err(e));
+                    }
+                }
+            },
+            Frame::Mapping { obj, key } => match key.take() {
+                None => *key = Some(value),
+                Some(k) => {
+                    let r = obj.set_item(k, value);
+                    self.wrap("a mapping", r)?;
+                }
+            },
+            Frame::Set { obj } | Frame::FrozenSet { obj, .. } => {
+                // SAFETY: a live set, or a frozenset we hold the only reference to.
+                let rc = unsafe { ffi::PySet_Add(obj.as_ptr(), value.as_ptr()) };
+                if rc < 0 {
+                    let e = PyErr::fetch(self.py);
+                    return self.wrap("a set", Err(e));
+                }
+            }
+            Frame::Deque { obj } => {
+                let r = obj.call_method1("append", (value,));
+                self.wrap("a deque", r)?;
+            }
+            Frame::Object {
+                class,
+                obj: Some(obj),
+                dict,
+                values,
+                filled,
+                ..
+            } => {
+                // Fast records (same version, exactly the declared fields) are set as
+                // their values arrive; the others are collected for ClassInfo.build.
+                match self.resolved.get(*class) {
+                    Some(Some(r)) if r.fast => {
+                        let Some(name) = r.names.get(*filled) else {
+                            return Err(unpickling(
+                                self.py,
+                                self.cfg,
+                                "too many field values".into(),
+                                None,
+                            ));
+                        };
+                        *filled += 1;
+                        // SAFETY: generic attribute store (as object.__setattr__) of a str
+                        // name on a live instance; bypasses a frozen dataclass's __setattr__.
+                        let rc = unsafe {
+                            match dict {
+                                Some(d) => {
+                                    ffi::PyDict_SetItem(d.as_ptr(), name.as_ptr(), value.as_ptr())
+                                }
+                                None => ffi::PyObject_GenericSetAttr(
+                                    obj.as_ptr(),
+                                    name.as_ptr(),
+                                    value.as_ptr(),
+                                ),
+                            }
+                        };
+                        if rc < 0 {
+                            let e = PyErr::fetch(self.py);
+                            let what = format!(
+                                "cannot set field '{name}' of class '{}': {}",
+                                r.name,
+                                e.value(self.py)
+                            );
+                            return Err(unpickling(self.py, self.cfg, what, Some(e)));
+                        }
+                    }
+                    _ => values.push(value),
+                }
+            }
+            Frame::Collect { values, .. } | Frame::Object { values, .. } => values.push(value),
+            Frame::Replace { .. } => drop(value),
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,913 @@
+//! The object walker: Python object graph -> one record, in a single native call.
+//!
+//! Exact type pointers pick the fast paths. Only objects whose reference count shows a
+//! second owner can be shared, so only those touch the memo (the walker holds its own
+//! reference to every child it visits, hence the threshold of two).
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+use std::ptr::addr_of_mut;
+
+use bytewright_graph::{tags, writer::minimal_le, Writer};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+
+use super::config::Config;
+use super::errors::{EncodeError, Step};
+use super::memo::Memo;
+use super::ptrmap::PtrMap;
+
+/// Deepest nesting the encoder writes; well inside the decoder's default `max_depth`.
+pub const MAX_DEPTH: u32 = 1000;
+
+/// str and bytes data from this size on is copied once, straight into the output.
+const DEFER_FROM: usize = 16 * 1024;
+
+/// Large immutable data to copy into the output at `at` (a position in the writer's
+/// buffer); `_owner` is held only to keep that memory alive.
+pub struct Chunk<'py> {
+    pub at: usize,
+    pub data: *const u8,
+    pub len: usize,
+    pub _owner: Bound<'py, PyAny>,
+}
+
+const KIND_DICT: u8 = 1;
+const KIND_SLOTS: u8 = 2;
+const KIND_TUPLE: u8 = 3;
+const KIND_ENUM: u8 = 4;
+
+extern "C" {
+    // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): bit length of an int.
+    fn _PyLong_NumBits(v: *mut ffi::PyObject) -> usize;
+}
+
+type R = Result<(), EncodeError>;
+
+/// One layout of a class's records: the field names in the order values are written.
+struct Shape<'py> {
+    index: u32,
+    names: Vec<Bound<'py, PyString>>,
+}
+
+struct ClassEntry<'py> {
+    kind: u8,
+    name: Vec<u8>,
+    version: u64,
+    /// Declared fields (dataclass, slots, namedtuple); `None`: any attribute.
+    fields: Option<Vec<Bound<'py, PyString>>>,
+    has_dict: bool,
+    shapes: Vec<Shape<'py>>,
+}
+
+pub struct Encoder<'py> {
+    py: Python<'py>,
+    cfg: &'static Config,
+    pub w: Writer,
+    memo: Memo,
+    next_slot: u32,
+    class_index: PtrMap<usize>,
+    classes: Vec<ClassEntry<'py>>,
+    class_keep: Vec<Bound<'py, PyAny>>,
+    next_class: u32,
+    deterministic: bool,
+    use_memo: bool,
+    /// Deterministic mode, first pass: objects actually met twice (or inside themselves).
+    pub seen_twice: PtrMap<()>,
+    /// Deterministic mode, second pass: only these objects may be shared, so the output
+    /// does not depend on references from outside the graph.
+    pub only_shared: Option<PtrMap<()>>,
+    /// Deferred str/bytes data, in output order (none in set-ordering sub-encoders).
+    pub chunks: Vec<Chunk<'py>>,
+    defer: bool,
+    depth: u32,
+}
+
+fn type_name(obj: *mut ffi::PyObject) -> String {
+    // SAFETY: obj is a live object; tp_name is a NUL-terminated C string owned by its type.
+    unsafe {
+        CStr::from_ptr((*ffi::Py_TYPE(obj)).tp_name)
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+fn py_err(py: Python<'_>) -> PyErr {
+    PyErr::fetch(py)
+}
+
+fn is_dunder(name: &[u8]) -> bool {
+    name.len() >= 4 && name.starts_with(b"__") && name.ends_with(b"__")
+}
+
+fn key_step(key: *mut ffi::PyObject) -> Step {
+    // SAFETY: key is a live object and the GIL is held.
+    unsafe {
+        let ty = ffi::Py_TYPE(key);
+        if ty == addr_of_mut!(ffi::PyUnicode_Type) {
+            let mut n: ffi::Py_ssize_t = 0;
+            let p = ffi::PyUnicode_AsUTF8AndSize(key, &mut n);
+            if !p.is_null() {
+                let s = std::slice::from_raw_parts(p as *const u8, n as usize);
+                return Step::Key(format!("{:?}", String::from_utf8_lossy(s)));
+            }
+            ffi::PyErr_Clear();
+        } else if ty == addr_of_mut!(ffi::PyLong_Type) {
+            let v = ffi::PyLong_AsLongLong(key);
+            if v != -1 || ffi::PyErr_Occurred().is_null() {
+                return Step::Key(v.to_string());
+            }
+            ffi::PyErr_Clear();
+        }
+    }
+    Step::Key(format!("<{}>", type_name(key)))
+}
+
+impl<'py> Encoder<'py> {
+    pub fn new(py: Python<'py>, cfg: &'static Config, deterministic: bool) -> Self {
+        Self {
+            py,
+            cfg,
+            w: Writer::with_capacity(256),
+            memo: Memo::default(),
+            next_slot: 0,
+            class_index: PtrMap::default(),
+            classes: Vec::new(),
+            class_keep: Vec::new(),
+            next_class: 0,
+            deterministic,
+            use_memo: true,
+            seen_twice: PtrMap::default(),
+            only_shared: None,
+            chunks: Vec::new(),
+            defer: true,
+            depth: 0,
+        }
+    }
+
+    fn enter(&mut self) -> R {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(EncodeError::new(format!(
+                "nesting deeper than {MAX_DEPTH} levels cannot be pickled"
+            )));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// Starts a value that may be shared. `None`: a reference was written instead.
+    /// `Some(slot)`: write the value; `slot` is its memo slot if it is shared.
+    /// `prefix` values are remembered now (before their children, so cycles through
+    /// them work); the others only by [`Encoder::memo_end`].
+    #[inline]
+    fn memo_begin(&mut self, obj: *mut ffi::PyObject, prefix: bool) -> Option<Option<u32>> {
+        // SAFETY: obj is live; reading its reference count has no side effects.
+        let refs = unsafe { ffi::Py_REFCNT(obj) };
+        if refs <= 2 || !self.use_memo {
+            return Some(None);
+        }
+        if let Some(only) = &self.only_shared {
+            if !only.contains_key(&(obj as usize)) {
+                return Some(None);
+            }
+        }
+        if let Some(slot) = self.memo.get(obj) {
+            if self.deterministic {
+                self.seen_twice.insert(obj as usize, ());
+            }
+            self.w.reference(slot);
+            return None;
+        }
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        self.w.share();
+        if prefix {
+            self.remember(obj, slot);
+        }
+        Some(Some(slot))
+    }
+
+    fn remember(&mut self, obj: *mut ffi::PyObject, slot: u32) {
+        self.memo.insert(obj, slot);
+    }
+
+    /// Ends a value built after its children. If it was met again inside itself, that
+    /// inner copy is the real one: wrap what was written in REPLACE of the inner slot.
+    fn memo_end(&mut self, obj: *mut ffi::PyObject, slot: Option<u32>, mark: usize) {
+        if let Some(slot) = slot {
+            if let Some(inner) = self.memo.get(obj) {
+                if self.deterministic {
+                    self.seen_twice.insert(obj as usize, ());
+                }
+                let shift = self.w.replace_at(mark, inner);
+                for chunk in self.chunks.iter_mut().filter(|c| c.at > mark) {
+                    chunk.at += shift;
+                }
+            } else {
+                self.remember(obj, slot);
+            }
+        }
+    }
+
+    /// Encodes a child, handling the commonest atoms without a full (recursive) call.
+    #[inline(always)]
+    fn child(&mut self, obj: *mut ffi::PyObject) -> R {
+        // SAFETY: obj is live (the caller holds a reference) and the GIL is held.
+        unsafe {
+            let ty = ffi::Py_TYPE(obj);
+            if ty == addr_of_mut!(ffi::PyLong_Type) {
+                return self.int(obj);
+            }
+            if ty == addr_of_mut!(ffi::PyFloat_Type) {
+                self.w.float(ffi::PyFloat_AS_DOUBLE(obj));
+                return Ok(());
+            }
+        }
+        self.encode(obj)
+    }
+
+    /// Encodes a child the walker holds its own reference to.
+    pub fn encode(&mut self, obj: *mut ffi::PyObject) -> R {
+        // SAFETY: obj is live (the caller holds a reference) and the GIL is held; every
+        // branch reads it through the C API of its exact type.
+        unsafe {
+            let ty = ffi::Py_TYPE(obj);
+            if ty == addr_of_mut!(ffi::PyUnicode_Type) {
+                return self.str(obj);
+            }
+            if ty == addr_of_mut!(ffi::PyLong_Type) {
+                return self.int(obj);
+            }
+            if ty == addr_of_mut!(ffi::PyFloat_Type) {
+                self.w.float(ffi::PyFloat_AS_DOUBLE(obj));
+                return Ok(());
+            }
+            if ty == addr_of_mut!(ffi::PyList_Type) {
+                return self.list(obj);
+            }
+            if ty == addr_of_mut!(ffi::PyDict_Type) {
+                return self.dict(obj, tags::DICT);
+            }
+            if ty == addr_of_mut!(ffi::PyTuple_Type) {
+                return self.tuple(obj);
+            }
+            if obj == ffi::Py_None() {
+                self.w.tag(tags::NONE);
+                return Ok(());
+            }
+            if ty == addr_of_mut!(ffi::PyBool_Type) {
+                self.w.tag(if obj == ffi::Py_True() {
+                    tags::TRUE
+                } else {
+                    tags::FALSE
+                });
+                return Ok(());
+            }
+            if ty == addr_of_mut!(ffi::PyBytes_Type) {
+                if self.memo_begin(obj, true).is_none() {
+                    return Ok(());
+                }
+                let p = ffi::PyBytes_AsString(obj) as *const u8;
+                let n = ffi::PyBytes_Size(obj) as usize;
+                if n >= DEFER_FROM && self.defer {
+                    // bytes are immutable; the data lives as long as the object we keep.
+                    let at = self.w.bytes_deferred(n);
+                    let owner = Bound::from_borrowed_ptr(self.py, obj);
+                    self.chunks.push(Chunk {
+                        at,
+                        data: p,
+                        len: n,
+                        _owner: owner,
+                    });
+                } else {
+                    self.w.bytes(std::slice::from_raw_parts(p, n));
+                }
+                return Ok(());
+            }
+            if ty == addr_of_mut!(ffi::PyByteArray_Type) {
+                if self.memo_begin(obj, true).is_none() {
+                    return Ok(());
+                }
+                let p = ffi::PyByteArray_AsString(obj) as *const u8;
+                let n = ffi::PyByteArray_Size(obj) as usize;
+                let data = if n == 0 {
+                    &[][..]
+                } else {
+                    std::slice::from_raw_parts(p, n)
+                };
+                self.w.bytearray(data);
+                return Ok(());
+            }
+            if ty == addr_of_mut!(ffi::PySet_Type) {
+                return self.set(obj, tags::SET);
+            }
+            if ty == addr_of_mut!(ffi::PyFrozenSet_Type) {
+                return self.set(obj, tags::FROZENSET);
+            }
+            if ty == addr_of_mut!(ffi::PyComplex_Type) {
+                self.w.complex(
+                    ffi::PyComplex_RealAsDouble(obj),
+                    ffi::PyComplex_ImagAsDouble(obj),
+                );
+                return Ok(());
+            }
+            if obj == ffi::Py_Ellipsis() {
+                self.w.tag(tags::ELLIPSIS);
+                return Ok(());
+            }
+            if ty == addr_of_mut!(ffi::PyRange_Type) || ty == addr_of_mut!(ffi::PySlice_Type) {
+                return self.range_or_slice(obj, ty == addr_of_mut!(ffi::PyRange_Type));
+            }
+        }
+        self.other(obj)
+    }
+
+    fn str(&mut self, obj: *mut ffi::PyObject) -> R {
+        // SAFETY: obj is a live exact str and the GIL is held.
+        unsafe {
+            if ffi::PyUnicode_GET_LENGTH(obj) > 2 && self.memo_begin(obj, true).is_none() {
+                return Ok(());
+            }
+            let mut n: ffi::Py_ssize_t = 0;
+            let p = ffi::PyUnicode_AsUTF8AndSize(obj, &mut n);
+            if !p.is_null() {
+                let n = n as usize;
+                if n >= DEFER_FROM && self.defer {
+                    // The UTF-8 buffer lives as long as the (immutable) str we keep.
+                    let at = self.w.str_deferred(n);
+                    let owner = Bound::from_borrowed_ptr(self.py, obj);
+                    self.chunks.push(Chunk {
+                        at,
+                        data: p.cast(),
+                        len: n,
+                        _owner: owner,
+                    });
+                } else {
+                    self.w.str(std::slice::from_raw_parts(p as *const u8, n));
+                }
+                return Ok(());
+            }
+            // Lone surrogates have no UTF-8 form: write their "surrogatepass" bytes.
+            ffi::PyErr_Clear();
+            let b =
+                ffi::PyUnicode_AsEncodedString(obj, c"utf-8".as_ptr(), c"surrogatepass".as_ptr());
+            let b = Bound::from_owned_ptr_or_err(self.py, b)
+                .map_err(|e| EncodeError::caused("cannot encode str", e))?;
+            let data = std::slice::from_raw_parts(
+                ffi::PyBytes_AsString(b.as_ptr()) as *const u8,
+                ffi::PyBytes_Size(b.as_ptr()) as usize,
+            );
+            self.w.str_surrogates(data);
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn int(&mut self, obj: *mut ffi::PyObject) -> R {
+        if self.cfg.int_digits_311 {
+            // SAFETY: on CPython 3.11 with 30-bit digits (checked at import) an exact int
+            // is a PyVarObject whose ob_size is sign * digit count, followed by that many
+            // u32 digits; at most two are read, and only when ob_size says they exist.
+            unsafe {
+                let size = (*obj.cast::<ffi::PyVarObject>()).ob_size;
+                let digits = obj
+                    .cast::<u8>()
+                    .add(std::mem::size_of::<ffi::PyVarObject>())
+                    .cast::<u32>();
+                let magnitude = match size.unsigned_abs() {
+                    0 => Some(0i64),
+                    1 => Some(i64::from(*digits)),
+                    2 => Some(i64::from(*digits) | (i64::from(*digits.add(1)) << 30)),
+                    _ => None,
+                };
+                if let Some(m) = magnitude {
+                    self.w.int(if size < 0 { -m } else { m });
+                    return Ok(());
+                }
+            }
+        }
+        // SAFETY: obj is a live exact int and the GIL is held.
+        unsafe {
+            let mut overflow: c_int = 0;
+            let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+            if overflow == 0 {
+                self.w.int(v);
+                return Ok(());
+            }
+            let nbytes = _PyLong_NumBits(obj) / 8 + 1;
+            let mut buf = vec![0u8; nbytes];
+            if ffi::_PyLong_AsByteArray(obj.cast(), buf.as_mut_ptr(), nbytes, 1, 1) < 0 {
+                return Err(EncodeError::caused("cannot convert int", py_err(self.py)));
+            }
+            self.w.bigint(minimal_le(&buf));
+        }
+        Ok(())
+    }
+
+    fn list(&mut self, obj: *mut ffi::PyObject) -> R {
+        if self.memo_begin(obj, true).is_none() {
+            return Ok(());
+        }
+        // SAFETY: obj is a live exact list; each item is read under a bounds check against
+        // the current size and held by a new reference while it is encoded.
+        unsafe {
+            let n = ffi::PyList_GET_SIZE(obj);
+            self.w.list(n as usize);
+            // Every item takes at least one byte: grow the output once, not repeatedly.
+            self.w.reserve(n as usize);
+            self.enter()?;
+            for i in 0..n {
+                if i >= ffi::PyList_GET_SIZE(obj) {
+                    return Err(EncodeError::new("list changed size during pickling"));
+                }
+                let item = ffi::PyList_GET_ITEM(obj, i);
+                ffi::Py_INCREF(item);
+                let r = self.child(item);
+                ffi::Py_DECREF(item);
+                r.map_err(|e| e.at(Step::Index(i as usize)))?;
+            }
+            if ffi::PyList_GET_SIZE(obj) != n {
+                return Err(EncodeError::new("list changed size during pickling"));
+            }
+        }
+        self.leave();
+        Ok(())
+    }
+
+    /// Writes the pairs of an exact dict (or any dict subclass that keeps dict order).
+    fn dict(&mut self, obj: *mut ffi::PyObject, tag: u8) -> R {
+        if self.memo_begin(obj, true).is_none() {
+            return Ok(());
+        }
+        // SAFETY: obj is a live dict; PyDict_Next tolerates mutation, and each key and
+        // value is held by a new reference while it is encoded.
+        unsafe {
+            let n = ffi::PyDict_Size(obj);
+            if tag == tags::DICT {
+                self.w.dict(n as usize);
+            } else {
+                self.w.counted(tag, n as usize);
+            }
+            self.pairs(obj, n)?;
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `obj` must be a live dict (or subclass) and the GIL held.
+    unsafe fn pairs(&mut self, obj: *mut ffi::PyObject, n: ffi::Py_ssize_t) -> R {
+        self.enter()?;
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut count = 0;
+        // SAFETY (whole block): see the function contract.
+        unsafe {
+            while ffi::PyDict_Next(obj, &mut pos, &mut key, &mut value) != 0 {
+                count += 1;
+                if count > n {
+                    return Err(EncodeError::new("dict changed size during pickling"));
+                }
+                ffi::Py_INCREF(key);
+                ffi::Py_INCREF(value);
+                let r = self.encode(key).and_then(|()| self.child(value));
+                if let Err(e) = r {
+                    let step = key_step(key);
+                    ffi::Py_DECREF(key);
+                    ffi::Py_DECREF(value);
+                    return Err(e.at(step));
+                }
+                ffi::Py_DECREF(key);
+                ffi::Py_DECREF(value);
+            }
+        }
+        if count != n {
+            return Err(EncodeError::new("dict changed size during pickling"));
+        }
+        self.leave();
+        Ok(())
+    }
+
+    fn tuple(&mut self, obj: *mut ffi::PyObject) -> R {
+        let mark = self.w.mark();
+        let Some(slot) = self.memo_begin(obj, false) else {
+            return Ok(());
+        };
+        // SAFETY: obj is a live exact tuple; tuples never change size, and the tuple
+        // holds its items alive while the walker holds the tuple.
+        unsafe {
+            let n = ffi::PyTuple_GET_SIZE(obj);
+            self.w.tuple(n as usize);
+            self.enter()?;
+            for i in 0..n {
+                let item = ffi::PyTuple_GET_ITEM(obj, i);
+                ffi::Py_INCREF(item);
+                let r = self.child(item);
+                ffi::Py_DECREF(item);
+                r.map_err(|e| e.at(Step::Index(i as usize)))?;
+            }
+        }
+        self.leave();
+        self.memo_end(obj, slot, mark);
+        Ok(())
+    }
+
+    /// The items of any iterable, each as an owned reference.
+    fn items(&self, obj: &Bound<'py, PyAny>) -> Result<Vec<Bound<'py, PyAny>>, EncodeError> {
+        let iter = obj
+            .try_iter()
+            .map_err(|e| EncodeError::caused("cannot iterate", e))?;
+        iter.collect::<PyResult<Vec<_>>>()
+            .map_err(|e| EncodeError::caused("cannot iterate", e))
+    }
+
+    fn set(&mut self, obj: *mut ffi::PyObject, tag: u8) -> R {
+        let mark = self.w.mark();
+        let prefix = tag == tags::SET;
+        let Some(slot) = self.memo_begin(obj, prefix) else {
+            return Ok(());
+        };
+        // SAFETY: obj is live and the GIL is held.
+        let bound = unsafe { Bound::from_borrowed_ptr(self.py, obj) };
+        let mut items = self.items(&bound)?;
+        if self.deterministic {
+            items = self.canonical_order(items)?;
+        }
+        self.w.counted(tag, items.len());
+        self.enter()?;
+        for (i, item) in items.iter().enumerate() {
+            self.encode(item.as_ptr())
+                .map_err(|e| e.at(Step::Index(i)))?;
+        }
+        self.leave();
+        if !prefix {
+            self.memo_end(obj, slot, mark);
+        }
+        Ok(())
+    }
+
+    /// Sorts set items by their own encoding, which does not depend on the hash seed.
+    fn canonical_order(
+        &self,
+        items: Vec<Bound<'py, PyAny>>,
+    ) -> Result<Vec<Bound<'py, PyAny>>, EncodeError> {
+        let mut keyed = Vec::with_capacity(items.len());
+        for item in items {
+            let mut sub = Encoder::new(self.py, self.cfg, true);
+            sub.use_memo = false;
+            sub.defer = false;
+            sub.depth = self.depth;
+            sub.encode(item.as_ptr()).map_err(|e| {
+                EncodeError::new(format!(
+                    "deterministic=True cannot order this set item: {}",
+                    e.message
+                ))
+            })?;
+            let (buf, start) = sub.w.finish(None);
+            keyed.push((buf[start..].to_vec(), item));
+        }
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(keyed.into_iter().map(|(_, item)| item).collect())
+    }
+
+    fn range_or_slice(&mut self, obj: *mut ffi::PyObject, is_range: bool) -> R {
+        let mark = self.w.mark();
+        let slot = if is_range {
+            None
+        } else {
+            match self.memo_begin(obj, false) {
+                None => return Ok(()),
+                Some(slot) => slot,
+            }
+        };
+        // SAFETY: obj is live and the GIL is held.
+        let bound = unsafe { Bound::from_borrowed_ptr(self.py, obj) };
+        self.w.tag(if is_range { tags::RANGE } else { tags::SLICE });
+        self.enter()?;
+        for name in ["start", "stop", "step"] {
+            let part = bound
+                .getattr(name)
+                .map_err(|e| EncodeError::caused("cannot read range", e))?;
+            self.encode(part.as_ptr())
+                .map_err(|e| e.at(Step::Attr(name.to_string())))?;
+        }
+        self.leave();
+        self.memo_end(obj, slot, mark);
+        Ok(())
+    }
+
+    /// Everything without a fast path: collections, standard-library types, classes.
+    fn other(&mut self, obj: *mut ffi::PyObject) -> R {
+        let py = self.py;
+        let cfg = self.cfg;
+        // SAFETY: obj is live and the GIL is held.
+        let bound = unsafe { Bound::from_borrowed_ptr(py, obj) };
+        let ty = bound.get_type();
+        if ty.is(cfg.ordered_dict.bind(py)) || ty.is(cfg.counter.bind(py)) {
+            let tag = if ty.is(cfg.ordered_dict.bind(py)) {
+                tags::ORDERED_DICT
+            } else {
+                tags::COUNTER
+            };
+            return self.mapping(&bound, tag, None);
+        }
+        if ty.is(cfg.default_dict.bind(py)) {
+            let factory = bound
+                .getattr("default_factory")
+                .map_err(|e| EncodeError::caused("bad defaultdict", e))?;
+            let code = cfg.factories.bind(py).iter().position(|f| f.is(&factory));
+            let Some(code) = code else {
+                return Err(EncodeError::new(format!(
+                    "cannot pickle a defaultdict whose default_factory is {}: only None and builtin types such as list, dict, set, int are allowed",
+                    factory.repr().map(|r| r.to_string()).unwrap_or_default()
+                )));
+            };
+            return self.mapping(&bound, tags::DEFAULT_DICT, Some(code as u8));
+        }
+        if ty.is(cfg.deque.bind(py)) {
+            return self.deque(&bound);
+        }
+        if let Ok(Some(entry)) = cfg.reducers.bind(py).get_item(&ty) {
+            return self.std(&bound, &entry);
+        }
+        // SAFETY: reading the flags of a live type object.
+        let heap = unsafe { (*ffi::Py_TYPE(obj)).tp_flags } & ffi::Py_TPFLAGS_HEAPTYPE != 0;
+        if !heap {
+            return Err(EncodeError::new(format!(
+                "cannot pickle '{}' object",
+                type_name(obj)
+            )));
+        }
+        let index = self.class_entry(&ty)?;
+        match self.classes[index].kind {
+            KIND_DICT | KIND_SLOTS => self.instance(&bound, index),
+            KIND_TUPLE => self.named_tuple(&bound, index),
+            KIND_ENUM => self.enum_member(&bound, index),
+            _ => Err(EncodeError::new(format!(
+                "cannot pickle '{}' object",
+                type_name(obj)
+            ))),
+        }
+    }
+
+    fn mapping(&mut self, obj: &Bound<'py, PyAny>, tag: u8, factory: Option<u8>) -> R {
+        if self.memo_begin(obj.as_ptr(), true).is_none() {
+            return Ok(());
+        }
+        let items = obj
+            .call_method0("items")
+            .map_err(|e| EncodeError::caused("cannot read items", e))?;
+        let pairs = self.items(&items)?;
+        match factory {
+            Some(code) => self.w.default_dict(code, pairs.len()),
+            None => self.w.counted(tag, pairs.len()),
+        }
+        self.enter()?;
+        for pair in &pairs {
+            let pair = pair
+                .cast::<PyTuple>()
+                .map_err(|_| EncodeError::new("items() must give pairs"))?;
+            if pair.len() != 2 {
+                return Err(EncodeError::new("items() must give pairs"));
+            }
+            let (k, v) = (pair.get_item(0), pair.get_item(1));
+            let (k, v) = match (k, v) {
+                (Ok(k), Ok(v)) => (k, v),
+                _ => return Err(EncodeError::new("items() must give pairs")),
+            };
+            self.encode(k.as_ptr())
+                .and_then(|()| self.encode(v.as_ptr()))
+                .map_err(|e| e.at(key_step(k.as_ptr())))?;
+        }
+        self.leave();
+        Ok(())
+    }
+
+    fn deque(&mut self, obj: &Bound<'py, PyAny>) -> R {
+        if self.memo_begin(obj.as_ptr(), true).is_none() {
+            return Ok(());
+        }
+        let maxlen = obj
+            .getattr("maxlen")
+            .map_err(|e| EncodeError::caused("bad deque", e))?;
+        let maxlen: Option<u64> = maxlen
+            .extract()
+            .map_err(|_| EncodeError::new("bad deque maxlen"))?;
+        let items = self.items(obj)?;
+        self.w.deque(maxlen, items.len());
+        self.enter()?;
+        for (i, item) in items.iter().enumerate() {
+            self.encode(item.as_ptr())
+                .map_err(|e| e.at(Step::Index(i)))?;
+        }
+        self.leave();
+        Ok(())
+    }
+
+    fn std(&mut self, obj: &Bound<'py, PyAny>, entry: &Bound<'py, PyAny>) -> R {
+        let bad = |e| {
+            EncodeError::caused(
+                format!("cannot pickle '{}' object", type_name(obj.as_ptr())),
+                e,
+            )
+        };
+        let (kind, reducer): (u64, Bound<'py, PyAny>) = entry.extract().map_err(bad)?;
+        let args = reducer.call1((obj,)).map_err(bad)?;
+        if !args.is_exact_instance_of::<PyTuple>() {
+            return Err(EncodeError::new("a reducer must return a tuple"));
+        }
+        let mark = self.w.mark();
+        let Some(slot) = self.memo_begin(obj.as_ptr(), false) else {
+            return Ok(());
+        };
+        self.w.std(kind);
+        self.enter()?;
+        self.encode(args.as_ptr())?;
+        self.leave();
+        self.memo_end(obj.as_ptr(), slot, mark);
+        Ok(())
+    }
+
+    fn class_entry(&mut self, ty: &Bound<'py, pyo3::types::PyType>) -> Result<usize, EncodeError> {
+        let key = ty.as_ptr() as usize;
+        if let Some(&i) = self.class_index.get(&key) {
+            return Ok(i);
+        }
+        let cannot = |e: PyErr| {
+            let reason = e.value(ty.py()).to_string();
+            let name = ty.qualname().map(|n| n.to_string()).unwrap_or_default();
+            EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
+        };
+        let info = self
+            .cfg
+            .describe
+            .bind(self.py)
+            .call1((ty,))
+            .map_err(cannot)?;
+        let get = |name: &str| info.getattr(name).map_err(cannot);
+        let kind: u8 = get("kind")?.extract().map_err(cannot)?;
+        let name: String = get("name")?.extract().map_err(cannot)?;
+        let version: u64 = get("version")?.extract().map_err(cannot)?;
+        let has_dict: bool = get("has_dict")?.extract().map_err(cannot)?;
+        let fields = get("fields")?;
+        let fields = if fields.is_none() {
+            None
+        } else {
+            let names: Vec<Bound<'py, PyString>> = fields.extract().map_err(cannot)?;
+            Some(names)
+        };
+        self.class_keep.push(ty.clone().into_any());
+        self.classes.push(ClassEntry {
+            kind,
+            name: name.into_bytes(),
+            version,
+            fields,
+            has_dict,
+            shapes: Vec::new(),
+        });
+        self.class_index.insert(key, self.classes.len() - 1);
+        Ok(self.classes.len() - 1)
+    }
+
+    /// Writes the class reference for a record of `names`, defining a new shape if needed.
+    fn shape(&mut self, tag: u8, index: usize, names: &[Bound<'py, PyString>]) -> R {
+        let entry = &mut self.classes[index];
+        for shape in &entry.shapes {
+            if shape.names.len() == names.len()
+                && shape
+                    .names
+                    .iter()
+                    .zip(names)
+                    .all(|(a, b)| a.is(b) || a.as_any().eq(b).unwrap_or(false))
+            {
+                self.w.class_ref(tag, shape.index);
+                return Ok(());
+            }
+        }
+        let mut utf8 = Vec::with_capacity(names.len());
+        for name in names {
+            let s = name
+                .to_str()
+                .map_err(|e| EncodeError::caused("bad field name", e))?;
+            if is_dunder(s.as_bytes()) {
+                return Err(EncodeError::new(format!(
+                    "cannot pickle the dunder attribute {s:?} of a {}",
+                    String::from_utf8_lossy(&entry.name)
+                )));
+            }
+            utf8.push(s.as_bytes());
+        }
+        self.w
+            .class_new(tag, &entry.name, entry.version, utf8.into_iter());
+        entry.shapes.push(Shape {
+            index: self.next_class,
+            names: names.to_vec(),
+        });
+        self.next_class += 1;
+        Ok(())
+    }
+
+    fn instance(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> R {
+        if self.memo_begin(obj.as_ptr(), true).is_none() {
+            return Ok(());
+        }
+        let py = self.py;
+        let mut names: Vec<Bound<'py, PyString>> = Vec::new();
+        let mut values: Vec<Bound<'py, PyAny>> = Vec::new();
+        let entry = &self.classes[index];
+        if entry.kind == KIND_SLOTS {
+            for name in entry.fields.iter().flatten() {
+                // SAFETY: generic lookup on a live object with a str name; bypasses any
+                // custom __getattribute__ of the class.
+                let v = unsafe { ffi::PyObject_GenericGetAttr(obj.as_ptr(), name.as_ptr()) };
+                if v.is_null() {
+                    let e = PyErr::fetch(py);
+                    if e.is_instance_of::<pyo3::exceptions::PyAttributeError>(py) {
+                        continue;
+                    }
+                    return Err(EncodeError::caused("cannot read a slot", e));
+                }
+                names.push(name.clone());
+                // SAFETY: v is a new reference returned above.
+                values.push(unsafe { Bound::from_owned_ptr(py, v) });
+            }
+        }
+        if entry.kind == KIND_DICT || entry.has_dict {
+            // SAFETY: obj is live and its type has an instance dict.
+            let d = unsafe { ffi::PyObject_GenericGetDict(obj.as_ptr(), std::ptr::null_mut()) };
+            // SAFETY: d is a new reference or NULL with an exception set.
+            let d = unsafe { Bound::from_owned_ptr_or_err(py, d) }
+                .map_err(|e| EncodeError::caused("cannot read __dict__", e))?;
+            let d = d
+                .cast_into::<pyo3::types::PyDict>()
+                .map_err(|_| EncodeError::new("__dict__ is not a dict"))?;
+            for (k, v) in d.iter() {
+                let k = k
+                    .cast_into::<PyString>()
+                    .map_err(|_| EncodeError::new("non-str attribute name"))?;
+                names.push(k);
+                values.push(v);
+            }
+        }
+        self.shape(tags::OBJECT, index, &names)?;
+        self.enter()?;
+        for (name, value) in names.iter().zip(&values) {
+            self.encode(value.as_ptr())
+                .map_err(|e| e.at(Step::Attr(name.to_string())))?;
+        }
+        self.leave();
+        Ok(())
+    }
+
+    fn named_tuple(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> R {
+        let mark = self.w.mark();
+        let Some(slot) = self.memo_begin(obj.as_ptr(), false) else {
+            return Ok(());
+        };
+        let names = self.classes[index].fields.clone().unwrap_or_default();
+        let tuple = obj
+            .cast::<PyTuple>()
+            .map_err(|_| EncodeError::new("namedtuple is not a tuple"))?;
+        if tuple.len() != names.len() {
+            return Err(EncodeError::new(
+                "namedtuple length differs from its _fields",
+            ));
+        }
+        self.shape(tags::OBJECT, index, &names)?;
+        self.enter()?;
+        for (i, item) in tuple.iter().enumerate() {
+            self.encode(item.as_ptr())
+                .map_err(|e| e.at(Step::Attr(names[i].to_string())))?;
+        }
+        self.leave();
+        self.memo_end(obj.as_ptr(), slot, mark);
+        Ok(())
+    }
+
+    fn enum_member(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> R {
+        let name = obj
+            .getattr("_name_")
+            .map_err(|e| EncodeError::caused("enum member without a name", e))?;
+        let is_member = self.classes[index].kind == KIND_ENUM
+            && name.is_exact_instance_of::<PyString>()
+            && obj
+                .get_type()
+                .getattr("__members__")
+                .and_then(|m| m.get_item(&name))
+                .map(|m| m.is(obj))
+                .unwrap_or(false);
+        if !is_member {
+            return Err(EncodeError::new(format!(
+                "cannot pickle the enum value {}: only named members can be pickled",
+                obj.repr().map(|r| r.to_string()).unwrap_or_default()
+            )));
+        }
+        self.shape(tags::ENUM, index, &[])?;
+        self.encode(name.as_ptr())
+    }
+}

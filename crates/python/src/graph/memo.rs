@@ -1,0 +1,74 @@
+//! The encoder's memo: object address -> memo slot, holding a reference to each key.
+//!
+//! Most graphs share a handful of objects, so the first entries live in an inline array
+//! (no allocation, a short linear scan); only larger graphs spill into a hash map.
+
+use pyo3::ffi;
+
+use super::ptrmap::PtrMap;
+
+const INLINE: usize = 8;
+
+pub struct Memo {
+    inline: [(usize, u32); INLINE],
+    len: usize,
+    spill: PtrMap<u32>,
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Self {
+            inline: [(0, 0); INLINE],
+            len: 0,
+            spill: PtrMap::default(),
+        }
+    }
+}
+
+impl Memo {
+    #[inline]
+    pub fn get(&self, obj: *mut ffi::PyObject) -> Option<u32> {
+        let key = obj as usize;
+        for &(k, slot) in &self.inline[..self.len] {
+            if k == key {
+                return Some(slot);
+            }
+        }
+        if self.spill.is_empty() {
+            None
+        } else {
+            self.spill.get(&key).copied()
+        }
+    }
+
+    /// Remembers `obj` (which must be live, with the GIL held) under `slot`.
+    pub fn insert(&mut self, obj: *mut ffi::PyObject, slot: u32) {
+        // SAFETY: obj is live and the GIL is held; the new reference keeps the address
+        // from being reused while it is a key, and is released in Drop.
+        unsafe { ffi::Py_INCREF(obj) };
+        if self.len < INLINE {
+            self.inline[self.len] = (obj as usize, slot);
+            self.len += 1;
+        } else if let Some(old) = self.spill.insert(obj as usize, slot) {
+            // Already a key: keep a single reference.
+            let _ = old;
+            // SAFETY: we just took a second reference to the same live object.
+            unsafe { ffi::Py_DECREF(obj) };
+        }
+    }
+}
+
+impl Drop for Memo {
+    fn drop(&mut self) {
+        // SAFETY: every key holds one reference taken in `insert`; the memo only lives
+        // inside a native call, with the GIL held.
+        unsafe {
+            for &(key, _) in &self.inline[..self.len] {
+                ffi::Py_DECREF(key as *mut ffi::PyObject);
+            }
+            for &key in self.spill.keys() {
+                ffi::Py_DECREF(key as *mut ffi::PyObject);
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+"""Safe, fast object-graph serialization: a drop-in for the parts of `pickle` you need.
+
+Nothing in a payload can import, look up or call code: only the types listed in
+docs/pickle.md and the classes you pass as `classes=` can come back.
+"""
+
+from bytewright.pickle._api import Pickler, Unpickler, dump, dumps, load, loads
+from bytewright.pickle._errors import IntegrityError, LimitError, PicklingError, UnpicklingError
+from bytewright.pickle._limits import Limits
+from bytewright.pickle._migrations import migrate
+
+__all__ = [
+    "IntegrityError",
+    "LimitError",
+    "Limits",
+    "Pickler",
+    "PicklingError",
+    "Unpickler",
+    "UnpicklingError",
+    "dump",
+    "dumps",
+    "load",
+    "loads",
+    "migrate",
+]

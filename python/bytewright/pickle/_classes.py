@@ -1,0 +1,201 @@
+"""How user classes are described, written and rebuilt (without calling their code)."""
+
+import dataclasses
+import enum
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from bytewright.pickle._errors import UnpicklingError
+from bytewright.pickle._migrations import upgrade
+
+_HEAPTYPE = 1 << 9
+
+# Kinds shared with the native encoder/builder.
+KIND_DICT = 1  # state lives in the instance __dict__
+KIND_SLOTS = 2  # state lives in slots (and maybe a __dict__ too)
+KIND_TUPLE = 3  # namedtuple / typing.NamedTuple
+KIND_ENUM = 4  # enum members, written by name
+
+_MISSING = object()
+
+
+def class_name(cls: type) -> str:
+    """The module-qualified name that keys a class's records."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) >= 4 and name.startswith("__") and name.endswith("__")
+
+
+def _slot_names(cls: type) -> tuple[str, ...]:
+    names: list[str] = []
+    for klass in reversed(cls.__mro__):
+        slots = klass.__dict__.get("__slots__", ())
+        if isinstance(slots, str):
+            slots = (slots,)
+        for slot in slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            if slot.startswith("__") and not slot.endswith("__"):
+                slot = f"_{klass.__name__.lstrip('_')}{slot}"
+            if slot not in names:
+                names.append(slot)
+    return tuple(names)
+
+
+class ClassInfo:
+    """What the native code needs to know about one class; built once per class."""
+
+    __slots__ = (
+        "__weakref__",
+        "allow_extra",
+        "cls",
+        "defaults",
+        "factories",
+        "field_set",
+        "fields",
+        "has_dict",
+        "kind",
+        "name",
+        "required",
+        "version",
+    )
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.name = class_name(cls)
+        version = getattr(cls, "__bytewright_version__", 1)
+        if type(version) is not int or version < 0:
+            raise TypeError(f"{self.name}.__bytewright_version__ must be a non-negative int")
+        self.version = version
+        self.allow_extra = bool(getattr(cls, "__bytewright_allow_extra__", False))
+        self.defaults: dict[str, Any] = {}
+        self.factories: dict[str, Any] = {}
+        self.required: tuple[str, ...] = ()
+        self.has_dict = False
+        fields: tuple[str, ...] | None
+        if isinstance(cls, enum.EnumMeta):
+            self.kind = KIND_ENUM
+            fields = ()
+        elif issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple):
+            self.kind = KIND_TUPLE
+            fields = tuple(cls._fields)  # type: ignore[attr-defined]
+            self.defaults = dict(getattr(cls, "_field_defaults", {}))
+            self.required = tuple(f for f in fields if f not in self.defaults)
+        else:
+            for base in cls.__mro__[1:]:
+                if base is not object and not base.__flags__ & _HEAPTYPE:
+                    raise TypeError(
+                        f"{self.name} subclasses the built-in type {base.__qualname__!r}, "
+                        "whose state bytewright.pickle cannot capture"
+                    )
+            if not cls.__flags__ & _HEAPTYPE:
+                raise TypeError(f"{self.name} is not a class defined in Python")
+            self.has_dict = cls.__dictoffset__ != 0  # type: ignore[attr-defined]
+            slots = _slot_names(cls)
+            self.kind = KIND_DICT if self.has_dict and not slots else KIND_SLOTS
+            if dataclasses.is_dataclass(cls):
+                dc_fields = dataclasses.fields(cls)
+                fields = tuple(f.name for f in dc_fields)
+                for f in dc_fields:
+                    if f.default is not dataclasses.MISSING:
+                        self.defaults[f.name] = f.default
+                    elif f.default_factory is not dataclasses.MISSING:
+                        self.factories[f.name] = f.default_factory
+                self.required = tuple(
+                    f for f in fields if f not in self.defaults and f not in self.factories
+                )
+            elif self.has_dict:
+                fields = None  # any attribute is a field
+            else:
+                fields = slots
+        if fields is not None:
+            for field in fields:
+                if _is_dunder(field):
+                    raise TypeError(f"{self.name} has the dunder field {field!r}")
+        self.fields = fields
+        self.field_set = frozenset(fields) if fields is not None else None
+
+    def build(self, obj: Any, state: dict[str, Any], version: int) -> Any:
+        """Finish a record that needs more than the native fast path.
+
+        Runs migrations, drops or rejects unknown fields, fills defaults, then sets the
+        fields on `obj` (or makes the tuple for tuple-like classes).
+        """
+        if version != self.version:
+            state = upgrade(self.cls, self.name, state, version, self.version)
+        for key in state:
+            if type(key) is not str or _is_dunder(key):
+                raise UnpicklingError(f"record of class {self.name!r} has the bad field {key!r}")
+        if self.field_set is not None:
+            extra = [k for k in state if k not in self.field_set]
+            if extra:
+                if not self.allow_extra:
+                    raise UnpicklingError(
+                        f"record of class {self.name!r} has unknown fields {extra}; set "
+                        "__bytewright_allow_extra__ = True on the class to ignore them"
+                    )
+                for key in extra:
+                    del state[key]
+            for field in self.fields or ():
+                if field in state:
+                    continue
+                if field in self.defaults:
+                    state[field] = self.defaults[field]
+                elif field in self.factories:
+                    state[field] = self.factories[field]()
+                elif field in self.required:
+                    raise UnpicklingError(
+                        f"record of class {self.name!r} lacks the field {field!r}, "
+                        "which has no default"
+                    )
+        if self.kind == KIND_TUPLE:
+            return tuple.__new__(self.cls, [state[f] for f in self.fields or ()])
+        if self.kind == KIND_DICT:
+            # Straight into the instance dict, never through descriptors (as pickle does).
+            object.__getattribute__(obj, "__dict__").update(state)
+        else:
+            for key, value in state.items():
+                object.__setattr__(obj, key, value)
+        return obj
+
+    def member(self, name: object) -> Any:
+        """The enum member called `name`."""
+        member = self.cls.__members__.get(name) if type(name) is str else None  # type: ignore[attr-defined]
+        if member is None:
+            raise UnpicklingError(f"enum {self.name!r} has no member {name!r}")
+        return member
+
+    def new(self) -> Any:
+        """A blank instance: `object.__new__`, no `__new__` or `__init__` of the class."""
+        return object.__new__(self.cls)
+
+
+_INFOS: "weakref.WeakKeyDictionary[type, ClassInfo]" = weakref.WeakKeyDictionary()
+
+
+def describe(cls: type) -> ClassInfo:
+    """The ClassInfo of `cls`, kept as long as the class lives (keyed by your classes only)."""
+    info = _INFOS.get(cls)
+    if info is None:
+        info = ClassInfo(cls)
+        _INFOS[cls] = info
+    return info
+
+
+def class_map(classes: Iterable[type] | Mapping[str, type]) -> dict[str, type]:
+    """Normalise `classes=` to a name -> class dict."""
+    if isinstance(classes, Mapping):
+        out = dict(classes)
+        for name, cls in out.items():
+            if type(name) is not str or not isinstance(cls, type):
+                raise TypeError("classes= mapping must map str names to classes")
+        return out
+    out = {}
+    for cls in classes:
+        if not isinstance(cls, type):
+            raise TypeError(f"classes= must hold classes, not {cls!r}")
+        out[class_name(cls)] = cls
+    return out

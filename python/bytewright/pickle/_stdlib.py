@@ -1,0 +1,166 @@
+"""Standard-library value types: how each is reduced to plain arguments and rebuilt.
+
+The kind numbers are part of the format (docs/format.md, "STD kinds"). Builders check
+the exact types of their arguments, so a crafted payload can only ever reach these
+constructors with the argument types they are documented to take.
+"""
+
+import datetime as _dt
+import decimal
+import fractions
+import ipaddress
+import pathlib
+import uuid
+import zoneinfo
+from collections.abc import Callable
+from typing import Any
+
+from bytewright.pickle._errors import UnpicklingError
+
+Reducer = Callable[[Any], tuple[Any, ...]]
+Builder = Callable[..., Any]
+
+
+def _expect(kind: str, args: tuple[Any, ...], *types: type | tuple[type, ...]) -> None:
+    if len(args) != len(types):
+        raise UnpicklingError(f"{kind} takes {len(types)} arguments, the record has {len(args)}")
+    for arg, expected in zip(args, types, strict=True):
+        exact = expected if isinstance(expected, tuple) else (expected,)
+        if type(arg) not in exact:
+            raise UnpicklingError(f"{kind} argument {arg!r} has the wrong type")
+
+
+_TZ = (type(None), _dt.timezone, zoneinfo.ZoneInfo)
+
+
+def _date(*a: Any) -> _dt.date:
+    _expect("date", a, int, int, int)
+    return _dt.date(*a)
+
+
+def _time(*a: Any) -> _dt.time:
+    _expect("time", a, int, int, int, int, _TZ, int)
+    return _dt.time(*a[:5], fold=a[5])
+
+
+def _datetime(*a: Any) -> _dt.datetime:
+    _expect("datetime", a, int, int, int, int, int, int, int, _TZ, int)
+    return _dt.datetime(*a[:8], fold=a[8])
+
+
+def _timedelta(*a: Any) -> _dt.timedelta:
+    _expect("timedelta", a, int, int, int)
+    return _dt.timedelta(*a)
+
+
+def _timezone(*a: Any) -> _dt.timezone:
+    if len(a) == 1:
+        _expect("timezone", a, _dt.timedelta)
+    else:
+        _expect("timezone", a, _dt.timedelta, str)
+    return _dt.timezone(*a)
+
+
+def _zoneinfo(*a: Any) -> zoneinfo.ZoneInfo:
+    _expect("ZoneInfo", a, str)
+    return zoneinfo.ZoneInfo(a[0])
+
+
+def _reduce_zoneinfo(z: zoneinfo.ZoneInfo) -> tuple[Any, ...]:
+    if z.key is None:
+        raise TypeError("a ZoneInfo made from a file has no key to pickle")
+    return (z.key,)
+
+
+def _decimal(*a: Any) -> decimal.Decimal:
+    _expect("Decimal", a, str)
+    return decimal.Decimal(a[0])
+
+
+def _fraction(*a: Any) -> fractions.Fraction:
+    _expect("Fraction", a, int, int)
+    return fractions.Fraction(*a)
+
+
+def _uuid(*a: Any) -> uuid.UUID:
+    _expect("UUID", a, int)
+    return uuid.UUID(int=a[0])
+
+
+def _from_str(cls: Callable[[str], Any], label: str) -> Builder:
+    def build(*a: Any) -> Any:
+        _expect(label, a, str)
+        return cls(a[0])
+
+    return build
+
+
+def _str_arg(obj: Any) -> tuple[Any, ...]:
+    return (str(obj),)
+
+
+# kind -> (type, reducer, builder); the numbering is frozen by the format.
+_TABLE: dict[int, tuple[type, Reducer, Builder]] = {
+    1: (_dt.date, lambda d: (d.year, d.month, d.day), _date),
+    2: (
+        _dt.time,
+        lambda t: (t.hour, t.minute, t.second, t.microsecond, t.tzinfo, t.fold),
+        _time,
+    ),
+    3: (
+        _dt.datetime,
+        lambda d: (
+            d.year,
+            d.month,
+            d.day,
+            d.hour,
+            d.minute,
+            d.second,
+            d.microsecond,
+            d.tzinfo,
+            d.fold,
+        ),
+        _datetime,
+    ),
+    4: (_dt.timedelta, lambda d: (d.days, d.seconds, d.microseconds), _timedelta),
+    5: (_dt.timezone, lambda z: z.__getinitargs__(), _timezone),
+    6: (zoneinfo.ZoneInfo, _reduce_zoneinfo, _zoneinfo),
+    7: (decimal.Decimal, _str_arg, _decimal),
+    8: (fractions.Fraction, lambda f: (f.numerator, f.denominator), _fraction),
+    9: (uuid.UUID, lambda u: (u.int,), _uuid),
+    10: (pathlib.PurePosixPath, _str_arg, _from_str(pathlib.PurePosixPath, "PurePosixPath")),
+    11: (
+        pathlib.PureWindowsPath,
+        _str_arg,
+        _from_str(pathlib.PureWindowsPath, "PureWindowsPath"),
+    ),
+    12: (pathlib.PosixPath, _str_arg, _from_str(pathlib.PosixPath, "PosixPath")),
+    13: (pathlib.WindowsPath, _str_arg, _from_str(pathlib.WindowsPath, "WindowsPath")),
+    14: (ipaddress.IPv4Address, _str_arg, _from_str(ipaddress.IPv4Address, "IPv4Address")),
+    15: (ipaddress.IPv6Address, _str_arg, _from_str(ipaddress.IPv6Address, "IPv6Address")),
+    16: (ipaddress.IPv4Network, _str_arg, _from_str(ipaddress.IPv4Network, "IPv4Network")),
+    17: (ipaddress.IPv6Network, _str_arg, _from_str(ipaddress.IPv6Network, "IPv6Network")),
+    18: (ipaddress.IPv4Interface, _str_arg, _from_str(ipaddress.IPv4Interface, "IPv4Interface")),
+    19: (ipaddress.IPv6Interface, _str_arg, _from_str(ipaddress.IPv6Interface, "IPv6Interface")),
+}
+
+# type -> (kind, reducer), for the encoder; kind -> builder, for the decoder.
+REDUCERS: dict[type, tuple[int, Reducer]] = {t: (k, r) for k, (t, r, _) in _TABLE.items()}
+BUILDERS: dict[int, Builder] = {k: b for k, (_, _, b) in _TABLE.items()}
+
+# defaultdict default factories that may be written: index in this tuple is the format code.
+DEFAULT_FACTORIES: tuple[Any, ...] = (
+    None,
+    list,
+    dict,
+    set,
+    int,
+    float,
+    str,
+    bytes,
+    tuple,
+    frozenset,
+    bool,
+    complex,
+    bytearray,
+)
