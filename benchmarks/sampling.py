@@ -6,6 +6,9 @@ import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+K = TypeVar("K")
 
 
 @dataclass(frozen=True)
@@ -52,3 +55,22 @@ def measure_ns(fn: Callable[[], object], sampling: Sampling) -> float:
     iterations = calibrate(fn, sampling)
     best = min(_round(fn, iterations) for _ in range(sampling.rounds))
     return best / iterations
+
+
+def measure_many(fns: dict[K, Callable[[], object]], sampling: Sampling) -> dict[K, float]:
+    """`measure_ns` for several arms at once, with their timed rounds interleaved.
+
+    Each arm gets its own warm-up and calibration, then round r of every arm runs before
+    round r+1 of any: a burst of load from elsewhere on the machine hits all arms alike
+    instead of skewing one arm's ratio to the others. Still the best of `rounds` per arm.
+    """
+    iterations: dict[K, int] = {}
+    for key, fn in fns.items():
+        fn()  # warm-up
+        iterations[key] = calibrate(fn, sampling)
+    best: dict[K, int] = {}
+    for _ in range(sampling.rounds):
+        for key, fn in fns.items():
+            elapsed = _round(fn, iterations[key])
+            best[key] = min(best.get(key, elapsed), elapsed)
+    return {key: best[key] / iterations[key] for key in fns}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -10,7 +11,7 @@ from benchmarks.arms import describe
 from benchmarks.graphs.equality import same
 from benchmarks.graphs.serializers import Serializer
 from benchmarks.progress import Reporter
-from benchmarks.sampling import Sampling, measure_ns
+from benchmarks.sampling import Sampling, measure_many
 
 
 @dataclass
@@ -33,12 +34,12 @@ def run_shape(
             payloads[name] = arm.dumps(value)
         except Exception as exc:
             result.problems[name] = f"dumps raised {describe(exc)}"
+    fns: dict[tuple[str, str], Callable[[], object]] = {}
+    reporter.step(label)
     for name, arm in arms.items():
-        reporter.step(f"{label}: {name}")
         source = arm.reads or name
         if name in result.problems or source not in payloads:
             result.problems.setdefault(name, f"no {source} payload to read")
-            reporter.advance()
             continue
         data = payloads[source]
         try:
@@ -50,7 +51,10 @@ def run_shape(
         if name not in result.problems:
             if arm.dumps is not None:
                 result.size[name] = len(data)
-                result.dumps_ns[name] = measure_ns(partial(arm.dumps, value), sampling)
-            result.loads_ns[name] = measure_ns(partial(arm.loads, data), sampling)
-        reporter.advance()
+                fns[("dumps", name)] = partial(arm.dumps, value)
+            fns[("loads", name)] = partial(arm.loads, data)
+    # Every correct arm is timed together, rounds interleaved across arms.
+    for (op, name), ns in measure_many(fns, sampling).items():
+        (result.dumps_ns if op == "dumps" else result.loads_ns)[name] = ns
+    reporter.advance(len(arms))
     return result

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 from benchmarks.progress import Reporter
-from benchmarks.sampling import Sampling, measure_ns
+from benchmarks.sampling import Sampling, measure_many
 from benchmarks.tables import Table, fmt_ns
 from benchmarks.wire import workloads as w
 from benchmarks.wire.workloads import Case
@@ -37,28 +38,21 @@ def run_io_case(
         ["Pipeline", "ns per frame", "MiB/s"],
         note="read+unpack includes reading every field into the checksum, as in the sweep.",
     )
-    reporter.step("io read")
-    per_frame: dict[str, float] = {"read": measure_ns(read_only, sampling) / count}
-    reporter.advance()
-    table.add(
-        f"BytesIO.read({size}) alone",
-        fmt_ns(per_frame["read"]),
-        f"{mib_per_s(size, per_frame['read']):,.1f}",
-    )
+    fns: dict[str, Callable[[], object]] = {"read": read_only}
     for name, case in cases.items():
-        reporter.step(f"io {name}")
         unpack_sum = case.unpack_sum
 
-        def pipeline(unpack_sum=unpack_sum) -> None:  # type: ignore[no-untyped-def]
+        def pipeline(unpack_sum: Callable[[bytes], int] = unpack_sum) -> None:
             seek(0)
             for _ in range(count):
                 unpack_sum(read(size))
 
-        per_frame[name] = measure_ns(pipeline, sampling) / count
-        table.add(
-            f"read + unpack: {name}",
-            fmt_ns(per_frame[name]),
-            f"{mib_per_s(size, per_frame[name]):,.1f}",
-        )
-        reporter.advance()
+        fns[name] = pipeline
+    # Every pipeline is timed together, rounds interleaved across them.
+    reporter.step("io: read alone and read + unpack")
+    per_frame = {name: ns / count for name, ns in measure_many(fns, sampling).items()}
+    reporter.advance(len(fns))
+    for name, ns in per_frame.items():
+        label = f"BytesIO.read({size}) alone" if name == "read" else f"read + unpack: {name}"
+        table.add(label, fmt_ns(ns), f"{mib_per_s(size, ns):,.1f}")
     return table, per_frame

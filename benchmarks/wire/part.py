@@ -78,6 +78,35 @@ def _snapshot(all_arms: dict[str, dict[str, dict[str, Arm]]], names: list[str]) 
     return table
 
 
+def _peer_ratios(
+    all_arms: dict[str, dict[str, dict[str, Arm]]], ours: str, names: list[str]
+) -> Table:
+    peers = [n for n in names if n != ours]
+    table = Table(
+        f"Ratios against each peer: {ours} slope ÷ peer slope",
+        ["Workload and direction", *peers],
+        note="Below 1.00x: bytewright is cheaper per field, item or record than that peer.",
+    )
+    for workload, by_op in all_arms.items():
+        for op in OPS:
+            mine = by_op[op].get(ours)
+            cells = []
+            for peer in peers:
+                other = by_op[op].get(peer)
+                if (
+                    mine
+                    and mine.line
+                    and other
+                    and other.line
+                    and min(mine.line.slope, other.line.slope) > 0
+                ):
+                    cells.append(fmt_ratio(ratio(mine.line.slope, other.line.slope)))
+                else:
+                    cells.append("—")
+            table.add(f"{workload} {op}", *cells)
+    return table
+
+
 def _gated_case(impl_cases: dict[str, Case], impls: list, size: int) -> dict[str, Case]:
     """Telemetry(size) cases of the arms that pass both gates at that size."""
     for impl in impls:
@@ -113,6 +142,8 @@ def run_wire(profile: Profile, results_dir: Path, reporter: Reporter) -> PartRes
         ),
     )
     overview.tables.append(_snapshot(all_arms, names))
+    for ours in (OURS, "bytewright"):
+        overview.tables.append(_peer_ratios(all_arms, ours, names))
     result.sections.append(overview)
 
     for workload, by_op in all_arms.items():

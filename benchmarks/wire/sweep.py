@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
 from benchmarks.arms import Incorrect, NotApplicable, describe
 from benchmarks.fit import Line, fit_line
 from benchmarks.progress import Reporter
-from benchmarks.sampling import Sampling, measure_ns
+from benchmarks.sampling import Sampling, measure_many
 from benchmarks.wire import workloads as w
 from benchmarks.wire.base import Implementation
 from benchmarks.wire.workloads import Case
@@ -58,6 +59,7 @@ def run_workload(
 ) -> dict[str, dict[str, Arm]]:
     """{op: {impl: Arm}} for one workload."""
     arms: dict[str, dict[str, Arm]] = {op: {} for op in OPS}
+    all_cases: dict[str, dict[int, Case]] = {}
     for impl in impls:
         pack_arm, unpack_arm = Arm(impl.name), Arm(impl.name)
         arms["pack"][impl.name], arms["unpack"][impl.name] = pack_arm, unpack_arm
@@ -80,21 +82,26 @@ def run_workload(
             for arm, problem in ((pack_arm, pack_problem), (unpack_arm, unpack_problem)):
                 if problem and arm.status == "ok":
                     arm.status, arm.reason = "incorrect", f"{workload}({size}): {problem}"
-        for size in sizes:
-            reference = w.reference_bytes(workload, size)
-            for arm in (pack_arm, unpack_arm):
-                is_pack = arm is pack_arm
-                reporter.step(f"{workload}({size}) {'pack' if is_pack else 'unpack'} {impl.name}")
+        all_cases[impl.name] = cases
+    # Time every correct arm at one size together, rounds interleaved across arms.
+    for size in sizes:
+        reference = w.reference_bytes(workload, size)
+        reporter.step(f"{workload}({size}): every arm, pack and unpack")
+        fns: dict[tuple[str, str], Callable[[], object]] = {}
+        for op in OPS:
+            for name, arm in arms[op].items():
                 if arm.status == "ok":
-                    case = cases[size]
-                    fn = (
+                    case = all_cases[name][size]
+                    fns[(op, name)] = (
                         partial(case.pack, case.held)
-                        if is_pack
+                        if op == "pack"
                         else partial(case.unpack_sum, reference)
                     )
-                    arm.points[size] = measure_ns(fn, sampling)
-                reporter.advance()
-        for arm in (pack_arm, unpack_arm):
+        for (op, name), ns in measure_many(fns, sampling).items():
+            arms[op][name].points[size] = ns
+        reporter.advance(2 * len(impls))
+    for by_impl in arms.values():
+        for arm in by_impl.values():
             if arm.status == "ok" and arm.points:
                 xs = sorted(arm.points)
                 arm.line = fit_line(xs, [arm.points[x] for x in xs])
