@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.env import environment_table
+from benchmarks.formats_part import run_formats
 from benchmarks.graphs.part import run_graphs
 from benchmarks.lab import run_lab
 from benchmarks.profiles import PROFILES
@@ -20,7 +21,7 @@ from benchmarks.results import PartResult
 from benchmarks.targets import Outcome, evaluate, targets_table
 from benchmarks.wire.part import run_wire
 
-PARTS = {"wire": run_wire, "lab": run_lab, "pickle": run_graphs}
+PARTS = {"wire": run_wire, "lab": run_lab, "pickle": run_graphs, "formats": run_formats}
 DEFAULT_RESULTS = Path(__file__).resolve().parent / "results" / "latest"
 
 

@@ -209,16 +209,48 @@ def _pickle(m: Metrics) -> list[Outcome]:
     return out
 
 
+def _formats(m: Metrics) -> list[Outcome]:
+    from benchmarks.formats_part import BW_DNS, BW_MSGPACK, DNSLIB, MSGPACK
+
+    dns_label = "DNS decode: bytewright ≥ 5x faster than dnslib"
+    mp_label = "MessagePack decode: bytewright within 3x of the msgpack C package"
+    if "formats" not in m.ran:
+        return [
+            Outcome(dns_label, "part `formats` not run", NOT_MEASURED),
+            Outcome(mp_label, "part `formats` not run", NOT_MEASURED),
+        ]
+    return [
+        _ratio_target(
+            m,
+            "formats",
+            dns_label,
+            ("formats", "dns", DNSLIB),
+            ("formats", "dns", BW_DNS),
+            ">=",
+            5.0,
+        ),
+        _ratio_target(
+            m,
+            "formats",
+            mp_label,
+            ("formats", "msgpack", BW_MSGPACK),
+            ("formats", "msgpack", MSGPACK),
+            "<=",
+            3.0,
+        ),
+    ]
+
+
 def evaluate(parts: list[PartResult]) -> list[Outcome]:
     m = Metrics(parts)
-    return _wire(m) + _lab(m) + _pickle(m)
+    return _wire(m) + _lab(m) + _pickle(m) + _formats(m)
 
 
 def targets_table(outcomes: list[Outcome]) -> Table:
     table = Table(
-        "Targets (issue 4, and issue 3 for object graphs)",
+        "Targets (issue 4; issue 3 for object graphs; issue 5 for formats)",
         ["Target", "Measured", "Verdict"],
-        note="Ratios of fitted slopes (Part A) or of times (Parts B, C), from this run only.",
+        note="Ratios of fitted slopes (Part A) or of times (Parts B, C, D), from this run only.",
     )
     for o in outcomes:
         table.add(o.target, o.measured, o.verdict)

@@ -39,7 +39,7 @@ def test_every_available_arm_passes_its_correctness_gate(smoke) -> None:  # type
 
 def test_all_three_parts_ran(smoke) -> None:  # type: ignore[no-untyped-def]
     result, _ = smoke
-    assert [p.name for p in result.parts] == ["wire", "lab", "pickle"]
+    assert [p.name for p in result.parts] == ["wire", "lab", "pickle", "formats"]
 
 
 def test_stdlib_and_installed_peer_arms_are_measured(smoke) -> None:  # type: ignore[no-untyped-def]
@@ -77,6 +77,9 @@ def test_bytewright_arms_are_measured_once_their_api_exists(smoke) -> None:  # t
     if importlib.util.find_spec("bytewright.pickle"):
         assert ("dumps", "Primitives", "bytewright.pickle") in metrics
         assert ("hmac", "bytewright.pickle") in metrics
+    if importlib.util.find_spec("dnslib") and importlib.util.find_spec("msgpack"):
+        assert ("formats", "dns", "bytewright.formats.dns") in metrics
+        assert ("formats", "msgpack", "bytewright msgpack") in metrics
 
 
 def test_report_renders_with_every_section_and_plot(smoke) -> None:  # type: ignore[no-untyped-def]
@@ -93,6 +96,7 @@ def test_report_renders_with_every_section_and_plot(smoke) -> None:  # type: ign
         "## Part A: build cost, IO and threads",
         "## Part B: bulk records",
         "## Part C: object graphs",
+        "## Part D: real formats",
     ):
         assert heading in text, heading
     pngs = ["wire-scalars.png", "wire-vector.png", "wire-telemetry.png", "lab-bulk-records.png"]
@@ -105,5 +109,5 @@ def test_report_renders_with_every_section_and_plot(smoke) -> None:  # type: ign
 
 def test_every_target_has_a_plain_verdict(smoke) -> None:  # type: ignore[no-untyped-def]
     result, _ = smoke
-    assert len(result.outcomes) == 22
+    assert len(result.outcomes) == 24
     assert {o.verdict for o in result.outcomes} <= {MET, MISSED, NOT_MEASURED}
