@@ -394,3 +394,34 @@ def test_truncated_static_array_asks_for_the_rest_and_names_the_item():
         Samples.unpack(wire[:7])
     assert ei.value.path == "values[1]" and ei.value.offset == 6
     assert Samples.parse(wire[:10]) == bw.Incomplete(8)  # then both points at once
+
+
+def test_pack_many_bulk_lane_matches_struct_and_falls_back_for_errors():
+    import random
+    import struct
+
+    class Rec(bw.Struct, byteorder="little"):
+        a: bw.U32
+        b: bw.U16
+        c: bw.I16
+        d: bw.U64
+
+    rnd = random.Random(7)
+    rows = [
+        (
+            rnd.getrandbits(32),
+            rnd.getrandbits(16),
+            rnd.randint(-(2**15), 2**15 - 1),
+            rnd.getrandbits(64),
+        )
+        for _ in range(500)
+    ]
+    assert Rec.pack_many(rows) == b"".join(struct.pack("<IHhQ", *r) for r in rows)
+    # Mixed item kinds, and a bool (an int subclass) that the lane leaves to the VM.
+    mixed = [rows[0], {"a": 1, "b": 2, "c": -3, "d": 4}, Rec(a=1, b=2, c=-3, d=4), (True, 2, -3, 4)]
+    assert Rec.pack_many(mixed) == b"".join(
+        struct.pack("<IHhQ", *r) for r in [rows[0], (1, 2, -3, 4), (1, 2, -3, 4), (1, 2, -3, 4)]
+    )
+    with pytest.raises(bw.PackError) as ei:
+        Rec.pack_many([rows[0], (1, 2, 40000, 4)])
+    assert ei.value.path == "[1].c"

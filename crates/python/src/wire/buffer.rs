@@ -119,6 +119,11 @@ impl BytesOut {
         }
     }
 
+    /// Forgets the bytes written after `len` (a fast path that gave up).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
     fn data(&mut self) -> *mut u8 {
         // SAFETY: obj is a live bytes object while self exists.
         unsafe { ffi::PyBytes_AS_STRING(self.obj).cast_mut().cast() }

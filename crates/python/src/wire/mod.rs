@@ -1,6 +1,7 @@
 //! Python adapters for the wire codec core: the `Codec` class.
 
 mod buffer;
+mod bulk;
 mod errors;
 mod sink;
 mod source;
@@ -54,6 +55,8 @@ pub struct Codec {
     args: Py<PyTuple>,
     /// The last packed size, so `pack` usually allocates once.
     size_hint: AtomicUsize,
+    /// `pack_many`'s fast lane, when the root is a struct of plain integers.
+    flat: Option<bulk::FlatInts>,
 }
 
 impl Codec {
@@ -115,7 +118,9 @@ impl Codec {
             }
         }
         let hint = prog.static_size.unwrap_or(prog.min_size);
+        let flat = bulk::flat_ints(&prog, &infos);
         Ok(Codec {
+            flat,
             prog: Arc::new(prog),
             structs: infos,
             typed,
@@ -242,6 +247,20 @@ impl Codec {
         let mut scratch = Scratch::new();
         for (i, item) in seq.enumerate() {
             let item = item?;
+            if let Some(flat) = &self.flat {
+                let at = bytewright_wire::host::Output::pos(&out);
+                let grown = bytewright_wire::host::Output::grow(&mut out, flat.size);
+                if grown.is_err() {
+                    return Err(pyo3::exceptions::PyMemoryError::new_err(
+                        "cannot grow the output buffer",
+                    ));
+                }
+                let dst = bytewright_wire::host::Output::slot(&mut out, at, flat.size);
+                if flat.pack(py, &src, &item, dst) {
+                    continue;
+                }
+                out.truncate(at);
+            }
             if let Err(mut e) = pack::pack_with(&self.prog, &mut scratch, &src, &mut out, &item) {
                 e.rev_path.push(bytewright_wire::Seg::Index(i));
                 return Err(raise(py, *e, Mode::PackGrowable));
