@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchmarks.bench_data import shapes
-from benchmarks.graphs.serializers import BYTEWRIGHT, PICKLE, PYSAFE
+from benchmarks.graphs.serializers import BYTEWRIGHT, LOADS_PICKLE, PICKLE, PYSAFE
 from benchmarks.lab import BULK_ARM, STDLIB_ARMS
 from benchmarks.results import PartResult
 from benchmarks.tables import Table
@@ -192,6 +192,13 @@ def _pickle(m: Metrics) -> list[Outcome]:
         ),
         _every_shape(
             m,
+            "loads_pickle (issue 6): no slower than pickle.loads on every shape",
+            lambda s: (("loads", s, PICKLE), ("loads", s, LOADS_PICKLE)),
+            ">=",
+            1.0,
+        ),
+        _every_shape(
+            m,
             "payload: bytewright.pickle ≤ 1.1x pickle's size on every shape",
             lambda s: (("size", s, BYTEWRIGHT), ("size", s, PICKLE)),
             "<=",
@@ -248,7 +255,7 @@ def evaluate(parts: list[PartResult]) -> list[Outcome]:
 
 def targets_table(outcomes: list[Outcome]) -> Table:
     table = Table(
-        "Targets (issue 4; issue 3 for object graphs; issue 5 for formats)",
+        "Targets (issue 4; issues 3 and 6 for object graphs; issue 5 for formats)",
         ["Target", "Measured", "Verdict"],
         note="Ratios of fitted slopes (Part A) or of times (Parts B, C, D), from this run only.",
     )

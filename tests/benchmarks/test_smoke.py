@@ -109,5 +109,5 @@ def test_report_renders_with_every_section_and_plot(smoke) -> None:  # type: ign
 
 def test_every_target_has_a_plain_verdict(smoke) -> None:  # type: ignore[no-untyped-def]
     result, _ = smoke
-    assert len(result.outcomes) == 24
+    assert len(result.outcomes) == 25
     assert {o.verdict for o in result.outcomes} <= {MET, MISSED, NOT_MEASURED}
