@@ -30,7 +30,8 @@ test-rust:
 test-python: build bench-deps
 	pytest
 
-test: lint test-rust test-python fuzz-graph fuzz-pickle-reader
+# pytest runs last, so its summary closes the output.
+test: lint test-rust fuzz-graph fuzz-pickle-reader test-python
 
 fmt: venv
 	cargo fmt --all
