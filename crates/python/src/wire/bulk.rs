@@ -7,9 +7,8 @@ use pyo3::prelude::*;
 
 use bytewright_wire::program::{Node, Program, Scalar, Step};
 
-use super::source::PySource;
+use super::source::long_to_i128;
 use super::structs::StructInfo;
-use bytewright_wire::host::Source;
 
 struct Slot {
     off: usize,
@@ -61,13 +60,7 @@ pub fn flat_ints(prog: &Program, infos: &[StructInfo]) -> Option<FlatInts> {
 impl FlatInts {
     /// Writes `item` into `dst` (`self.size` bytes) when it is a tuple of in-range ints;
     /// `false` leaves the item to the VM.
-    pub fn pack(
-        &self,
-        py: Python<'_>,
-        src: &PySource<'_, '_>,
-        item: &Bound<'_, PyAny>,
-        dst: &mut [u8],
-    ) -> bool {
+    pub fn pack(&self, item: &Bound<'_, PyAny>, dst: &mut [u8]) -> bool {
         let p = item.as_ptr();
         // SAFETY: type and size checks before reading the tuple's items, which `item` keeps alive.
         unsafe {
@@ -77,12 +70,14 @@ impl FlatInts {
                 return false;
             }
             for (i, s) in self.slots.iter().enumerate() {
-                let v =
-                    Bound::from_borrowed_ptr(py, ffi::PyTuple_GET_ITEM(p, i as ffi::Py_ssize_t));
-                if ffi::PyLong_CheckExact(v.as_ptr()) == 0 {
+                let v = ffi::PyTuple_GET_ITEM(p, i as ffi::Py_ssize_t);
+                if ffi::PyLong_CheckExact(v) == 0 {
                     return false;
                 }
-                let Ok(x) = src.int(&v) else { return false };
+                let Some(x) = long_to_i128(v) else {
+                    ffi::PyErr_Clear();
+                    return false;
+                };
                 let bits = u32::from(s.width) * 8;
                 let fits = if s.signed {
                     (x >> (bits - 1)) == 0 || (x >> (bits - 1)) == -1

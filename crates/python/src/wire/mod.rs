@@ -11,10 +11,11 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple, PyType};
 
-use bytewright_wire::host::SliceOutput;
+use bytewright_wire::host::{Output, SliceOutput};
 use bytewright_wire::{compile, pack, unpack, Program, Schema, Scratch};
 
 use buffer::{BytesOut, InBuf};
@@ -240,31 +241,28 @@ impl Codec {
     /// typed instances, mappings, or tuples listing every named field in order.
     fn pack_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let src = PySource::new(py, &self.structs);
-        let seq = items.try_iter()?;
-        let (lo, _) = seq.size_hint();
         let per = self.size_hint.load(Ordering::Relaxed).max(1);
-        let mut out = BytesOut::new(py, per.saturating_mul(lo.max(1)))?;
+        let hint = items.len().unwrap_or(1).max(1);
+        let mut out = BytesOut::new(py, per.saturating_mul(hint))?;
         let mut scratch = Scratch::new();
-        for (i, item) in seq.enumerate() {
-            let item = item?;
+        let mut one = |i: usize, item: &Bound<'_, PyAny>| -> PyResult<()> {
             if let Some(flat) = &self.flat {
-                let at = bytewright_wire::host::Output::pos(&out);
-                let grown = bytewright_wire::host::Output::grow(&mut out, flat.size);
-                if grown.is_err() {
-                    return Err(pyo3::exceptions::PyMemoryError::new_err(
-                        "cannot grow the output buffer",
-                    ));
+                let at = Output::pos(&out);
+                if Output::grow(&mut out, flat.size).is_err() {
+                    return Err(PyMemoryError::new_err("cannot grow the output buffer"));
                 }
-                let dst = bytewright_wire::host::Output::slot(&mut out, at, flat.size);
-                if flat.pack(py, &src, &item, dst) {
-                    continue;
+                if flat.pack(item, Output::slot(&mut out, at, flat.size)) {
+                    return Ok(());
                 }
                 out.truncate(at);
             }
-            if let Err(mut e) = pack::pack_with(&self.prog, &mut scratch, &src, &mut out, &item) {
+            pack::pack_with(&self.prog, &mut scratch, &src, &mut out, item).map_err(|mut e| {
                 e.rev_path.push(bytewright_wire::Seg::Index(i));
-                return Err(raise(py, *e, Mode::PackGrowable));
-            }
+                raise(py, *e, Mode::PackGrowable)
+            })
+        };
+        for (i, item) in items.try_iter()?.enumerate() {
+            one(i, &item?)?;
         }
         out.finish(py)
     }

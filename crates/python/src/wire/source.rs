@@ -76,6 +76,34 @@ unsafe fn str_eq(a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> bool {
     std::slice::from_raw_parts(pa, bytes) == std::slice::from_raw_parts(pb, bytes)
 }
 
+extern "C" {
+    // Exported by CPython (cpython/longobject.h); pyo3-ffi leaves it out.
+    fn _PyLong_NumBits(v: *mut ffi::PyObject) -> usize;
+}
+
+/// An exact `int`'s value when it fits 64 bits (signed or unsigned), without the slow
+/// byte-array path for values above 2**63.
+///
+/// # Safety
+/// `p` must be a live `int`; the GIL is held. On `None` an exception may be set (only for
+/// failures other than "out of range").
+#[inline]
+pub(crate) unsafe fn long_to_i128(p: *mut ffi::PyObject) -> Option<i128> {
+    let mut overflow = 0;
+    let x = ffi::PyLong_AsLongLongAndOverflow(p, &mut overflow);
+    if overflow == 0 {
+        if x == -1 && !ffi::PyErr_Occurred().is_null() {
+            return None;
+        }
+        return Some(i128::from(x));
+    }
+    if overflow > 0 && _PyLong_NumBits(p) <= 64 {
+        // Positive and at most 64 bits: the mask is the value.
+        return Some(i128::from(ffi::PyLong_AsUnsignedLongLongMask(p)));
+    }
+    None
+}
+
 type SResult<T> = Result<T, SourceError<PyErr>>;
 
 fn type_name(v: &Bound<'_, PyAny>) -> String {
@@ -238,23 +266,15 @@ impl<'py> Source for PySource<'_, 'py> {
                 let i = Bound::from_owned_ptr(self.py, i);
                 return self.int(&i);
             }
-            let mut overflow = 0;
-            let x = ffi::PyLong_AsLongLongAndOverflow(p, &mut overflow);
-            if overflow == 0 {
-                if x == -1 && !ffi::PyErr_Occurred().is_null() {
-                    return Err(self.host());
-                }
-                return Ok(i128::from(x));
+            match long_to_i128(p) {
+                Some(v) => return Ok(v),
+                None if !ffi::PyErr_Occurred().is_null() => return Err(self.host()),
+                None => {}
             }
-            if overflow > 0 {
-                let u = ffi::PyLong_AsUnsignedLongLong(p);
-                if u == u64::MAX && !ffi::PyErr_Occurred().is_null() {
-                    ffi::PyErr_Clear();
-                    return Err(SourceError::Type(
-                        "integer too large (more than 64 bits)".into(),
-                    ));
-                }
-                return Ok(i128::from(u));
+            if ffi::Py_SIZE(p) > 0 {
+                return Err(SourceError::Type(
+                    "integer too large (more than 64 bits)".into(),
+                ));
             }
             Err(SourceError::Type(
                 "integer too small (more than 64 bits)".into(),
