@@ -391,6 +391,11 @@ impl<'a> Reader<'a> {
                     data.get(..2)?.try_into().ok()?,
                 ))),
             ),
+            NEG8 => (2, Event::Int(-1 - i64::from(*data.first()?))),
+            NEG16 => (
+                3,
+                Event::Int(-1 - i64::from(u16::from_le_bytes(data.get(..2)?.try_into().ok()?))),
+            ),
             FLOAT64 => (
                 9,
                 Event::Float(f64::from_le_bytes(data.get(..8)?.try_into().ok()?)),

@@ -14,119 +14,11 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use super::classes::AllowedClasses;
 use super::config::Config;
 use super::errors::{read_error, unpickling};
+use super::infocache;
 
 extern "C" {
     // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items.
     fn _PyDict_NewPresized(n: ffi::Py_ssize_t) -> *mut ffi::PyObject;
-}
-
-mod info_cache {
-    //! What `describe(cls)` said about the classes recently loaded, so a small payload
-    //! does not pay a Python call per class per `loads`. It holds only weak references
-    //! (to the class and to its ClassInfo), is keyed by the caller's `classes=` (never by
-    //! anything in the input) and is bounded. ClassInfo is immutable once built, and
-    //! `describe` keeps one per class for the class's lifetime, so a hit is exactly what
-    //! `describe` would return.
-
-    use std::cell::RefCell;
-
-    use pyo3::prelude::*;
-    use pyo3::types::{PyString, PyType, PyWeakrefMethods, PyWeakrefReference};
-
-    const CAPACITY: usize = 32;
-
-    struct Entry {
-        cls: Py<PyWeakrefReference>,
-        info: Py<PyWeakrefReference>,
-        kind: u8,
-        version: u64,
-        declared: Option<Vec<Py<PyString>>>,
-    }
-
-    thread_local! {
-        static CACHE: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
-    }
-
-    type Hit<'py> = (
-        Bound<'py, PyAny>,
-        u8,
-        u64,
-        Option<Vec<Bound<'py, PyString>>>,
-    );
-
-    /// The cached description of `cls`, if its class and ClassInfo are both still alive.
-    pub fn get<'py>(cls: &Bound<'py, PyType>) -> Option<Hit<'py>> {
-        let py = cls.py();
-        CACHE.with(|cache| {
-            // Upgrading a weak reference and cloning references run no Python code, so
-            // the borrow cannot be re-entered.
-            let cache = cache.try_borrow().ok()?;
-            for e in cache.iter() {
-                let Some(c) = e.cls.bind(py).upgrade() else {
-                    continue;
-                };
-                if !c.is(cls) {
-                    continue;
-                }
-                let info = e.info.bind(py).upgrade()?;
-                let declared = e
-                    .declared
-                    .as_ref()
-                    .map(|d| d.iter().map(|n| n.bind(py).clone()).collect());
-                return Some((info, e.kind, e.version, declared));
-            }
-            None
-        })
-    }
-
-    /// Remembers `describe(cls)`; evicts dead entries, then the oldest, when full.
-    pub fn put(
-        cls: &Bound<'_, PyType>,
-        info: &Bound<'_, PyAny>,
-        kind: u8,
-        version: u64,
-        declared: Option<&[Bound<'_, PyString>]>,
-    ) {
-        let py = cls.py();
-        let (Ok(wcls), Ok(winfo)) = (PyWeakrefReference::new(cls), PyWeakrefReference::new(info))
-        else {
-            // Not weakly referenceable: simply not cached.
-            PyErr::take(py);
-            return;
-        };
-        let entry = Entry {
-            cls: wcls.unbind(),
-            info: winfo.unbind(),
-            kind,
-            version,
-            declared: declared.map(|d| d.iter().map(|n| n.clone().unbind()).collect()),
-        };
-        // Entries removed here are dropped after the borrow ends: dropping a reference
-        // may run arbitrary code (a weakref callback), which could re-enter.
-        let evicted: Vec<Entry> = CACHE.with(|cache| {
-            let Ok(mut cache) = cache.try_borrow_mut() else {
-                return Vec::new();
-            };
-            let mut evicted = Vec::new();
-            let mut i = 0;
-            while i < cache.len() {
-                let dead = cache[i].cls.bind(py).upgrade().is_none()
-                    || cache[i].cls.bind(py).upgrade().is_some_and(|c| c.is(cls))
-                    || cache[i].info.bind(py).upgrade().is_none();
-                if dead {
-                    evicted.push(cache.remove(i));
-                } else {
-                    i += 1;
-                }
-            }
-            if cache.len() >= CAPACITY {
-                evicted.push(cache.remove(0));
-            }
-            cache.push(entry);
-            evicted
-        });
-        drop(evicted);
-    }
 }
 
 const KIND_DICT: u8 = 1;
@@ -610,38 +502,30 @@ impl<'py, 'a> Builder<'py, 'a> {
     fn resolve_def(&mut self, def: &ClassDef<'_>) -> PyResult<Resolved<'py>> {
         let py = self.py;
         let name = String::from_utf8_lossy(def.name).into_owned();
-        let short = name.rsplit('.').next().unwrap_or(&name).to_string();
         let found = self.classes.get(self.cfg, &name)?;
         let cls = match found {
             Some(cls) => cls,
             None => {
+                let short = name.rsplit('.').next().unwrap_or(&name);
                 return Err(self.fail(
                     format!(
                         "record of class '{name}' is not allowed: pass classes=[{short}] (or classes={{'{name}': {short}}}) to allow it"
                     ),
                     None,
-                ))
+                ));
             }
         };
-        let (info, kind, version, declared) = match info_cache::get(&cls) {
-            Some(hit) => hit,
-            None => {
-                let info = self.wrap(
-                    &format!("class '{name}'"),
-                    self.cfg.describe.bind(py).call1((&cls,)),
-                )?;
-                let kind: u8 = info.getattr("kind")?.extract()?;
-                let version: u64 = info.getattr("version")?.extract()?;
-                let fields = info.getattr("fields")?;
-                let declared: Option<Vec<Bound<'py, PyString>>> = if fields.is_none() {
-                    None
-                } else {
-                    Some(fields.extract()?)
-                };
-                info_cache::put(&cls, &info, kind, version, declared.as_deref());
-                (info, kind, version, declared)
-            }
+        let described = match infocache::describe(self.cfg, &cls) {
+            Ok(d) => d,
+            Err(e) => return self.wrap(&format!("class '{name}'"), Err(e)),
         };
+        let infocache::Described {
+            info,
+            kind,
+            version,
+            declared,
+            ..
+        } = described;
         // Reuse the class's own (interned) field names when the record's match them.
         let same_fields = declared.as_ref().is_none_or(|declared| {
             declared.len() == def.fields.len()

@@ -5,6 +5,7 @@ mod classes;
 mod config;
 mod encoder;
 mod errors;
+mod infocache;
 mod memo;
 mod ptrmap;
 
