@@ -144,8 +144,12 @@ impl<'a> Reader<'a> {
 
     /// Reads the whole body, discarding events: full validation without building.
     pub fn validate(mut self) -> Result<(), ReadError> {
-        while self.next_event()?.is_some() {}
-        Ok(())
+        loop {
+            self.atom_run(|_| true);
+            if self.next_event()?.is_none() {
+                return Ok(());
+            }
+        }
     }
 
     fn err(&self, message: impl Into<String>) -> ReadError {

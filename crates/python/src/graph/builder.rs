@@ -240,7 +240,7 @@ impl<'py, 'a> Builder<'py, 'a> {
         loop {
             if matches!(
                 self.frames.last(),
-                Some(Frame::List { .. } | Frame::Tuple { .. })
+                Some(Frame::List { .. } | Frame::Tuple { .. } | Frame::Dict { .. })
             ) {
                 self.atom_run()?;
             }
@@ -557,6 +557,32 @@ impl<'py, 'a> Builder<'py, 'a> {
                             *filled += 1;
                         } else {
                             ffi::Py_DECREF(item);
+                        }
+                    }
+                    true
+                });
+            }
+            Some(Frame::Dict { obj, key }) => {
+                let dict = obj.as_ptr();
+                reader.atom_run(|event| {
+                    let (item, what) = new_atom(event);
+                    if item.is_null() {
+                        failed = Some((what, PyErr::fetch(py)));
+                        return false;
+                    }
+                    // SAFETY: item is a new reference, owned by the Bound from here on.
+                    let item = unsafe { Bound::from_owned_ptr(py, item) };
+                    match key.take() {
+                        None => *key = Some(item),
+                        Some(k) => {
+                            // SAFETY: a live dict, key and value; PyDict_SetItem takes its
+                            // own references.
+                            let rc =
+                                unsafe { ffi::PyDict_SetItem(dict, k.as_ptr(), item.as_ptr()) };
+                            if rc < 0 {
+                                failed = Some(("a dict", PyErr::fetch(py)));
+                                return false;
+                            }
                         }
                     }
                     true
