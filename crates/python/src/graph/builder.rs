@@ -25,12 +25,13 @@ const KIND_DICT: u8 = 1;
 const KIND_TUPLE: u8 = 3;
 const KIND_ENUM: u8 = 4;
 
-/// A new str from strict UTF-8 (NULL with an exception set on failure). Short ASCII
-/// text (the common case) is copied straight into a new compact string, skipping the
-/// general decoder.
+/// A new str from strict UTF-8 (NULL with an exception set on failure). ASCII text (the
+/// common case) is checked with a word-wide scan and then copied with one memcpy into a
+/// new compact string, skipping the general decoder; 0 and 1 bytes use CPython's
+/// cached strings.
 #[inline]
 fn new_str(s: &[u8]) -> *mut ffi::PyObject {
-    if (2..=64).contains(&s.len()) && s.is_ascii() {
+    if s.len() >= 2 && s.is_ascii() {
         // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte data
         // area is exactly s.len() bytes long; s is ASCII, so it is valid content.
         unsafe {
