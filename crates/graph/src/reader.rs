@@ -144,8 +144,12 @@ impl<'a> Reader<'a> {
 
     /// Reads the whole body, discarding events: full validation without building.
     pub fn validate(mut self) -> Result<(), ReadError> {
-        while self.next_event()?.is_some() {}
-        Ok(())
+        loop {
+            self.atom_run(|_| true);
+            if self.next_event()?.is_none() {
+                return Ok(());
+            }
+        }
     }
 
     fn err(&self, message: impl Into<String>) -> ReadError {
@@ -391,6 +395,11 @@ impl<'a> Reader<'a> {
                     data.get(..2)?.try_into().ok()?,
                 ))),
             ),
+            NEG8 => (2, Event::Int(-1 - i64::from(*data.first()?))),
+            NEG16 => (
+                3,
+                Event::Int(-1 - i64::from(u16::from_le_bytes(data.get(..2)?.try_into().ok()?))),
+            ),
             FLOAT64 => (
                 9,
                 Event::Float(f64::from_le_bytes(data.get(..8)?.try_into().ok()?)),
@@ -435,6 +444,95 @@ impl<'a> Reader<'a> {
             });
         }
         Some(event)
+    }
+
+    /// Reads a run of fixed-size atoms (ints, floats, None, bools and short strs) that
+    /// are direct children of the innermost open container, handing each to `sink` as the
+    /// event [`Reader::next_event`] would give, with the same checks. It stops, leaving
+    /// everything else to `next_event`, at any other tag, at the container's end, at the
+    /// item limit, or after an atom for which `sink` returns `false`.
+    #[inline]
+    pub fn atom_run(&mut self, mut sink: impl FnMut(Event<'a>) -> bool) {
+        if self.pending_share {
+            return;
+        }
+        let Some(top) = self.stack.last_mut() else {
+            return;
+        };
+        if top.kind != FrameKind::Container {
+            return;
+        }
+        let buf = self.buf;
+        let max_items = self.limits.max_items;
+        let max_str = self.limits.max_str_len;
+        let mut pos = self.pos;
+        let mut remaining = top.remaining;
+        let mut items = self.items;
+        while remaining > 0 && items < max_items {
+            let Some((&tag, data)) = buf.get(pos..).and_then(<[u8]>::split_first) else {
+                break;
+            };
+            let (len, event) = match tag {
+                0..=SMALL_INT_MAX => (1, Event::Int(i64::from(tag))),
+                UINT8 => match data.first() {
+                    Some(&b) => (2, Event::Int(i64::from(b))),
+                    None => break,
+                },
+                NEG8 => match data.first() {
+                    Some(&b) => (2, Event::Int(-1 - i64::from(b))),
+                    None => break,
+                },
+                UINT16 | NEG16 => match data.get(..2) {
+                    Some(d) => {
+                        let v = i64::from(u16::from_le_bytes([d[0], d[1]]));
+                        (3, Event::Int(if tag == NEG16 { -1 - v } else { v }))
+                    }
+                    None => break,
+                },
+                INT32 => match data.get(..4) {
+                    Some(d) => (
+                        5,
+                        Event::Int(i64::from(i32::from_le_bytes([d[0], d[1], d[2], d[3]]))),
+                    ),
+                    None => break,
+                },
+                FLOAT64 => match data.get(..8).and_then(|d| <[u8; 8]>::try_from(d).ok()) {
+                    Some(a) => (9, Event::Float(f64::from_le_bytes(a))),
+                    None => break,
+                },
+                FLOAT32 => match data.get(..4) {
+                    Some(d) => (
+                        5,
+                        Event::Float(f64::from(f32::from_le_bytes([d[0], d[1], d[2], d[3]]))),
+                    ),
+                    None => break,
+                },
+                0x40..=0x5f => {
+                    let n = usize::from(tag - SHORT_STR);
+                    if n as u64 > max_str {
+                        break;
+                    }
+                    match data.get(..n) {
+                        Some(s) => (1 + n, Event::Str(s)),
+                        None => break,
+                    }
+                }
+                NONE => (1, Event::None),
+                TRUE => (1, Event::Bool(true)),
+                FALSE => (1, Event::Bool(false)),
+                _ => break,
+            };
+            remaining -= 1;
+            items += 1;
+            pos += len;
+            self.after_replace = false;
+            if !sink(event) {
+                break;
+            }
+        }
+        top.remaining = remaining;
+        self.items = items;
+        self.pos = pos;
     }
 
     #[inline(never)]
@@ -807,6 +905,59 @@ mod tests {
                 Event::End
             ]
         );
+    }
+
+    #[test]
+    fn atom_runs_give_the_same_events() {
+        let b = body(|w| {
+            w.list(12);
+            w.int(1);
+            w.int(-1);
+            w.int(200);
+            w.int(-300);
+            w.int(70000);
+            w.int(-70000);
+            w.float(0.1);
+            w.float(0.5);
+            w.str(b"abc");
+            w.tuple(0);
+            w.tag(TRUE);
+            w.tag(NONE);
+        });
+        let expected = events(&b).unwrap();
+        let mut r = Reader::new(&b, Limits::default());
+        let mut got = Vec::new();
+        loop {
+            r.atom_run(|e| {
+                got.push(e);
+                true
+            });
+            match r.next_event().unwrap() {
+                Some(e) => got.push(e),
+                None => break,
+            }
+        }
+        assert_eq!(got, expected);
+        // The item limit still applies inside a run.
+        let limits = Limits {
+            max_items: 5,
+            ..Limits::default()
+        };
+        let mut r = Reader::new(&b, limits);
+        let mut n = 0;
+        let err = loop {
+            r.atom_run(|_| {
+                n += 1;
+                true
+            });
+            match r.next_event() {
+                Ok(Some(_)) => n += 1,
+                Ok(None) => panic!("limit not enforced"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err.kind, crate::ErrorKind::Limit);
+        assert!(n <= 5);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use super::classes::AllowedClasses;
 use super::config::Config;
 use super::errors::{read_error, unpickling};
+use super::infocache;
 
 extern "C" {
     // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items.
@@ -23,6 +24,59 @@ extern "C" {
 const KIND_DICT: u8 = 1;
 const KIND_TUPLE: u8 = 3;
 const KIND_ENUM: u8 = 4;
+
+/// A new str from strict UTF-8 (NULL with an exception set on failure). ASCII text (the
+/// common case) is checked with a word-wide scan and then copied with one memcpy into a
+/// new compact string, skipping the general decoder; 0 and 1 bytes use CPython's
+/// cached strings.
+#[inline]
+fn new_str(s: &[u8]) -> *mut ffi::PyObject {
+    if s.len() >= 2 && s.is_ascii() {
+        // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte data
+        // area is exactly s.len() bytes long; s is ASCII, so it is valid content.
+        unsafe {
+            let p = ffi::PyUnicode_New(s.len() as ffi::Py_ssize_t, 127);
+            if !p.is_null() {
+                std::ptr::copy_nonoverlapping(s.as_ptr(), ffi::PyUnicode_1BYTE_DATA(p), s.len());
+            }
+            return p;
+        }
+    }
+    // SAFETY: s is a live slice; the decoder validates the UTF-8.
+    unsafe { ffi::PyUnicode_DecodeUTF8(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr()) }
+}
+
+/// A new reference to the object of an atom from `Reader::atom_run` (NULL with an
+/// exception set on failure), and what it is, for error messages.
+#[inline(always)]
+fn new_atom(event: Event<'_>) -> (*mut ffi::PyObject, &'static str) {
+    // SAFETY: plain constructors returning a new reference or NULL; the singletons are
+    // live and get a new reference of their own.
+    unsafe {
+        match event {
+            Event::Int(v) => (ffi::PyLong_FromLongLong(v), "int"),
+            Event::Float(f) => (ffi::PyFloat_FromDouble(f), "float"),
+            Event::Str(s) => (new_str(s), "str"),
+            Event::Bool(b) => {
+                let p = if b { ffi::Py_True() } else { ffi::Py_False() };
+                ffi::Py_INCREF(p);
+                (p, "bool")
+            }
+            Event::None => {
+                let p = ffi::Py_None();
+                ffi::Py_INCREF(p);
+                (p, "None")
+            }
+            _ => {
+                ffi::PyErr_SetString(
+                    ffi::PyExc_ValueError,
+                    c"unexpected event in a run of atoms".as_ptr(),
+                );
+                (std::ptr::null_mut(), "a value")
+            }
+        }
+    }
+}
 
 enum Collect {
     Range,
@@ -185,6 +239,12 @@ impl<'py, 'a> Builder<'py, 'a> {
         let py = self.py;
         let mut root = None;
         loop {
+            if matches!(
+                self.frames.last(),
+                Some(Frame::List { .. } | Frame::Tuple { .. } | Frame::Dict { .. })
+            ) {
+                self.atom_run()?;
+            }
             let event = match self.reader.next_event() {
                 Ok(Some(event)) => event,
                 Ok(None) => break,
@@ -439,30 +499,102 @@ impl<'py, 'a> Builder<'py, 'a> {
         root.ok_or_else(|| self.fail("the record holds no value".into(), None))
     }
 
-    /// A str from strict UTF-8. Short ASCII text (the common case) is copied straight
-    /// into a new compact string, skipping the general decoder.
+    /// A str from strict UTF-8.
     #[inline]
     fn str(&self, s: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        if (2..=64).contains(&s.len()) && s.is_ascii() {
-            // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte
-            // data area is exactly s.len() bytes long; s is ASCII, so it is valid content.
-            unsafe {
-                let p = ffi::PyUnicode_New(s.len() as ffi::Py_ssize_t, 127);
-                if !p.is_null() {
-                    std::ptr::copy_nonoverlapping(
-                        s.as_ptr(),
-                        ffi::PyUnicode_1BYTE_DATA(p),
-                        s.len(),
-                    );
-                }
-                return self.owned("str", p);
+        self.owned("str", new_str(s))
+    }
+
+    /// Fills the innermost list or tuple straight from a run of atoms (see
+    /// `Reader::atom_run`), skipping the per-event dispatch.
+    fn atom_run(&mut self) -> PyResult<()> {
+        let py = self.py;
+        let mut failed: Option<(&'static str, PyErr)> = None;
+        let Builder { reader, frames, .. } = self;
+        match frames.last_mut() {
+            Some(Frame::List { obj, filled }) => {
+                let list = obj.as_ptr();
+                reader.atom_run(|event| {
+                    let (item, what) = new_atom(event);
+                    if item.is_null() {
+                        failed = Some((what, PyErr::fetch(py)));
+                        return false;
+                    }
+                    // SAFETY: as in `deliver`: the list is live; when nothing else has
+                    // touched it the next slot is written in place (taking our reference),
+                    // otherwise a checked append takes its own and ours is released.
+                    unsafe {
+                        let raw = list.cast::<ffi::PyListObject>();
+                        if ffi::Py_SIZE(list) == *filled && *filled < (*raw).allocated {
+                            *(*raw).ob_item.offset(*filled) = item;
+                            *filled += 1;
+                            (*list.cast::<ffi::PyVarObject>()).ob_size = *filled;
+                        } else {
+                            let rc = ffi::PyList_Append(list, item);
+                            ffi::Py_DECREF(item);
+                            if rc < 0 {
+                                failed = Some(("a list", PyErr::fetch(py)));
+                                return false;
+                            }
+                            *filled += 1;
+                        }
+                    }
+                    true
+                });
             }
+            Some(Frame::Tuple { obj, filled, .. }) => {
+                let tuple = obj.as_ptr();
+                reader.atom_run(|event| {
+                    let (item, what) = new_atom(event);
+                    if item.is_null() {
+                        failed = Some((what, PyErr::fetch(py)));
+                        return false;
+                    }
+                    // SAFETY: as in `deliver`: the tuple is fresh and private, and the
+                    // index is checked against its size.
+                    unsafe {
+                        if *filled < ffi::PyTuple_GET_SIZE(tuple) {
+                            ffi::PyTuple_SET_ITEM(tuple, *filled, item);
+                            *filled += 1;
+                        } else {
+                            ffi::Py_DECREF(item);
+                        }
+                    }
+                    true
+                });
+            }
+            Some(Frame::Dict { obj, key }) => {
+                let dict = obj.as_ptr();
+                reader.atom_run(|event| {
+                    let (item, what) = new_atom(event);
+                    if item.is_null() {
+                        failed = Some((what, PyErr::fetch(py)));
+                        return false;
+                    }
+                    // SAFETY: item is a new reference, owned by the Bound from here on.
+                    let item = unsafe { Bound::from_owned_ptr(py, item) };
+                    match key.take() {
+                        None => *key = Some(item),
+                        Some(k) => {
+                            // SAFETY: a live dict, key and value; PyDict_SetItem takes its
+                            // own references.
+                            let rc =
+                                unsafe { ffi::PyDict_SetItem(dict, k.as_ptr(), item.as_ptr()) };
+                            if rc < 0 {
+                                failed = Some(("a dict", PyErr::fetch(py)));
+                                return false;
+                            }
+                        }
+                    }
+                    true
+                });
+            }
+            _ => {}
         }
-        // SAFETY: s is a live slice; the decoder validates the UTF-8.
-        let p = unsafe {
-            ffi::PyUnicode_DecodeUTF8(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr())
-        };
-        self.owned("str", p)
+        match failed {
+            Some((what, e)) => self.wrap(what, Err(e)),
+            None => Ok(()),
+        }
     }
 
     fn resolve(&mut self, class: usize, want_enum: bool) -> PyResult<()> {
@@ -501,31 +633,30 @@ impl<'py, 'a> Builder<'py, 'a> {
     fn resolve_def(&mut self, def: &ClassDef<'_>) -> PyResult<Resolved<'py>> {
         let py = self.py;
         let name = String::from_utf8_lossy(def.name).into_owned();
-        let short = name.rsplit('.').next().unwrap_or(&name).to_string();
         let found = self.classes.get(self.cfg, &name)?;
         let cls = match found {
             Some(cls) => cls,
             None => {
+                let short = name.rsplit('.').next().unwrap_or(&name);
                 return Err(self.fail(
                     format!(
                         "record of class '{name}' is not allowed: pass classes=[{short}] (or classes={{'{name}': {short}}}) to allow it"
                     ),
                     None,
-                ))
+                ));
             }
         };
-        let info = self.wrap(
-            &format!("class '{name}'"),
-            self.cfg.describe.bind(py).call1((&cls,)),
-        )?;
-        let kind: u8 = info.getattr("kind")?.extract()?;
-        let version: u64 = info.getattr("version")?.extract()?;
-        let fields = info.getattr("fields")?;
-        let declared: Option<Vec<Bound<'py, PyString>>> = if fields.is_none() {
-            None
-        } else {
-            Some(fields.extract()?)
+        let described = match infocache::describe(self.cfg, &cls) {
+            Ok(d) => d,
+            Err(e) => return self.wrap(&format!("class '{name}'"), Err(e)),
         };
+        let infocache::Described {
+            info,
+            kind,
+            version,
+            declared,
+            ..
+        } = described;
         // Reuse the class's own (interned) field names when the record's match them.
         let same_fields = declared.as_ref().is_none_or(|declared| {
             declared.len() == def.fields.len()

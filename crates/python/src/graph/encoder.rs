@@ -15,6 +15,7 @@ use pyo3::types::{PyString, PyTuple};
 
 use super::config::Config;
 use super::errors::{EncodeError, Step};
+use super::infocache;
 use super::memo::Memo;
 use super::ptrmap::PtrMap;
 
@@ -743,24 +744,14 @@ impl<'py> Encoder<'py> {
             let name = ty.qualname().map(|n| n.to_string()).unwrap_or_default();
             EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
         };
-        let info = self
-            .cfg
-            .describe
-            .bind(self.py)
-            .call1((ty,))
-            .map_err(cannot)?;
-        let get = |name: &str| info.getattr(name).map_err(cannot);
-        let kind: u8 = get("kind")?.extract().map_err(cannot)?;
-        let name: String = get("name")?.extract().map_err(cannot)?;
-        let version: u64 = get("version")?.extract().map_err(cannot)?;
-        let has_dict: bool = get("has_dict")?.extract().map_err(cannot)?;
-        let fields = get("fields")?;
-        let fields = if fields.is_none() {
-            None
-        } else {
-            let names: Vec<Bound<'py, PyString>> = fields.extract().map_err(cannot)?;
-            Some(names)
-        };
+        let infocache::Described {
+            kind,
+            name,
+            version,
+            has_dict,
+            declared: fields,
+            ..
+        } = infocache::describe(self.cfg, ty).map_err(cannot)?;
         self.class_keep.push(ty.clone().into_any());
         self.classes.push(ClassEntry {
             kind,

@@ -5,6 +5,7 @@ mod classes;
 mod config;
 mod encoder;
 mod errors;
+mod infocache;
 mod legacy;
 mod memo;
 mod ptrmap;
