@@ -4,6 +4,7 @@ from typing import Any, final
 __all__ = [
     "Codec",
     "__version__",
+    "checksum_names",
     "graph_configure",
     "graph_record_len",
     "legacy_check",
@@ -16,6 +17,8 @@ __all__ = [
 __version__: str
 
 # --- wire codecs (crates/python/src/wire) ---
+def checksum_names() -> list[str]: ...
+
 @final
 class Codec:
     def __new__(cls, schema: str, structs: list[Any], typed: bool = False) -> Codec: ...

@@ -9,7 +9,6 @@ use std::ptr::addr_of_mut;
 use bytewright_graph::pickle::{
     self as core, globals::TABLE, Build, Call, ClassKind, Global, Instr,
 };
-use bytewright_graph::Limits;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
@@ -173,28 +172,6 @@ fn input_bytes<'a>(data: &'a Bound<'_, PyAny>, copy: &'a mut Vec<u8>) -> PyResul
     )))
 }
 
-fn limits_of(cfg: &Config, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Limits> {
-    let Some(limits) = limits.filter(|l| !l.is_none()) else {
-        return Ok(Limits::default());
-    };
-    if !limits.is_instance(cfg.limits_type.bind(limits.py()))? {
-        return Err(PyTypeError::new_err(format!(
-            "limits must be a pickle.Limits, not {}",
-            limits.get_type().name()?
-        )));
-    }
-    let get = |name: &str| -> PyResult<u64> { limits.getattr(name)?.extract() };
-    Ok(Limits {
-        max_bytes: get("max_bytes")?,
-        max_depth: get("max_depth")?,
-        max_items: get("max_items")?,
-        max_container_len: get("max_container_len")?,
-        max_str_len: get("max_str_len")?,
-        max_bytes_len: get("max_bytes_len")?,
-        max_int_digits: get("max_int_digits")?,
-    })
-}
-
 /// `allow=` as a name -> callable dict (`None` when empty), normalised by `_legacy.py`.
 fn allow_dict<'py>(
     lcfg: &LegacyConfig,
@@ -278,7 +255,7 @@ fn legacy_loads_inner<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = config::get(py)?;
     let lcfg = legacy(py)?;
-    let limits = limits_of(cfg, limits)?;
+    let limits = super::limits_from(cfg, limits)?;
     let mut copy = Vec::new();
     let input = input_bytes(data, &mut copy)?;
     let mut resolver = Resolver {
@@ -339,7 +316,7 @@ fn legacy_check<'py>(
 ) -> PyResult<Option<String>> {
     let cfg = config::get(py)?;
     let allow = allow_dict(legacy(py)?, allow)?;
-    let limits = limits_of(cfg, limits)?;
+    let limits = super::limits_from(cfg, limits)?;
     let mut copy = Vec::new();
     let input = input_bytes(data, &mut copy)?;
     let mut resolver = Resolver {
@@ -415,6 +392,14 @@ impl<'py, 'r> Run<'py, 'r> {
         self.wrap(what, r)
     }
 
+    /// Pushes a new reference from a CPython constructor (NULL: its exception, with context).
+    #[inline]
+    fn push_new(&mut self, what: &str, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        let v = self.owned(what, ptr)?;
+        self.stack.push(v);
+        Ok(())
+    }
+
     #[inline]
     fn pop(&mut self) -> PyResult<Bound<'py, PyAny>> {
         self.stack
@@ -485,15 +470,13 @@ impl<'py, 'r> Run<'py, 'r> {
                 Instr::Ellipsis => self.stack.push(py.Ellipsis().into_bound(py)),
                 Instr::Int(v) => {
                     // SAFETY: plain constructor.
-                    let v = self.owned("int", unsafe { ffi::PyLong_FromLongLong(v) })?;
-                    self.stack.push(v);
+                    self.push_new("int", unsafe { ffi::PyLong_FromLongLong(v) })?;
                 }
                 Instr::LongBytes(b) => {
                     let b = b.of(input);
                     // SAFETY: b is a live slice of b.len() bytes.
                     let p = unsafe { ffi::_PyLong_FromByteArray(b.as_ptr(), b.len(), 1, 1) };
-                    let v = self.owned("int", p)?;
-                    self.stack.push(v);
+                    self.push_new("int", p)?;
                 }
                 Instr::LongText(t) => {
                     let t = t.of(input);
@@ -502,13 +485,11 @@ impl<'py, 'r> Run<'py, 'r> {
                     // SAFETY: a NUL-terminated string of digits (checked by the machine).
                     let p =
                         unsafe { ffi::PyLong_FromString(text.as_ptr(), std::ptr::null_mut(), 10) };
-                    let v = self.owned("int", p)?;
-                    self.stack.push(v);
+                    self.push_new("int", p)?;
                 }
                 Instr::Float(f) => {
                     // SAFETY: plain constructor.
-                    let v = self.owned("float", unsafe { ffi::PyFloat_FromDouble(f) })?;
-                    self.stack.push(v);
+                    self.push_new("float", unsafe { ffi::PyFloat_FromDouble(f) })?;
                 }
                 Instr::Str(s) => {
                     let s = s.of(input);
@@ -520,8 +501,7 @@ impl<'py, 'r> Run<'py, 'r> {
                             c"surrogatepass".as_ptr(),
                         )
                     };
-                    let v = self.owned("str", p)?;
-                    self.stack.push(v);
+                    self.push_new("str", p)?;
                 }
                 Instr::StrEscaped(s) => {
                     let s = s.of(input);
@@ -533,8 +513,7 @@ impl<'py, 'r> Run<'py, 'r> {
                             std::ptr::null(),
                         )
                     };
-                    let v = self.owned("str", p)?;
-                    self.stack.push(v);
+                    self.push_new("str", p)?;
                 }
                 Instr::StrAscii(s) => {
                     let s = s.of(input);
@@ -546,8 +525,7 @@ impl<'py, 'r> Run<'py, 'r> {
                             c"strict".as_ptr(),
                         )
                     };
-                    let v = self.owned("str", p)?;
-                    self.stack.push(v);
+                    self.push_new("str", p)?;
                 }
                 Instr::Bytes(b) => {
                     let b = b.of(input);
@@ -555,8 +533,7 @@ impl<'py, 'r> Run<'py, 'r> {
                     let p = unsafe {
                         ffi::PyBytes_FromStringAndSize(b.as_ptr().cast(), b.len() as isize)
                     };
-                    let v = self.owned("bytes", p)?;
-                    self.stack.push(v);
+                    self.push_new("bytes", p)?;
                 }
                 Instr::ByteArray(b) => {
                     let b = b.of(input);
@@ -564,23 +541,19 @@ impl<'py, 'r> Run<'py, 'r> {
                     let p = unsafe {
                         ffi::PyByteArray_FromStringAndSize(b.as_ptr().cast(), b.len() as isize)
                     };
-                    let v = self.owned("bytearray", p)?;
-                    self.stack.push(v);
+                    self.push_new("bytearray", p)?;
                 }
                 Instr::EmptyList => {
                     // SAFETY: plain constructor.
-                    let v = self.owned("list", unsafe { ffi::PyList_New(0) })?;
-                    self.stack.push(v);
+                    self.push_new("list", unsafe { ffi::PyList_New(0) })?;
                 }
                 Instr::EmptyDict => {
                     // SAFETY: plain constructor.
-                    let v = self.owned("dict", unsafe { ffi::PyDict_New() })?;
-                    self.stack.push(v);
+                    self.push_new("dict", unsafe { ffi::PyDict_New() })?;
                 }
                 Instr::EmptySet => {
                     // SAFETY: plain constructor.
-                    let v = self.owned("set", unsafe { ffi::PySet_New(std::ptr::null_mut()) })?;
-                    self.stack.push(v);
+                    self.push_new("set", unsafe { ffi::PySet_New(std::ptr::null_mut()) })?;
                 }
                 Instr::List(n) => {
                     let n = n as usize;

@@ -142,7 +142,11 @@ fn assemble<'py>(
     Ok(out)
 }
 
-fn limits_from(cfg: &config::Config, limits: Option<&Bound<'_, PyAny>>) -> PyResult<Limits> {
+/// The `pickle.Limits` a caller passed (or the defaults), shared by `loads` and `loads_pickle`.
+pub(crate) fn limits_from(
+    cfg: &config::Config,
+    limits: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Limits> {
     let Some(limits) = limits.filter(|l| !l.is_none()) else {
         return Ok(Limits::default());
     };

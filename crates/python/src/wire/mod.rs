@@ -369,7 +369,14 @@ impl Codec {
     }
 }
 
+/// The checksum and digest algorithm names the core implements.
+#[pyfunction]
+fn checksum_names() -> Vec<&'static str> {
+    bytewright_wire::digest::Algo::names().to_vec()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Codec>()?;
+    m.add_function(wrap_pyfunction!(checksum_names, m)?)?;
     Ok(())
 }
