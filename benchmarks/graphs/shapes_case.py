@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from benchmarks.arms import describe
 from benchmarks.graphs.equality import same
 from benchmarks.graphs.serializers import Serializer
 from benchmarks.progress import Reporter
-from benchmarks.sampling import Sampling, measure_many
+from benchmarks.sampling import DirectCall, Sampling, measure_many
 
 
 @dataclass
@@ -34,7 +32,7 @@ def run_shape(
             payloads[name] = arm.dumps(value)
         except Exception as exc:
             result.problems[name] = f"dumps raised {describe(exc)}"
-    fns: dict[tuple[str, str], Callable[[], object]] = {}
+    fns: dict[tuple[str, str], DirectCall] = {}
     reporter.step(label)
     for name, arm in arms.items():
         source = arm.reads or name
@@ -51,8 +49,8 @@ def run_shape(
         if name not in result.problems:
             if arm.dumps is not None:
                 result.size[name] = len(data)
-                fns[("dumps", name)] = partial(arm.dumps, value)
-            fns[("loads", name)] = partial(arm.loads, data)
+                fns[("dumps", name)] = DirectCall(arm.dumps, value)
+            fns[("loads", name)] = DirectCall(arm.loads, data)
     # Every correct arm is timed together, rounds interleaved across arms.
     for (op, name), ns in measure_many(fns, sampling).items():
         (result.dumps_ns if op == "dumps" else result.loads_ns)[name] = ns
