@@ -447,7 +447,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a run of fixed-size atoms (ints, floats, None, bools and short strs) that
-    /// are direct children of the innermost open container, handing each to `sink` as the
+    /// (or references to finished values) are direct children of the innermost open container, handing each to `sink` as the
     /// event [`Reader::next_event`] would give, with the same checks. It stops, leaving
     /// everything else to `next_event`, at any other tag, at the container's end, at the
     /// item limit, or after an atom for which `sink` returns `false`.
@@ -520,6 +520,21 @@ impl<'a> Reader<'a> {
                 NONE => (1, Event::None),
                 TRUE => (1, Event::Bool(true)),
                 FALSE => (1, Event::Bool(false)),
+                // A reference to a finished value, with a one- or two-byte slot number;
+                // anything else (and every error) is left to the general path.
+                REF => {
+                    let (slot, len) = match *data {
+                        [b, ..] if b < 0x80 => (usize::from(b), 2),
+                        [b0, b1, ..] if b1 < 0x80 => {
+                            (usize::from(b0 & 0x7f) | usize::from(b1) << 7, 3)
+                        }
+                        _ => break,
+                    };
+                    if self.memo.get(slot) != Some(&true) {
+                        break;
+                    }
+                    (len, Event::Ref(slot))
+                }
                 _ => break,
             };
             remaining -= 1;
@@ -958,6 +973,60 @@ mod tests {
         };
         assert_eq!(err.kind, crate::ErrorKind::Limit);
         assert!(n <= 5);
+    }
+
+    /// Every event, reading atom runs wherever the reader offers them.
+    fn events_with_runs(b: &[u8]) -> Result<Vec<Event<'_>>, ReadError> {
+        let mut r = Reader::new(b, Limits::default());
+        let mut got = Vec::new();
+        loop {
+            r.atom_run(|e| {
+                got.push(e);
+                true
+            });
+            match r.next_event()? {
+                Some(e) => got.push(e),
+                None => return Ok(got),
+            }
+        }
+    }
+
+    #[test]
+    fn atom_runs_read_references_with_the_same_checks() {
+        // 200 shared strs, then a list of references with one- and two-byte slot numbers.
+        let b = body(|w| {
+            w.list(201);
+            for i in 0..200u32 {
+                w.share();
+                w.str(format!("s{i}").as_bytes());
+            }
+            w.list(4);
+            w.reference(0);
+            w.reference(127);
+            w.reference(128);
+            w.reference(199);
+        });
+        let expected = events(&b).unwrap();
+        assert_eq!(events_with_runs(&b).unwrap(), expected);
+        assert!(expected.contains(&Event::Ref(199)));
+        // A reference to an unfinished tuple or an unknown slot fails the same way in a run.
+        for bad in [
+            body(|w| {
+                w.share();
+                w.tuple(2);
+                w.int(1);
+                w.reference(0);
+            }),
+            body(|w| {
+                w.list(2);
+                w.int(1);
+                w.reference(300);
+            }),
+        ] {
+            let plain = events(&bad).unwrap_err();
+            let runs = events_with_runs(&bad).unwrap_err();
+            assert_eq!((plain.offset, plain.message), (runs.offset, runs.message));
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ const KIND_ENUM: u8 = 4;
 /// common case) is checked with a word-wide scan and then copied with one memcpy into a
 /// new compact string, skipping the general decoder; 0 and 1 bytes use CPython's
 /// cached strings.
-#[inline]
+#[inline(always)]
 fn new_str(s: &[u8]) -> *mut ffi::PyObject {
     if s.len() >= 2 && s.is_ascii() {
         // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte data
@@ -42,6 +42,16 @@ fn new_str(s: &[u8]) -> *mut ffi::PyObject {
             return p;
         }
     }
+    new_str_general(s)
+}
+
+/// `new_str` for text that is not ASCII or is shorter than two bytes.
+#[inline(never)]
+fn new_str_general(s: &[u8]) -> *mut ffi::PyObject {
+    if s.len() == 1 && s[0] < 0x80 {
+        // SAFETY: plain constructor; CPython hands out its cached one-character string.
+        return unsafe { ffi::PyUnicode_FromOrdinal(i32::from(s[0])) };
+    }
     // SAFETY: s is a live slice; the decoder validates the UTF-8.
     unsafe { ffi::PyUnicode_DecodeUTF8(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr()) }
 }
@@ -49,7 +59,10 @@ fn new_str(s: &[u8]) -> *mut ffi::PyObject {
 /// A new reference to the object of an atom from `Reader::atom_run` (NULL with an
 /// exception set on failure), and what it is, for error messages.
 #[inline(always)]
-fn new_atom(event: Event<'_>) -> (*mut ffi::PyObject, &'static str) {
+fn new_atom(
+    event: Event<'_>,
+    memo: &[Option<Bound<'_, PyAny>>],
+) -> (*mut ffi::PyObject, &'static str) {
     // SAFETY: plain constructors returning a new reference or NULL; the singletons are
     // live and get a new reference of their own.
     unsafe {
@@ -67,6 +80,19 @@ fn new_atom(event: Event<'_>) -> (*mut ffi::PyObject, &'static str) {
                 ffi::Py_INCREF(p);
                 (p, "None")
             }
+            Event::Ref(slot) => match memo.get(slot) {
+                Some(Some(v)) => {
+                    ffi::Py_INCREF(v.as_ptr());
+                    (v.as_ptr(), "a reference")
+                }
+                _ => {
+                    ffi::PyErr_SetString(
+                        ffi::PyExc_ValueError,
+                        c"reference to a memo slot before its value is complete".as_ptr(),
+                    );
+                    (std::ptr::null_mut(), "a reference")
+                }
+            },
             _ => {
                 ffi::PyErr_SetString(
                     ffi::PyExc_ValueError,
@@ -510,12 +536,17 @@ impl<'py, 'a> Builder<'py, 'a> {
     fn atom_run(&mut self) -> PyResult<()> {
         let py = self.py;
         let mut failed: Option<(&'static str, PyErr)> = None;
-        let Builder { reader, frames, .. } = self;
+        let Builder {
+            reader,
+            frames,
+            memo,
+            ..
+        } = self;
         match frames.last_mut() {
             Some(Frame::List { obj, filled }) => {
                 let list = obj.as_ptr();
                 reader.atom_run(|event| {
-                    let (item, what) = new_atom(event);
+                    let (item, what) = new_atom(event, memo);
                     if item.is_null() {
                         failed = Some((what, PyErr::fetch(py)));
                         return false;
@@ -545,7 +576,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             Some(Frame::Tuple { obj, filled, .. }) => {
                 let tuple = obj.as_ptr();
                 reader.atom_run(|event| {
-                    let (item, what) = new_atom(event);
+                    let (item, what) = new_atom(event, memo);
                     if item.is_null() {
                         failed = Some((what, PyErr::fetch(py)));
                         return false;
@@ -566,7 +597,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             Some(Frame::Dict { obj, key }) => {
                 let dict = obj.as_ptr();
                 reader.atom_run(|event| {
-                    let (item, what) = new_atom(event);
+                    let (item, what) = new_atom(event, memo);
                     if item.is_null() {
                         failed = Some((what, PyErr::fetch(py)));
                         return false;
