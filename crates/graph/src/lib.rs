@@ -18,5 +18,5 @@ pub mod writer;
 pub use error::{ErrorKind, ReadError};
 pub use header::{Header, FLAG_SIGNED, MAGIC, VERSION};
 pub use limits::Limits;
-pub use reader::{ClassDef, Event, Reader};
+pub use reader::{ClassDef, Event, Reader, ReaderBuffers};
 pub use writer::Writer;

@@ -109,15 +109,42 @@ pub struct Reader<'a> {
     after_replace: bool,
 }
 
+/// A reader's working storage, kept between records so that small records allocate nothing.
+#[derive(Default)]
+pub struct ReaderBuffers {
+    stack: Vec<Frame>,
+    memo: Vec<bool>,
+}
+
+impl ReaderBuffers {
+    /// Bytes of capacity held (a caller keeping buffers around bounds this).
+    pub fn held_bytes(&self) -> usize {
+        self.stack.capacity() * std::mem::size_of::<Frame>() + self.memo.capacity()
+    }
+}
+
 impl<'a> Reader<'a> {
     pub fn new(body: &'a [u8], limits: Limits) -> Self {
+        Self::with_buffers(body, limits, ReaderBuffers::default())
+    }
+
+    /// A reader that works in `buffers` (from [`Reader::take_buffers`] of an earlier one).
+    pub fn with_buffers(body: &'a [u8], limits: Limits, buffers: ReaderBuffers) -> Self {
         let root = Frame {
             remaining: 1,
             kind: FrameKind::Root,
             fills: NO_SLOT,
             target: NO_SLOT,
         };
-        let mut stack = Vec::with_capacity(16);
+        let ReaderBuffers {
+            mut stack,
+            mut memo,
+        } = buffers;
+        stack.clear();
+        memo.clear();
+        if stack.capacity() == 0 {
+            stack.reserve(16);
+        }
         stack.push(root);
         Self {
             buf: body,
@@ -125,11 +152,20 @@ impl<'a> Reader<'a> {
             limits,
             stack,
             items: 0,
-            memo: Vec::new(),
+            memo,
             classes: Vec::new(),
             pending_share: false,
             after_replace: false,
         }
+    }
+
+    /// The working storage, emptied, for the next reader; this one is left with none.
+    pub fn take_buffers(&mut self) -> ReaderBuffers {
+        let mut stack = std::mem::take(&mut self.stack);
+        let mut memo = std::mem::take(&mut self.memo);
+        stack.clear();
+        memo.clear();
+        ReaderBuffers { stack, memo }
     }
 
     /// Byte offset of the next unread byte in the body.

@@ -6,7 +6,7 @@
 
 use std::ptr::addr_of_mut;
 
-use bytewright_graph::{ClassDef, Event, Reader};
+use bytewright_graph::{ClassDef, Event, Limits, Reader, ReaderBuffers};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
@@ -172,6 +172,21 @@ struct Resolved<'py> {
     fast: bool,
 }
 
+/// What a builder allocates, kept per thread between calls so that loading a small
+/// record allocates nothing but its result. Always empty while stored.
+struct Scratch {
+    reader: ReaderBuffers,
+    frames: Vec<Frame<'static>>,
+    memo: Vec<Option<Bound<'static, PyAny>>>,
+}
+
+/// Storage beyond this (after an unusually large record) is freed rather than kept.
+const SCRATCH_KEEP_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+}
+
 pub struct Builder<'py, 'a> {
     py: Python<'py>,
     cfg: &'static Config,
@@ -184,24 +199,88 @@ pub struct Builder<'py, 'a> {
     empty_tuple: Bound<'py, PyTuple>,
 }
 
+impl Drop for Builder<'_, '_> {
+    fn drop(&mut self) {
+        self.recycle();
+    }
+}
+
 impl<'py, 'a> Builder<'py, 'a> {
     pub fn new(
         py: Python<'py>,
         cfg: &'static Config,
-        reader: Reader<'a>,
+        body: &'a [u8],
+        limits: Limits,
         classes: AllowedClasses<'py>,
     ) -> Self {
+        // A nested call (a migration that loads) finds the slot empty and allocates anew.
+        let scratch = SCRATCH.with(std::cell::Cell::take);
+        let (reader, frames, memo) = match scratch {
+            Some(s) => {
+                let Scratch {
+                    reader,
+                    frames,
+                    memo,
+                } = s;
+                // SAFETY: both vectors are empty (cleared before they were stored), and
+                // lifetimes do not change a type's layout: only capacity is carried over.
+                let (frames, memo) = unsafe {
+                    (
+                        std::mem::transmute::<Vec<Frame<'static>>, Vec<Frame<'py>>>(frames),
+                        std::mem::transmute::<
+                            Vec<Option<Bound<'static, PyAny>>>,
+                            Vec<Option<Bound<'py, PyAny>>>,
+                        >(memo),
+                    )
+                };
+                (reader, frames, memo)
+            }
+            None => (ReaderBuffers::default(), Vec::with_capacity(8), Vec::new()),
+        };
         Self {
             py,
             cfg,
-            reader,
+            reader: Reader::with_buffers(body, limits, reader),
             classes,
-            memo: Vec::new(),
+            memo,
             pending_share: false,
-            frames: Vec::with_capacity(8),
+            frames,
             resolved: Vec::new(),
             empty_tuple: PyTuple::empty(py),
         }
+    }
+
+    /// Empties the working storage (releasing every reference it holds) and keeps it for
+    /// the next call on this thread, unless it grew large.
+    fn recycle(&mut self) {
+        let mut frames = std::mem::take(&mut self.frames);
+        let mut memo = std::mem::take(&mut self.memo);
+        frames.clear();
+        memo.clear();
+        let reader = self.reader.take_buffers();
+        let held = reader.held_bytes()
+            + frames.capacity() * std::mem::size_of::<Frame<'py>>()
+            + memo.capacity() * std::mem::size_of::<Option<Bound<'py, PyAny>>>();
+        if held > SCRATCH_KEEP_BYTES {
+            return;
+        }
+        // SAFETY: both vectors were just cleared; only their capacity is kept (see `new`).
+        let (frames, memo) = unsafe {
+            (
+                std::mem::transmute::<Vec<Frame<'py>>, Vec<Frame<'static>>>(frames),
+                std::mem::transmute::<
+                    Vec<Option<Bound<'py, PyAny>>>,
+                    Vec<Option<Bound<'static, PyAny>>>,
+                >(memo),
+            )
+        };
+        let scratch = Scratch {
+            reader,
+            frames,
+            memo,
+        };
+        // At thread exit the slot may already be gone; then the storage is simply freed.
+        let _ = SCRATCH.try_with(|slot| slot.set(Some(scratch)));
     }
 
     fn fail(&self, message: String, cause: Option<PyErr>) -> PyErr {

@@ -209,7 +209,7 @@ fn loads<'py>(
     }
     .map_err(|e| errors::read_error(py, cfg, &e))?;
     let classes = AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any()));
-    Builder::new(py, cfg, Reader::new(body, limits), classes).build()
+    Builder::new(py, cfg, body, limits, classes).build()
 }
 
 /// Total length of the record whose header starts `prefix` (for framed streams).
