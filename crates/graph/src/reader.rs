@@ -109,6 +109,32 @@ pub struct Reader<'a> {
     after_replace: bool,
 }
 
+/// Encoded length of each fixed-size atom by tag (0: not a fixed-size atom).
+const ATOM_LEN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i <= SMALL_INT_MAX as usize {
+        t[i] = 1;
+        i += 1;
+    }
+    let mut n = 0;
+    while n <= SHORT_STR_MAX_LEN {
+        t[SHORT_STR as usize + n] = 1 + n as u8;
+        n += 1;
+    }
+    t[NONE as usize] = 1;
+    t[TRUE as usize] = 1;
+    t[FALSE as usize] = 1;
+    t[UINT8 as usize] = 2;
+    t[NEG8 as usize] = 2;
+    t[UINT16 as usize] = 3;
+    t[NEG16 as usize] = 3;
+    t[INT32 as usize] = 5;
+    t[FLOAT64 as usize] = 9;
+    t[FLOAT32 as usize] = 5;
+    t
+};
+
 /// A reader's working storage, kept between records so that small records allocate nothing.
 #[derive(Default)]
 pub struct ReaderBuffers {
@@ -181,10 +207,63 @@ impl<'a> Reader<'a> {
     /// Reads the whole body, discarding events: full validation without building.
     pub fn validate(mut self) -> Result<(), ReadError> {
         loop {
-            self.atom_run(|_| true);
+            self.skip_atoms();
             if self.next_event()?.is_none() {
                 return Ok(());
             }
+        }
+    }
+
+    /// `atom_run` without events, for `validate`: skips the fixed-size atoms (and short
+    /// strs within the limit) that are direct children of the innermost open container,
+    /// with the same bounds; everything else, and every error, is left to `next_event`.
+    fn skip_atoms(&mut self) {
+        if self.pending_share {
+            return;
+        }
+        let Some(top) = self.stack.last_mut() else {
+            return;
+        };
+        if top.kind != FrameKind::Container {
+            return;
+        }
+        let buf = self.buf;
+        let max_str = self.limits.max_str_len.min(SHORT_STR_MAX_LEN as u64) as usize;
+        let check_str = max_str < SHORT_STR_MAX_LEN;
+        let budget = top
+            .remaining
+            .min(self.limits.max_items.saturating_sub(self.items));
+        let mut pos = self.pos;
+        let mut n = 0u64;
+        while n < budget {
+            let Some(&tag) = buf.get(pos) else {
+                break;
+            };
+            let len = usize::from(ATOM_LEN[usize::from(tag)]);
+            if len == 0
+                || (check_str
+                    && usize::from(tag.wrapping_sub(SHORT_STR)) <= SHORT_STR_MAX_LEN
+                    && len - 1 > max_str)
+            {
+                break;
+            }
+            if buf.len() - pos < len {
+                break;
+            }
+            pos += len;
+            n += 1;
+            // A run of the same tag (a list of floats, say): the next position is known
+            // without waiting for the table lookup, so the loads overlap.
+            while n < budget && buf.len() - pos >= len && buf[pos] == tag {
+                pos += len;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            top.remaining -= n;
+            self.items += n;
+            self.pos = pos;
+            self.after_replace = false;
         }
     }
 
@@ -488,7 +567,22 @@ impl<'a> Reader<'a> {
     /// everything else to `next_event`, at any other tag, at the container's end, at the
     /// item limit, or after an atom for which `sink` returns `false`.
     #[inline]
-    pub fn atom_run(&mut self, mut sink: impl FnMut(Event<'a>) -> bool) {
+    pub fn atom_run(&mut self, sink: impl FnMut(Event<'a>) -> bool) {
+        self.atom_run_impl::<false>(sink);
+    }
+
+    /// `atom_run` that also stops before a float, for a caller that takes runs of floats
+    /// through [`Reader::float_run`].
+    #[inline]
+    pub fn atom_run_to_float(&mut self, sink: impl FnMut(Event<'a>) -> bool) {
+        self.atom_run_impl::<true>(sink);
+    }
+
+    #[inline(always)]
+    fn atom_run_impl<const STOP_AT_FLOAT: bool>(
+        &mut self,
+        mut sink: impl FnMut(Event<'a>) -> bool,
+    ) {
         if self.pending_share {
             return;
         }
@@ -508,6 +602,9 @@ impl<'a> Reader<'a> {
             let Some((&tag, data)) = buf.get(pos..).and_then(<[u8]>::split_first) else {
                 break;
             };
+            if STOP_AT_FLOAT && (tag == FLOAT64 || tag == FLOAT32) {
+                break;
+            }
             let (len, event) = match tag {
                 0..=SMALL_INT_MAX => (1, Event::Int(i64::from(tag))),
                 UINT8 => match data.first() {
@@ -584,6 +681,44 @@ impl<'a> Reader<'a> {
         top.remaining = remaining;
         self.items = items;
         self.pos = pos;
+    }
+
+    /// The floats at the front of the innermost open container, consumed: their encodings
+    /// (each a FLOAT64 or FLOAT32 tag, then the little-endian value), with the same bounds
+    /// as `atom_run`. Empty when the next child is anything else.
+    #[inline]
+    pub fn float_run(&mut self) -> &'a [u8] {
+        if self.pending_share {
+            return &[];
+        }
+        let Some(top) = self.stack.last_mut() else {
+            return &[];
+        };
+        if top.kind != FrameKind::Container {
+            return &[];
+        }
+        let buf = self.buf;
+        let start = self.pos;
+        let budget = top
+            .remaining
+            .min(self.limits.max_items.saturating_sub(self.items));
+        let mut pos = start;
+        let mut n = 0u64;
+        while n < budget {
+            match buf.get(pos) {
+                Some(&FLOAT64) if buf.len() - pos >= 9 => pos += 9,
+                Some(&FLOAT32) if buf.len() - pos >= 5 => pos += 5,
+                _ => break,
+            }
+            n += 1;
+        }
+        if n > 0 {
+            top.remaining -= n;
+            self.items += n;
+            self.pos = pos;
+            self.after_replace = false;
+        }
+        &buf[start..pos]
     }
 
     #[inline(never)]
@@ -1062,6 +1197,70 @@ mod tests {
             let plain = events(&bad).unwrap_err();
             let runs = events_with_runs(&bad).unwrap_err();
             assert_eq!((plain.offset, plain.message), (runs.offset, runs.message));
+        }
+    }
+
+    #[test]
+    fn validate_agrees_with_reading_on_every_flip_and_cut() {
+        let b = body(|w| {
+            w.list(9);
+            w.int(5);
+            w.int(-300);
+            w.int(70000);
+            w.float(0.1);
+            w.str(b"abcdef");
+            w.tag(NONE);
+            w.share();
+            w.str(b"shared");
+            w.reference(0);
+            w.dict(1);
+            w.str(b"k");
+            w.float(2.5);
+        });
+        let outcome = |b: &[u8]| events(b).map(|_| ()).map_err(|e| (e.offset, e.message));
+        let check = |b: &[u8]| {
+            let got = Reader::new(b, Limits::default())
+                .validate()
+                .map_err(|e| (e.offset, e.message));
+            assert_eq!(got, outcome(b), "body {b:?}");
+        };
+        check(&b);
+        for cut in 0..b.len() {
+            check(&b[..cut]);
+        }
+        for i in 0..b.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut m = b.clone();
+                m[i] ^= flip;
+                check(&m);
+            }
+        }
+        // Limits hold inside skipped runs too.
+        for limits in [
+            Limits {
+                max_items: 4,
+                ..Limits::default()
+            },
+            Limits {
+                max_str_len: 3,
+                ..Limits::default()
+            },
+        ] {
+            let plain = {
+                let mut r = Reader::new(&b, limits);
+                loop {
+                    match r.next_event() {
+                        Ok(Some(_)) => {}
+                        Ok(None) => break Ok(()),
+                        Err(e) => break Err((e.offset, e.message)),
+                    }
+                }
+            };
+            assert!(plain.is_err());
+            let got = Reader::new(&b, limits)
+                .validate()
+                .map_err(|e| (e.offset, e.message));
+            assert_eq!(got, plain);
         }
     }
 

@@ -6,6 +6,7 @@
 
 use std::ptr::addr_of_mut;
 
+use bytewright_graph::tags::FLOAT32;
 use bytewright_graph::{ClassDef, Event, Limits, Reader, ReaderBuffers};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -102,6 +103,72 @@ fn new_atom(
             }
         }
     }
+}
+
+/// Appends the floats of a `Reader::float_run` to a list being filled in place.
+#[inline(never)]
+fn fill_list_with_floats(
+    py: Python<'_>,
+    list: *mut ffi::PyObject,
+    filled: &mut isize,
+    floats: &[u8],
+) -> PyResult<()> {
+    let mut rest = floats;
+    while let Some((&tag, data)) = rest.split_first() {
+        let value = if tag == FLOAT32 && data.len() >= 4 {
+            rest = &data[4..];
+            f64::from(f32::from_le_bytes([data[0], data[1], data[2], data[3]]))
+        } else if data.len() >= 8 {
+            rest = &data[8..];
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&data[..8]);
+            f64::from_le_bytes(a)
+        } else {
+            break; // not reached: float_run gives whole encodings only
+        };
+        // SAFETY: plain constructor; a new reference or NULL with an exception set.
+        let item = unsafe { ffi::PyFloat_FromDouble(value) };
+        if item.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: the list is live and `item` a new reference.
+        if unsafe { push_to_list(list, filled, item) }.is_err() {
+            return Err(PyErr::fetch(py));
+        }
+    }
+    Ok(())
+}
+
+/// Lists at least this long take runs of floats through `fill_list_with_floats`.
+const FLOAT_RUN_FROM: isize = 16;
+
+/// Appends `item` (a new reference, always consumed) to a list being filled; `Err` with
+/// the exception set when the list cannot grow.
+///
+/// # Safety
+/// `list` is a live list and `item` a new reference to a live object.
+#[inline(always)]
+unsafe fn push_to_list(
+    list: *mut ffi::PyObject,
+    filled: &mut isize,
+    item: *mut ffi::PyObject,
+) -> Result<(), ()> {
+    // When nothing else has touched the list the next slot is written in place (taking our
+    // reference); otherwise a checked append takes its own and ours is released.
+    let raw = list.cast::<ffi::PyListObject>();
+    if ffi::Py_SIZE(list) == *filled && *filled < (*raw).allocated {
+        *(*raw).ob_item.offset(*filled) = item;
+        *filled += 1;
+        (*list.cast::<ffi::PyVarObject>()).ob_size = *filled;
+        return Ok(());
+    }
+    let rc = ffi::PyList_Append(list, item);
+    ffi::Py_DECREF(item);
+    if rc < 0 {
+        return Err(());
+    }
+    *filled += 1;
+    Ok(())
 }
 
 enum Collect {
@@ -624,33 +691,49 @@ impl<'py, 'a> Builder<'py, 'a> {
         match frames.last_mut() {
             Some(Frame::List { obj, filled }) => {
                 let list = obj.as_ptr();
-                reader.atom_run(|event| {
-                    let (item, what) = new_atom(event, memo);
-                    if item.is_null() {
-                        failed = Some((what, PyErr::fetch(py)));
-                        return false;
-                    }
-                    // SAFETY: as in `deliver`: the list is live; when nothing else has
-                    // touched it the next slot is written in place (taking our reference),
-                    // otherwise a checked append takes its own and ours is released.
-                    unsafe {
-                        let raw = list.cast::<ffi::PyListObject>();
-                        if ffi::Py_SIZE(list) == *filled && *filled < (*raw).allocated {
-                            *(*raw).ob_item.offset(*filled) = item;
-                            *filled += 1;
-                            (*list.cast::<ffi::PyVarObject>()).ob_size = *filled;
-                        } else {
-                            let rc = ffi::PyList_Append(list, item);
-                            ffi::Py_DECREF(item);
-                            if rc < 0 {
-                                failed = Some(("a list", PyErr::fetch(py)));
+                // The same sink at both call sites below, each its own closure (the
+                // float loop reads `filled` and `failed` between runs).
+                macro_rules! sink {
+                    () => {
+                        |event| {
+                            let (item, what) = new_atom(event, memo);
+                            if item.is_null() {
+                                failed = Some((what, PyErr::fetch(py)));
                                 return false;
                             }
-                            *filled += 1;
+                            // SAFETY: the list is live and `item` a new reference.
+                            match unsafe { push_to_list(list, filled, item) } {
+                                Ok(()) => true,
+                                Err(()) => {
+                                    failed = Some(("a list", PyErr::fetch(py)));
+                                    false
+                                }
+                            }
+                        }
+                    };
+                }
+                // SAFETY: a live list being filled.
+                let room = unsafe { (*list.cast::<ffi::PyListObject>()).allocated } - *filled;
+                if room < FLOAT_RUN_FROM {
+                    reader.atom_run(sink!());
+                } else {
+                    // Long lists: runs of floats go through a loop of their own, which
+                    // starts each float without waiting to decode the previous tag.
+                    loop {
+                        let floats = reader.float_run();
+                        if !floats.is_empty() {
+                            if let Err(e) = fill_list_with_floats(py, list, filled, floats) {
+                                failed = Some(("float", e));
+                                break;
+                            }
+                        }
+                        let at = reader.offset();
+                        reader.atom_run_to_float(sink!());
+                        if failed.is_some() || reader.offset() == at {
+                            break;
                         }
                     }
-                    true
-                });
+                }
             }
             Some(Frame::Tuple { obj, filled, .. }) => {
                 let tuple = obj.as_ptr();
