@@ -112,6 +112,22 @@ def test_float_bits_survive_inside_containers():
     assert [struct.pack("<d", v) for v in back] == [struct.pack("<d", v) for v in values]
 
 
+def test_long_lists_of_floats_mixed_with_other_items_keep_every_bit():
+    # Long lists take runs of floats through a path of their own; 0.5 and 0.25 have the
+    # short 4-byte encoding, so the runs mix both float encodings with other items.
+    floats = [-0.0, math.nan, NAN_PAYLOAD, math.inf, 0.5, 0.1, 2.0**-149, 0.25, 1e308]
+    values = floats * 5 + ["s", 7, None] + floats * 3 + [[0.1, 0.5]] + floats
+    back = roundtrip(values)
+    assert len(back) == len(values)
+    assert all(same(a, b) for a, b in zip(back, values, strict=True))
+    shared = [0.1] * 40  # one float object, forty times
+    back = roundtrip([shared, shared])
+    assert (
+        back[0] is back[1]
+        and [struct.pack("<d", v) for v in back[0]] == [struct.pack("<d", 0.1)] * 40
+    )
+
+
 CONTAINERS = [
     [],
     [1, [2, [3, []]]],

@@ -1265,6 +1265,74 @@ mod tests {
     }
 
     #[test]
+    fn float_runs_and_atom_runs_give_the_same_values() {
+        let b = body(|w| {
+            w.list(10);
+            w.float(0.1);
+            w.float(0.5); // 4-byte encoding
+            w.float(-2.3);
+            w.int(7);
+            w.str(b"x");
+            w.float(f64::NAN);
+            w.float(1e300);
+            w.list(0);
+            w.float(3.25);
+            w.float(0.2);
+        });
+        let expected = events(&b).unwrap();
+        let mut r = Reader::new(&b, Limits::default());
+        let mut got = Vec::new();
+        loop {
+            loop {
+                let mut floats = r.float_run();
+                while let Some((&tag, rest)) = floats.split_first() {
+                    let (v, n) = if tag == FLOAT32 {
+                        let a = <[u8; 4]>::try_from(&rest[..4]).unwrap();
+                        (f64::from(f32::from_le_bytes(a)), 4)
+                    } else {
+                        (
+                            f64::from_le_bytes(<[u8; 8]>::try_from(&rest[..8]).unwrap()),
+                            8,
+                        )
+                    };
+                    got.push(Event::Float(v));
+                    floats = &rest[n..];
+                }
+                let at = r.offset();
+                r.atom_run_to_float(|e| {
+                    assert!(!matches!(e, Event::Float(_)), "a float in a run to a float");
+                    got.push(e);
+                    true
+                });
+                if r.offset() == at {
+                    break;
+                }
+            }
+            match r.next_event().unwrap() {
+                Some(e) => got.push(e),
+                None => break,
+            }
+        }
+        let bits = |v: &[Event<'_>]| {
+            v.iter()
+                .map(|e| match e {
+                    Event::Float(f) => format!("f{:x}", f.to_bits()),
+                    e => format!("{e:?}"),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(&got), bits(&expected));
+        // The item limit stops a float run too.
+        let limits = Limits {
+            max_items: 2,
+            ..Limits::default()
+        };
+        let mut r = Reader::new(&b, limits);
+        assert_eq!(r.next_event().unwrap(), Some(Event::List(10)));
+        assert_eq!(r.float_run().len(), 9);
+    }
+
+    #[test]
     fn memo_references_must_be_complete() {
         let b = body(|w| {
             w.share();
