@@ -331,7 +331,7 @@ impl<'py> Encoder<'py> {
     fn str(&mut self, obj: *mut ffi::PyObject) -> R {
         // SAFETY: obj is a live exact str and the GIL is held.
         unsafe {
-            if ffi::PyUnicode_GET_LENGTH(obj) > 2 && self.memo_begin(obj, true).is_none() {
+            if ffi::PyUnicode_GET_LENGTH(obj) > 1 && self.memo_begin(obj, true).is_none() {
                 return Ok(());
             }
             let mut n: ffi::Py_ssize_t = 0;
