@@ -128,6 +128,16 @@ def test_long_lists_of_floats_mixed_with_other_items_keep_every_bit():
     )
 
 
+def test_long_lists_of_ints_of_every_width_round_trip():
+    # Long lists take runs of same-width ints through a path of their own.
+    edges = [0, 1, 63, 64, 255, 256, 65535, 65536, 2**31 - 1, 2**31, 2**63, 2**100]
+    edges += [-v for v in edges] + [-1 - v for v in edges]
+    values = sorted(edges) * 3 + list(range(-70_000, 70_000, 7)) + [True, None, 1.5, 2**64]
+    back = roundtrip(values)
+    assert back == values
+    assert [type(v) for v in back] == [type(v) for v in values]
+
+
 CONTAINERS = [
     [],
     [1, [2, [3, []]]],

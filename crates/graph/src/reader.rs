@@ -571,15 +571,15 @@ impl<'a> Reader<'a> {
         self.atom_run_impl::<false>(sink);
     }
 
-    /// `atom_run` that also stops before a float, for a caller that takes runs of floats
-    /// through [`Reader::float_run`].
+    /// `atom_run` that also stops before a float or a fixed-size int, for a caller that
+    /// takes those through [`Reader::float_run`] and [`Reader::int_run`].
     #[inline]
-    pub fn atom_run_to_float(&mut self, sink: impl FnMut(Event<'a>) -> bool) {
+    pub fn atom_run_to_number(&mut self, sink: impl FnMut(Event<'a>) -> bool) {
         self.atom_run_impl::<true>(sink);
     }
 
     #[inline(always)]
-    fn atom_run_impl<const STOP_AT_FLOAT: bool>(
+    fn atom_run_impl<const STOP_AT_NUMBER: bool>(
         &mut self,
         mut sink: impl FnMut(Event<'a>) -> bool,
     ) {
@@ -602,7 +602,12 @@ impl<'a> Reader<'a> {
             let Some((&tag, data)) = buf.get(pos..).and_then(<[u8]>::split_first) else {
                 break;
             };
-            if STOP_AT_FLOAT && (tag == FLOAT64 || tag == FLOAT32) {
+            if STOP_AT_NUMBER
+                && (tag == FLOAT64
+                    || tag == FLOAT32
+                    || tag <= SMALL_INT_MAX
+                    || (UINT8..=INT32).contains(&tag))
+            {
                 break;
             }
             let (len, event) = match tag {
@@ -719,6 +724,58 @@ impl<'a> Reader<'a> {
             self.after_replace = false;
         }
         &buf[start..pos]
+    }
+
+    /// The ints at the front of the innermost open container that share one encoding,
+    /// consumed: that tag (`SMALL_INT_MAX` stands for every one-byte small int) and their
+    /// encodings, each `int_len(tag)` bytes, with the same bounds as `atom_run`. Empty
+    /// when the next child is not such an int.
+    #[inline]
+    pub fn int_run(&mut self) -> (u8, &'a [u8]) {
+        let buf = self.buf;
+        let start = self.pos;
+        let Some(&first) = buf.get(start) else {
+            return (0, &[]);
+        };
+        let (tag, len) = match first {
+            0..=SMALL_INT_MAX => (SMALL_INT_MAX, 1),
+            UINT8 | NEG8 => (first, 2),
+            UINT16 | NEG16 => (first, 3),
+            INT32 => (first, 5),
+            _ => return (0, &[]),
+        };
+        if self.pending_share {
+            return (0, &[]);
+        }
+        let Some(top) = self.stack.last_mut() else {
+            return (0, &[]);
+        };
+        if top.kind != FrameKind::Container {
+            return (0, &[]);
+        }
+        let budget = top
+            .remaining
+            .min(self.limits.max_items.saturating_sub(self.items));
+        let mut pos = start;
+        let mut n = 0u64;
+        if tag == SMALL_INT_MAX {
+            while n < budget && buf.get(pos).is_some_and(|&t| t <= SMALL_INT_MAX) {
+                pos += 1;
+                n += 1;
+            }
+        } else {
+            while n < budget && buf.len() - pos >= len && buf[pos] == tag {
+                pos += len;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            top.remaining -= n;
+            self.items += n;
+            self.pos = pos;
+            self.after_replace = false;
+        }
+        (tag, &buf[start..pos])
     }
 
     #[inline(never)]
@@ -1265,13 +1322,23 @@ mod tests {
     }
 
     #[test]
-    fn float_runs_and_atom_runs_give_the_same_values() {
+    fn number_runs_and_atom_runs_give_the_same_values() {
         let b = body(|w| {
-            w.list(10);
+            w.list(20);
             w.float(0.1);
             w.float(0.5); // 4-byte encoding
             w.float(-2.3);
             w.int(7);
+            w.int(8);
+            w.int(-1);
+            w.int(-2);
+            w.int(200);
+            w.int(-300);
+            w.int(300);
+            w.int(70000);
+            w.int(-70000);
+            w.int(1 << 40); // a BIGINT: not in a run
+            w.int(63);
             w.str(b"x");
             w.float(f64::NAN);
             w.float(1e300);
@@ -1298,9 +1365,39 @@ mod tests {
                     got.push(Event::Float(v));
                     floats = &rest[n..];
                 }
+                let (tag, ints) = r.int_run();
+                let len = match tag {
+                    SMALL_INT_MAX => 1,
+                    UINT8 | NEG8 => 2,
+                    UINT16 | NEG16 => 3,
+                    _ => 5,
+                };
+                for e in ints.chunks_exact(len) {
+                    let v = match tag {
+                        SMALL_INT_MAX => {
+                            assert!(e[0] <= SMALL_INT_MAX);
+                            i64::from(e[0])
+                        }
+                        _ => {
+                            assert_eq!(e[0], tag, "one encoding per int run");
+                            let mut a = [0u8; 8];
+                            a[..len - 1].copy_from_slice(&e[1..]);
+                            let v = i64::from_le_bytes(a);
+                            match tag {
+                                NEG8 | NEG16 => -1 - v,
+                                INT32 => i64::from(v as u32 as i32),
+                                _ => v,
+                            }
+                        }
+                    };
+                    got.push(Event::Int(v));
+                }
                 let at = r.offset();
-                r.atom_run_to_float(|e| {
-                    assert!(!matches!(e, Event::Float(_)), "a float in a run to a float");
+                r.atom_run_to_number(|e| {
+                    assert!(
+                        !matches!(e, Event::Float(_)),
+                        "a float in a run to a number"
+                    );
                     got.push(e);
                     true
                 });
@@ -1328,7 +1425,7 @@ mod tests {
             ..Limits::default()
         };
         let mut r = Reader::new(&b, limits);
-        assert_eq!(r.next_event().unwrap(), Some(Event::List(10)));
+        assert_eq!(r.next_event().unwrap(), Some(Event::List(20)));
         assert_eq!(r.float_run().len(), 9);
     }
 

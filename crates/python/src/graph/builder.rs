@@ -6,7 +6,7 @@
 
 use std::ptr::addr_of_mut;
 
-use bytewright_graph::tags::FLOAT32;
+use bytewright_graph::tags::{FLOAT32, INT32, NEG16, NEG8, UINT16, UINT8};
 use bytewright_graph::{ClassDef, Event, Limits, Reader, ReaderBuffers};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -137,6 +137,54 @@ fn fill_list_with_floats(
         }
     }
     Ok(())
+}
+
+/// Appends the ints of a `Reader::int_run` (all encoded as `tag`) to a list being filled.
+#[inline(never)]
+fn fill_list_with_ints(
+    py: Python<'_>,
+    list: *mut ffi::PyObject,
+    filled: &mut isize,
+    tag: u8,
+    run: &[u8],
+) -> PyResult<()> {
+    #[inline(always)]
+    fn each(
+        py: Python<'_>,
+        list: *mut ffi::PyObject,
+        filled: &mut isize,
+        run: &[u8],
+        len: usize,
+        value: impl Fn(&[u8]) -> std::os::raw::c_long,
+    ) -> PyResult<()> {
+        for enc in run.chunks_exact(len) {
+            // SAFETY: plain constructor; a new reference or NULL with an exception set.
+            let item = unsafe { ffi::PyLong_FromLong(value(enc)) };
+            if item.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            // SAFETY: the list is live and `item` a new reference.
+            if unsafe { push_to_list(list, filled, item) }.is_err() {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        Ok(())
+    }
+    type L = std::os::raw::c_long;
+    match tag {
+        UINT8 => each(py, list, filled, run, 2, |e| L::from(e[1])),
+        NEG8 => each(py, list, filled, run, 2, |e| -1 - L::from(e[1])),
+        UINT16 => each(py, list, filled, run, 3, |e| {
+            L::from(u16::from_le_bytes([e[1], e[2]]))
+        }),
+        NEG16 => each(py, list, filled, run, 3, |e| {
+            -1 - L::from(u16::from_le_bytes([e[1], e[2]]))
+        }),
+        INT32 => each(py, list, filled, run, 5, |e| {
+            L::from(i32::from_le_bytes([e[1], e[2], e[3], e[4]]))
+        }),
+        _ => each(py, list, filled, run, 1, |e| L::from(e[0])),
+    }
 }
 
 /// Lists at least this long take runs of floats through `fill_list_with_floats`.
@@ -727,8 +775,15 @@ impl<'py, 'a> Builder<'py, 'a> {
                                 break;
                             }
                         }
+                        let (tag, ints) = reader.int_run();
+                        if !ints.is_empty() {
+                            if let Err(e) = fill_list_with_ints(py, list, filled, tag, ints) {
+                                failed = Some(("int", e));
+                                break;
+                            }
+                        }
                         let at = reader.offset();
-                        reader.atom_run_to_float(sink!());
+                        reader.atom_run_to_number(sink!());
                         if failed.is_some() || reader.offset() == at {
                             break;
                         }
