@@ -110,7 +110,8 @@ pub enum Instr {
     Build(Build),
 }
 
-/// The checked program of one pickle.
+/// The checked program of one pickle: every instruction from the first one its sink
+/// deferred (all of them for [`check`]), to run once the whole stream has passed.
 #[derive(Debug, Default)]
 pub struct Program {
     pub instrs: Vec<Instr>,
@@ -133,6 +134,63 @@ pub trait Resolve {
     /// The `module.name` a class or `allow=` global was resolved from, for messages.
     fn name_of(&self, _global: Global) -> Option<String> {
         None
+    }
+}
+
+/// What a [`Sink`] did with a checked instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Performed it.
+    Done,
+    /// Will perform it, and everything after it, once the whole stream has passed: the
+    /// machine records the rest into the [`Program`].
+    Defer,
+    /// Performing it failed; the sink keeps its own error.
+    Failed,
+}
+
+/// Takes each instruction as soon as its opcode has passed every check, so the value can
+/// be built in the same pass. Whatever has an effect beyond creating plain values is
+/// deferred (`Step::Defer`) until the whole stream has passed.
+pub trait Sink {
+    /// Performs `instr` (whose spans refer to `data`) on the sink's own value stack.
+    fn step(&mut self, instr: Instr, data: &[u8]) -> Step;
+}
+
+/// A resolver that builds nothing: every instruction is recorded into the program.
+pub struct Recording<R>(pub R);
+
+impl<R: Resolve> Resolve for Recording<R> {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed> {
+        self.0.resolve(module, name)
+    }
+
+    fn name_of(&self, global: Global) -> Option<String> {
+        self.0.name_of(global)
+    }
+}
+
+impl<R> Sink for Recording<R> {
+    #[inline(always)]
+    fn step(&mut self, _: Instr, _: &[u8]) -> Step {
+        Step::Defer
+    }
+}
+
+impl<T: Resolve + ?Sized> Resolve for &mut T {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed> {
+        (**self).resolve(module, name)
+    }
+
+    fn name_of(&self, global: Global) -> Option<String> {
+        (**self).name_of(global)
+    }
+}
+
+impl<T: Sink + ?Sized> Sink for &mut T {
+    #[inline(always)]
+    fn step(&mut self, instr: Instr, data: &[u8]) -> Step {
+        (**self).step(instr, data)
     }
 }
 
@@ -171,10 +229,14 @@ enum Kind {
 #[derive(Clone, Copy, Debug)]
 struct Item {
     kind: Kind,
-    /// Str: index of its instruction; Tuple: index of its header in the arena (an item
-    /// whose `aux` is the tuple's length), its items following.
+    /// Str: where its text starts in the input; Tuple: index of its header in the arena
+    /// (an item whose `aux` is the tuple's length), its items following.
     aux: u32,
     depth: u32,
+    /// Str: the length of its text in the input.
+    len: u32,
+    /// Str: raw-unicode-escape text with escapes (not usable as a global's name).
+    escaped: bool,
 }
 
 impl Item {
@@ -183,6 +245,25 @@ impl Item {
             kind,
             aux: 0,
             depth: 0,
+            len: 0,
+            escaped: false,
+        }
+    }
+
+    fn with_depth(kind: Kind, aux: u32, depth: u32) -> Self {
+        Self {
+            aux,
+            depth,
+            ..Self::of(kind)
+        }
+    }
+
+    fn str(span: Span, escaped: bool) -> Self {
+        Self {
+            aux: span.start,
+            len: span.len,
+            escaped,
+            ..Self::of(Kind::Str)
         }
     }
 }
@@ -253,11 +334,18 @@ impl Memo {
     }
 }
 
-/// Reads a whole pickle into a checked [`Program`]; nothing outside the allowlist passes.
-pub struct Machine<'a, R: Resolve> {
+/// Reads a whole pickle, handing each checked instruction to the host's [`Sink`] (or
+/// recording it into the [`Program`]); nothing outside the allowlist passes.
+pub struct Machine<'a, R: Resolve + Sink> {
     data: &'a [u8],
     limits: Limits,
     resolver: R,
+    /// The sink deferred: the rest of the instructions go into the program.
+    recording: bool,
+    /// Instructions produced so far, and when the last `EmptyDict` and `Put` were.
+    emitted: u64,
+    empty_dict_at: u64,
+    put_at: u64,
     dec: Decoder<'a>,
     stack: Vec<Item>,
     marks: Vec<usize>,
@@ -270,12 +358,16 @@ pub struct Machine<'a, R: Resolve> {
 
 type Res<T> = Result<T, ReadError>;
 
-impl<'a, R: Resolve> Machine<'a, R> {
+impl<'a, R: Resolve + Sink> Machine<'a, R> {
     pub fn new(data: &'a [u8], limits: Limits, resolver: R) -> Self {
         Self {
             data,
             limits,
             resolver,
+            recording: false,
+            emitted: 0,
+            empty_dict_at: u64::MAX,
+            put_at: u64::MAX,
             dec: Decoder::new(data),
             stack: Vec::new(),
             marks: Vec::new(),
@@ -314,8 +406,28 @@ impl<'a, R: Resolve> Machine<'a, R> {
     #[inline(always)]
     fn push(&mut self, item: Item, instr: Instr) -> Res<()> {
         self.push_value(item)?;
-        self.prog.instrs.push(instr);
+        self.emit(instr)?;
         self.memoize_next(item)
+    }
+
+    /// Hands a checked instruction to the sink, or records it once the sink deferred.
+    #[inline(always)]
+    fn emit(&mut self, instr: Instr) -> Res<()> {
+        self.emitted += 1;
+        if !self.recording {
+            match self.resolver.step(instr, self.data) {
+                Step::Done => return Ok(()),
+                Step::Defer => self.recording = true,
+                Step::Failed => return Err(self.sink_failed()),
+            }
+        }
+        self.prog.instrs.push(instr);
+        Ok(())
+    }
+
+    #[cold]
+    fn sink_failed(&self) -> ReadError {
+        self.bad("the value could not be built")
     }
 
     /// A value produced by the instruction just emitted (a call or a rebuilt object).
@@ -417,12 +529,11 @@ impl<'a, R: Resolve> Machine<'a, R> {
         if item.kind != Kind::Str {
             return None;
         }
-        match self.prog.instrs.get(item.aux as usize) {
-            Some(Instr::Str(s) | Instr::StrEscaped(s) | Instr::StrAscii(s)) => {
-                Some(s.of(self.data))
-            }
-            _ => None,
-        }
+        let span = Span {
+            start: item.aux,
+            len: item.len,
+        };
+        Some(span.of(self.data))
     }
 
     fn tuple_items(&self, item: Item) -> Option<&[Item]> {
@@ -446,32 +557,17 @@ impl<'a, R: Resolve> Machine<'a, R> {
             depth = depth.max(item.depth);
         }
         let aux = self.arena.len() as u32;
-        self.arena.push(Item {
-            kind: Kind::None,
-            aux: n as u32,
-            depth: 0,
-        });
+        self.arena.push(Item::with_depth(Kind::None, n as u32, 0));
         self.arena.extend_from_slice(&self.stack[start..]);
         self.stack.truncate(start);
-        let item = Item {
-            kind: Kind::Tuple(globals),
-            aux,
-            depth: depth + 1,
-        };
+        let item = Item::with_depth(Kind::Tuple(globals), aux, depth + 1);
         self.push(item, Instr::Tuple(n as u32))
     }
 
     fn container_from(&mut self, start: usize, kind: Kind, instr: Instr, what: &str) -> Res<()> {
         let depth = self.values_from(start, what)?;
         self.stack.truncate(start);
-        self.push(
-            Item {
-                kind,
-                aux: 0,
-                depth: depth + 1,
-            },
-            instr,
-        )
+        self.push(Item::with_depth(kind, 0, depth + 1), instr)
     }
 
     /// Items appended to the container just below them, after checking its kind.
@@ -508,8 +604,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                 format!("nesting deeper than {} (max_depth)", self.limits.max_depth),
             ));
         }
-        self.prog.instrs.push(instr);
-        Ok(())
+        self.emit(instr)
     }
 
     fn global(&mut self, module: &[u8], name: &[u8]) -> Res<()> {
@@ -679,12 +774,8 @@ impl<'a, R: Resolve> Machine<'a, R> {
             }
         };
         let depth = args.depth + 1;
-        self.prog.instrs.push(Instr::Call(call));
-        self.push_item(Item {
-            kind,
-            aux: 0,
-            depth,
-        })
+        self.emit(Instr::Call(call))?;
+        self.push_item(Item::with_depth(kind, 0, depth))
     }
 
     fn factory_args(&self, kinds: &[Kind]) -> bool {
@@ -745,7 +836,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                 )));
             }
         };
-        self.prog.instrs.push(Instr::Call(call));
+        self.emit(Instr::Call(call))?;
         self.push_item(Item::of(kind))
     }
 
@@ -754,10 +845,10 @@ impl<'a, R: Resolve> Machine<'a, R> {
         let what = if ex { "NEWOBJ_EX" } else { "NEWOBJ" };
         if ex {
             let kwargs = self.pop(what)?;
-            if kwargs.kind != Kind::Dict || !self.empty_dict_before(kwargs) {
+            if kwargs.kind != Kind::Dict || !self.empty_dict_before() {
                 return Err(self.reject("NEWOBJ_EX with keyword arguments is not allowed"));
             }
-            self.prog.instrs.push(Instr::Pop(1));
+            self.emit(Instr::Pop(1))?;
         }
         let args = self.pop(what)?;
         let cls = self.pop(what)?;
@@ -784,15 +875,14 @@ impl<'a, R: Resolve> Machine<'a, R> {
             }
             (k, _) => return Err(self.reject(format!("{what} on a {}", describe(k)))),
         };
-        self.prog.instrs.push(Instr::Call(call));
+        self.emit(Instr::Call(call))?;
         self.push_item(Item::of(kind))
     }
 
     /// True when the kwargs dict was created empty by the previous instruction.
-    fn empty_dict_before(&self, _item: Item) -> bool {
-        matches!(self.prog.instrs.last(), Some(Instr::EmptyDict))
-            || matches!(self.prog.instrs.last(), Some(Instr::Put(_)))
-                && matches!(self.prog.instrs.iter().rev().nth(1), Some(Instr::EmptyDict))
+    fn empty_dict_before(&self) -> bool {
+        self.empty_dict_at == self.emitted
+            || (self.put_at == self.emitted && self.empty_dict_at.wrapping_add(1) == self.emitted)
     }
 
     /// `INST`/`OBJ`: only a registered class with no arguments (a blank instance).
@@ -801,8 +891,8 @@ impl<'a, R: Resolve> Machine<'a, R> {
         match cls.kind {
             Kind::Global(Global::Class(c, ClassKind::Object)) if nargs == 0 => {
                 self.stack.pop();
-                self.prog.instrs.push(Instr::Tuple(0));
-                self.prog.instrs.push(Instr::Call(Call::Blank(c)));
+                self.emit(Instr::Tuple(0))?;
+                self.emit(Instr::Call(Call::Blank(c)))?;
                 self.push_item(Item::of(Kind::Instance(c)))
             }
             Kind::Global(g) => Err(self.reject(format!(
@@ -839,8 +929,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
         };
         let top = self.stack.last_mut().expect("checked by top()");
         top.depth = top.depth.max(state.depth + 1);
-        self.prog.instrs.push(Instr::Build(build));
-        Ok(())
+        self.emit(Instr::Build(build))
     }
 
     /// Runs the whole stream through the checks; the program is what the adapter executes.
@@ -895,14 +984,14 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         self.marks.pop();
                     } else {
                         self.pop("POP")?;
-                        self.prog.instrs.push(Instr::Pop(1));
+                        self.emit(Instr::Pop(1))?;
                     }
                 }
                 Op::PopMark => {
                     let mark = self.pop_mark("POP_MARK")?;
                     let n = self.stack.len() - mark;
                     self.stack.truncate(mark);
-                    self.prog.instrs.push(Instr::Pop(n as u32));
+                    self.emit(Instr::Pop(n as u32))?;
                 }
                 Op::Dup => {
                     let top = self.top("DUP")?;
@@ -951,26 +1040,13 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     self.push(Item::of(Kind::Int), instr)?;
                 }
                 Op::Unicode(s) => {
-                    let aux = self.prog.instrs.len() as u32;
-                    self.push(
-                        Item {
-                            kind: Kind::Str,
-                            aux,
-                            depth: 0,
-                        },
-                        Instr::Str(self.span(s)),
-                    )?;
+                    let span = self.span(s);
+                    self.push(Item::str(span, false), Instr::Str(span))?;
                 }
                 Op::UnicodeText(s) => {
-                    let aux = self.prog.instrs.len() as u32;
-                    self.push(
-                        Item {
-                            kind: Kind::Str,
-                            aux,
-                            depth: 0,
-                        },
-                        Instr::StrEscaped(self.span(s)),
-                    )?;
+                    let span = self.span(s);
+                    let escaped = s.contains(&b'\\');
+                    self.push(Item::str(span, escaped), Instr::StrEscaped(span))?;
                 }
                 Op::String8(s) => {
                     if !s.is_ascii() {
@@ -978,15 +1054,8 @@ impl<'a, R: Resolve> Machine<'a, R> {
                             "Python 2 str with non-ASCII bytes (pickle.loads needs an encoding=)",
                         ));
                     }
-                    let aux = self.prog.instrs.len() as u32;
-                    self.push(
-                        Item {
-                            kind: Kind::Str,
-                            aux,
-                            depth: 0,
-                        },
-                        Instr::StrAscii(self.span(s)),
-                    )?;
+                    let span = self.span(s);
+                    self.push(Item::str(span, false), Instr::StrAscii(span))?;
                 }
                 Op::StringText => {
                     return Err(
@@ -998,7 +1067,13 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     self.push(Item::of(Kind::Value), Instr::ByteArray(self.span(b)))?
                 }
                 Op::EmptyList => self.push(Item::of(Kind::List), Instr::EmptyList)?,
-                Op::EmptyDict => self.push(Item::of(Kind::Dict), Instr::EmptyDict)?,
+                Op::EmptyDict => {
+                    let item = Item::of(Kind::Dict);
+                    self.push_value(item)?;
+                    self.emit(Instr::EmptyDict)?;
+                    self.empty_dict_at = self.emitted;
+                    self.memoize_next(item)?;
+                }
                 Op::EmptySet => self.push(Item::of(Kind::Set), Instr::EmptySet)?,
                 Op::EmptyTuple => {
                     let at = self.stack.len();
@@ -1079,11 +1154,11 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     let (Some(m), Some(n)) = (self.str_of(module), self.str_of(name)) else {
                         return Err(self.bad("STACK_GLOBAL needs two str"));
                     };
-                    if self.raw_escaped(module) || self.raw_escaped(name) {
+                    if module.escaped || name.escaped {
                         return Err(self.bad("STACK_GLOBAL with escaped names"));
                     }
                     // The two strs were pushed as values; the global replaces them.
-                    self.prog.instrs.push(Instr::Pop(2));
+                    self.emit(Instr::Pop(2))?;
                     self.items -= 2;
                     self.global(m, n)?;
                 }
@@ -1098,7 +1173,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     let g = self.resolve_global(module, name)?;
                     let cls = Item::of(Kind::Global(g));
                     self.push_value(cls)?;
-                    self.prog.instrs.push(Instr::Global(g));
+                    self.emit(Instr::Global(g))?;
                     self.inst(cls, nargs, "INST")?;
                 }
                 Op::Obj => {
@@ -1155,10 +1230,6 @@ impl<'a, R: Resolve> Machine<'a, R> {
         }
     }
 
-    fn raw_escaped(&self, item: Item) -> bool {
-        matches!(self.prog.instrs.get(item.aux as usize), Some(Instr::StrEscaped(s)) if s.of(self.data).contains(&b'\\'))
-    }
-
     fn put(&mut self, key: u64) -> Res<()> {
         let item = self.top("PUT")?;
         self.put_item(key, item)
@@ -1173,7 +1244,8 @@ impl<'a, R: Resolve> Machine<'a, R> {
             ));
         }
         let slot = self.memo.put(key, item);
-        self.prog.instrs.push(Instr::Put(slot));
+        self.emit(Instr::Put(slot))?;
+        self.put_at = self.emitted;
         Ok(())
     }
 
@@ -1225,6 +1297,7 @@ pub struct Scratch {
     arena: Vec<Item>,
     memo_direct: Vec<u32>,
     memo_items: Vec<Item>,
+    marks: Vec<usize>,
 }
 
 impl Scratch {
@@ -1239,33 +1312,38 @@ impl Scratch {
             + (self.stack.capacity() + self.arena.capacity() + self.memo_items.capacity())
                 * std::mem::size_of::<Item>()
             + self.memo_direct.capacity() * 4
+            + self.marks.capacity() * std::mem::size_of::<usize>()
     }
 }
 
-/// [`check`], reusing the buffers of `scratch`.
-pub fn check_in<R: Resolve>(
+/// Checks a whole pickle, handing each checked instruction to `host` as its [`Sink`]
+/// and reusing the buffers of `scratch`. The program holds what the sink deferred.
+pub fn check_in<H: Resolve + Sink>(
     data: &[u8],
     limits: Limits,
-    resolver: R,
+    host: H,
     scratch: &mut Scratch,
 ) -> Result<Program, ReadError> {
     use std::mem::take;
-    let mut m = Machine::new(data, limits, resolver);
+    let mut m = Machine::new(data, limits, host);
     m.prog.instrs = take(&mut scratch.instrs);
     m.stack = take(&mut scratch.stack);
     m.arena = take(&mut scratch.arena);
     m.memo.direct = take(&mut scratch.memo_direct);
     m.memo.items = take(&mut scratch.memo_items);
+    m.marks = take(&mut scratch.marks);
     m.prog.instrs.clear();
     m.stack.clear();
     m.arena.clear();
     m.memo.direct.clear();
     m.memo.items.clear();
+    m.marks.clear();
     let result = m.execute();
     scratch.stack = take(&mut m.stack);
     scratch.arena = take(&mut m.arena);
     scratch.memo_direct = take(&mut m.memo.direct);
     scratch.memo_items = take(&mut m.memo.items);
+    scratch.marks = take(&mut m.marks);
     match result {
         Ok(()) => Ok(take(&mut m.prog)),
         Err(e) => {
@@ -1277,5 +1355,5 @@ pub fn check_in<R: Resolve>(
 
 /// Checks a whole pickle against the allowlist and limits; the program builds the value.
 pub fn check<R: Resolve>(data: &[u8], limits: Limits, resolver: R) -> Result<Program, ReadError> {
-    Machine::new(data, limits, resolver).run()
+    Machine::new(data, limits, Recording(resolver)).run()
 }
