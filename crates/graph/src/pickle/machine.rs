@@ -232,12 +232,16 @@ struct Item {
     /// Str: where its text starts in the input; Tuple: index of its header in the arena
     /// (an item whose `aux` is the tuple's length), its items following.
     aux: u32,
+    /// Nesting depth; for a Str (depth 0) the length of its text instead, [`ESCAPED`]
+    /// for raw-unicode-escape text with escapes. Read through [`Item::depth`].
     depth: u32,
-    /// Str: the length of its text in the input.
-    len: u32,
-    /// Str: raw-unicode-escape text with escapes (not usable as a global's name).
-    escaped: bool,
 }
+
+// Items are copied for every value: keep them two words.
+const _: () = assert!(std::mem::size_of::<Item>() == 16);
+
+/// The text length of a str with escapes (never a real length: the input is shorter).
+const ESCAPED: u32 = u32::MAX;
 
 impl Item {
     fn of(kind: Kind) -> Self {
@@ -245,9 +249,21 @@ impl Item {
             kind,
             aux: 0,
             depth: 0,
-            len: 0,
-            escaped: false,
         }
+    }
+
+    /// Nesting depth (0 for atoms).
+    #[inline(always)]
+    fn depth(&self) -> u32 {
+        if self.kind == Kind::Str {
+            0
+        } else {
+            self.depth
+        }
+    }
+
+    fn escaped(&self) -> bool {
+        self.kind == Kind::Str && self.depth == ESCAPED
     }
 
     fn with_depth(kind: Kind, aux: u32, depth: u32) -> Self {
@@ -261,8 +277,7 @@ impl Item {
     fn str(span: Span, escaped: bool) -> Self {
         Self {
             aux: span.start,
-            len: span.len,
-            escaped,
+            depth: if escaped { ESCAPED } else { span.len },
             ..Self::of(Kind::Str)
         }
     }
@@ -459,7 +474,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                 format!("more than {} values (max_items)", self.limits.max_items),
             ));
         }
-        if u64::from(item.depth) > self.limits.max_depth {
+        if u64::from(item.depth()) > self.limits.max_depth {
             return Err(ReadError::limit(
                 self.at,
                 format!("nesting deeper than {} (max_depth)", self.limits.max_depth),
@@ -520,7 +535,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         let mut depth = 0;
         for item in &self.stack[start..] {
             self.value(*item, what)?;
-            depth = depth.max(item.depth);
+            depth = depth.max(item.depth());
         }
         Ok(depth)
     }
@@ -529,9 +544,13 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         if item.kind != Kind::Str {
             return None;
         }
+        if item.escaped() {
+            // Never a name the table knows (it has a backslash); rejected as a global.
+            return Some(b"\\");
+        }
         let span = Span {
             start: item.aux,
-            len: item.len,
+            len: item.depth,
         };
         Some(span.of(self.data))
     }
@@ -554,7 +573,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         let mut depth = 0;
         for item in &self.stack[start..] {
             globals |= matches!(item.kind, Kind::Global(_) | Kind::Tuple(true));
-            depth = depth.max(item.depth);
+            depth = depth.max(item.depth());
         }
         let aux = self.arena.len() as u32;
         self.arena.push(Item::with_depth(Kind::None, n as u32, 0));
@@ -597,7 +616,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         };
         self.stack.truncate(start);
         let top = self.stack.last_mut().expect("checked above");
-        top.depth = top.depth.max(depth + 1);
+        top.depth = top.depth().max(depth + 1);
         if u64::from(top.depth) > self.limits.max_depth {
             return Err(ReadError::limit(
                 self.at,
@@ -773,7 +792,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                 )));
             }
         };
-        let depth = args.depth + 1;
+        let depth = args.depth() + 1;
         self.emit(Instr::Call(call))?;
         self.push_item(Item::with_depth(kind, 0, depth))
     }
@@ -928,7 +947,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             }
         };
         let top = self.stack.last_mut().expect("checked by top()");
-        top.depth = top.depth.max(state.depth + 1);
+        top.depth = top.depth().max(state.depth() + 1);
         self.emit(Instr::Build(build))
     }
 
@@ -1154,7 +1173,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     let (Some(m), Some(n)) = (self.str_of(module), self.str_of(name)) else {
                         return Err(self.bad("STACK_GLOBAL needs two str"));
                     };
-                    if module.escaped || name.escaped {
+                    if module.escaped() || name.escaped() {
                         return Err(self.bad("STACK_GLOBAL with escaped names"));
                     }
                     // The two strs were pushed as values; the global replaces them.

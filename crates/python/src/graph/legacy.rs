@@ -413,6 +413,22 @@ fn ascii_str(s: &[u8]) -> *mut ffi::PyObject {
     unsafe { ffi::PyUnicode_DecodeASCII(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr()) }
 }
 
+/// A new str from UTF-8 with surrogates allowed (ASCII on the fast path).
+#[inline(never)]
+fn new_str(s: &[u8]) -> *mut ffi::PyObject {
+    if s.is_ascii() {
+        return ascii_str(s);
+    }
+    // SAFETY: s is a live slice; CPython validates the UTF-8.
+    unsafe {
+        ffi::PyUnicode_DecodeUTF8(
+            s.as_ptr().cast(),
+            s.len() as isize,
+            c"surrogatepass".as_ptr(),
+        )
+    }
+}
+
 /// A key whose hashing and comparing run no Python code: str, int, float, bytes, bool,
 /// None, or a tuple of those.
 #[inline]
@@ -437,6 +453,27 @@ fn inert_key(p: *mut ffi::PyObject, nested: bool) -> bool {
     }
 }
 
+/// True when every key of `state` is an exact str that `fits`.
+fn state_keys<'py>(
+    state: &Bound<'py, PyDict>,
+    mut fits: impl FnMut(&Bound<'py, PyAny>) -> PyResult<bool>,
+) -> PyResult<bool> {
+    let py = state.py();
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: iterating a live dict that nothing changes meanwhile (`fits` only reads);
+    // the borrowed key is wrapped with a reference of its own.
+    while unsafe { ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut key, &mut value) } != 0 {
+        // SAFETY: a live borrowed key of the dict.
+        let k = unsafe { Bound::from_borrowed_ptr(py, key) };
+        if !k.is_exact_instance_of::<PyString>() || !fits(&k)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// The resolved names and the value being built: the machine's host as resolver and sink.
 struct Loader<'py> {
     py: Python<'py>,
@@ -459,8 +496,59 @@ impl core::Resolve for Loader<'_> {
 }
 
 impl core::Sink for Loader<'_> {
+    /// The hot atoms inline (small: each emit site keeps only its own), the rest out of line.
     #[inline(always)]
     fn step(&mut self, instr: Instr, data: &[u8]) -> Step {
+        // SAFETY (constructors): plain CPython constructors, new reference or NULL.
+        let p = match instr {
+            Instr::Int(v) => unsafe { ffi::PyLong_FromLongLong(v) },
+            Instr::Float(f) => unsafe { ffi::PyFloat_FromDouble(f) },
+            Instr::Str(s) => new_str(s.of(data)),
+            Instr::EmptyList => unsafe { ffi::PyList_New(0) },
+            Instr::EmptyDict => unsafe { ffi::PyDict_New() },
+            Instr::Put(slot) if (slot as usize) == self.memo.len() => {
+                if let Some(&top) = self.stack.last() {
+                    // SAFETY: top is live; the memo owns the new reference.
+                    unsafe { ffi::Py_INCREF(top) };
+                    self.memo.push(top);
+                    return Step::Done;
+                }
+                return self.step_slow(instr, data);
+            }
+            Instr::Get(slot) => match self.memo.get(slot as usize) {
+                Some(&p) => {
+                    self.push_ref(p);
+                    return Step::Done;
+                }
+                None => return self.step_slow(instr, data),
+            },
+            _ => return self.step_slow(instr, data),
+        };
+        if p.is_null() {
+            return self.step_failed(instr);
+        }
+        self.stack.push(p);
+        Step::Done
+    }
+}
+
+impl Loader<'_> {
+    #[cold]
+    #[inline(never)]
+    fn step_failed(&mut self, instr: Instr) -> Step {
+        let what = match instr {
+            Instr::Int(_) => "int",
+            Instr::Float(_) => "float",
+            Instr::Str(_) => "str",
+            Instr::EmptyList => "list",
+            _ => "dict",
+        };
+        self.res.error = Some(self.fetch(what));
+        Step::Failed
+    }
+
+    #[inline(never)]
+    fn step_slow(&mut self, instr: Instr, data: &[u8]) -> Step {
         let r = match instr {
             Instr::Build(Build::Fields(c)) => match self.build_fast(c) {
                 Ok(true) => Ok(()),
@@ -700,7 +788,6 @@ impl<'py> Loader<'py> {
     }
 
     /// Performs one checked instruction on the value stack.
-    #[inline(always)]
     fn exec(&mut self, instr: Instr, input: &[u8]) -> PyResult<()> {
         let py = self.py;
         match instr {
@@ -737,19 +824,7 @@ impl<'py> Loader<'py> {
                 self.push_new("float", unsafe { ffi::PyFloat_FromDouble(f) })?;
             }
             Instr::Str(s) => {
-                let s = s.of(input);
-                let p = if s.is_ascii() {
-                    ascii_str(s)
-                } else {
-                    // SAFETY: s is a live slice; CPython validates the UTF-8.
-                    unsafe {
-                        ffi::PyUnicode_DecodeUTF8(
-                            s.as_ptr().cast(),
-                            s.len() as isize,
-                            c"surrogatepass".as_ptr(),
-                        )
-                    }
-                };
+                let p = new_str(s.of(input));
                 self.push_new("str", p)?;
             }
             Instr::StrEscaped(s) => {
@@ -1007,47 +1082,38 @@ impl<'py> Loader<'py> {
         // SAFETY: state is live (owned by the stack) and an exact dict.
         let state = unsafe { Bound::from_borrowed_ptr(py, state) };
         let state = state.cast::<PyDict>()?;
-        let str_key = |k: &Bound<'py, PyAny>| k.is_exact_instance_of::<PyString>();
-        match fields {
-            DictFields::Any => {
-                for key in state.keys() {
-                    if !str_key(&key) {
-                        return Ok(false);
-                    }
-                    let k = key.cast::<PyString>()?.to_str()?;
-                    if k.len() >= 4 && k.starts_with("__") && k.ends_with("__") {
-                        return Ok(false);
-                    }
-                }
-            }
-            DictFields::Named(names) => {
-                if state.len() != names.len() {
+        let fits = match fields {
+            DictFields::Any => state_keys(state, |k| {
+                let Ok(k) = k.cast::<PyString>() else {
                     return Ok(false);
-                }
-                for key in state.keys() {
-                    if !str_key(&key) {
-                        return Ok(false);
-                    }
-                    let known = names.iter().any(|name| {
-                        name.is(&key)
-                        // SAFETY: two live exact strs: comparing runs no code and cannot fail.
-                            || unsafe { ffi::PyUnicode_Compare(name.as_ptr(), key.as_ptr()) } == 0
-                    });
-                    if !known {
-                        return Ok(false);
-                    }
-                }
+                };
+                let Ok(k) = k.to_str() else {
+                    return Ok(false);
+                };
+                Ok(!(k.len() >= 4 && k.starts_with("__") && k.ends_with("__")))
+            })?,
+            DictFields::Named(names) => {
+                state.len() == names.len()
+                    && state_keys(state, |k| {
+                        // SAFETY: k is a live exact str.
+                        let len = unsafe { ffi::PyUnicode_GET_LENGTH(k.as_ptr()) };
+                        Ok(names.iter().any(|name| {
+                            name.is(k)
+                            // SAFETY: two live exact strs: comparing runs no code and
+                            // cannot fail.
+                                || unsafe {
+                                    ffi::PyUnicode_GET_LENGTH(name.as_ptr()) == len
+                                        && ffi::PyUnicode_Compare(name.as_ptr(), k.as_ptr()) == 0
+                                }
+                        }))
+                    })?
             }
             DictFields::Set(len, set) => {
-                if state.len() != *len {
-                    return Ok(false);
-                }
-                for key in state.keys() {
-                    if !str_key(&key) || !set.contains(&key)? {
-                        return Ok(false);
-                    }
-                }
+                state.len() == *len && state_keys(state, |k| set.contains(k))?
             }
+        };
+        if !fits {
+            return Ok(false);
         }
         // SAFETY: obj is a live instance of a class with a __dict__ (kind checked by
         // describe); the generic getter returns a new reference to it, creating it if needed.
