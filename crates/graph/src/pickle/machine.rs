@@ -310,7 +310,8 @@ fn describe(kind: Kind) -> &'static str {
 #[derive(Default)]
 struct Memo {
     direct: Vec<u32>,
-    sparse: HashMap<u64, u32>,
+    /// Keys of 2**20 and up (rare: made only when one comes).
+    sparse: Option<HashMap<u64, u32>>,
     items: Vec<Item>,
 }
 
@@ -325,7 +326,7 @@ impl Memo {
                 .copied()
                 .filter(|s| *s != NO_SLOT)
         } else {
-            self.sparse.get(&key).copied()
+            self.sparse.as_ref()?.get(&key).copied()
         }
     }
 
@@ -343,7 +344,9 @@ impl Memo {
             }
             self.direct[k] = slot;
         } else {
-            self.sparse.insert(key, slot);
+            self.sparse
+                .get_or_insert_with(HashMap::new)
+                .insert(key, slot);
         }
         slot
     }
@@ -590,7 +593,13 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
     }
 
     /// Items appended to the container just below them, after checking its kind.
-    fn extend(&mut self, start: usize, what: &str, pairs: bool) -> Res<()> {
+    fn extend(&mut self, start: usize, what: &'static str) -> Res<()> {
+        // The opcode's name says what it adds (one byte tells them apart).
+        let (pairs, into) = match what.as_bytes()[0] {
+            b'S' => (true, b'S'),
+            b'A' if what.as_bytes()[1] == b'D' => (false, b'D'),
+            _ => (false, b'A'),
+        };
         if start == 0 || start <= self.marks.last().copied().unwrap_or(0) {
             return Err(self.bad(format!("{what} has no container to add to")));
         }
@@ -601,12 +610,12 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         let depth = self.values_from(start, what)?;
         let target = self.stack[start - 1];
         let count = if pairs { n / 2 } else { n } as u32;
-        let instr = match (target.kind, what) {
-            (Kind::List, "APPENDS" | "APPEND") => Instr::Append(count),
-            (Kind::Deque, "APPENDS" | "APPEND") => Instr::AppendDeque(count),
-            (Kind::Dict, "SETITEMS" | "SETITEM") => Instr::SetItems(count),
-            (Kind::Mapping, "SETITEMS" | "SETITEM") => Instr::SetItemsMapping(count),
-            (Kind::Set, "ADDITEMS") => Instr::AddItems(count),
+        let instr = match (target.kind, into) {
+            (Kind::List, b'A') => Instr::Append(count),
+            (Kind::Deque, b'A') => Instr::AppendDeque(count),
+            (Kind::Dict, b'S') => Instr::SetItems(count),
+            (Kind::Mapping, b'S') => Instr::SetItemsMapping(count),
+            (Kind::Set, b'D') => Instr::AddItems(count),
             (kind, _) => {
                 return Err(self.reject(format!(
                     "{what} on a {} is not allowed (only on lists, dicts, sets and the allowed collections)",
@@ -1135,7 +1144,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         return Err(self.bad("APPEND needs a list and a value"));
                     }
                     let at = self.stack.len() - 1;
-                    self.extend(at, "APPEND", false)?;
+                    self.extend(at, "APPEND")?;
                 }
                 Op::SetItem => {
                     let floor = self.marks.last().copied().unwrap_or(0);
@@ -1143,7 +1152,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         return Err(self.bad("SETITEM needs a dict, a key and a value"));
                     }
                     let at = self.stack.len() - 2;
-                    self.extend(at, "SETITEM", true)?;
+                    self.extend(at, "SETITEM")?;
                 }
                 Op::Appends | Op::SetItems | Op::AddItems => {
                     let what = match op {
@@ -1152,7 +1161,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         _ => "ADDITEMS",
                     };
                     let mark = self.pop_mark(what)?;
-                    self.extend(mark, what, what == "SETITEMS")?;
+                    self.extend(mark, what)?;
                 }
                 Op::Get(key) => {
                     let Some(slot) = self.memo.slot(key) else {

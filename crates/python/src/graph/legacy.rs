@@ -599,7 +599,7 @@ impl<'py> Loader<'py> {
     }
 
     /// Drops what is held and gives the buffers back.
-    fn release(mut self, bufs: &mut Buffers) {
+    fn release(&mut self, bufs: &mut Buffers) {
         self.clear();
         bufs.stack = std::mem::take(&mut self.stack);
         bufs.memo = std::mem::take(&mut self.memo);
