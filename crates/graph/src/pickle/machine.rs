@@ -330,7 +330,19 @@ impl Memo {
         }
     }
 
+    #[inline(always)]
     fn put(&mut self, key: u64, item: Item) -> u32 {
+        // The usual case (MEMOIZE, or BINPUT counting up): a new key just past the others.
+        if key == self.direct.len() as u64 && key < DIRECT_KEYS {
+            let slot = self.items.len() as u32;
+            self.items.push(item);
+            self.direct.push(slot);
+            return slot;
+        }
+        self.put_other(key, item)
+    }
+
+    fn put_other(&mut self, key: u64, item: Item) -> u32 {
         if let Some(slot) = self.slot(key) {
             self.items[slot as usize] = item;
             return slot;

@@ -26,8 +26,11 @@ use super::errors::{read_error, unpickling};
 use super::infocache;
 
 extern "C" {
-    // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items.
+    // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items,
+    // and the attribute of a type found along its MRO (borrowed, NULL if none; no code
+    // runs and no exception is set).
     fn _PyDict_NewPresized(n: ffi::Py_ssize_t) -> *mut ffi::PyObject;
+    fn _PyType_Lookup(ty: *mut ffi::PyTypeObject, name: *mut ffi::PyObject) -> *mut ffi::PyObject;
 }
 
 const KIND_DICT: u8 = 1;
@@ -103,9 +106,20 @@ enum DictFields<'py> {
     /// Any str keys that are not dunder names (the class declares no fields).
     Any,
     /// Exactly its declared fields, compared one by one.
-    Named(Vec<Bound<'py, PyString>>),
+    Named(Declared<'py>),
     /// Exactly the fields of its `field_set`, of this size.
     Set(usize, Bound<'py, PyAny>),
+}
+
+/// The declared fields of a plain `__dict__` class, and what this call learnt of them.
+struct Declared<'py> {
+    names: Vec<Bound<'py, PyString>>,
+    /// Key objects met in states (a memoized key comes back for every instance) and the
+    /// field each one is; held, so their addresses are never reused meanwhile.
+    seen: Vec<(Bound<'py, PyAny>, usize)>,
+    /// No name is a data descriptor of the class: checked while no code could run, so it
+    /// holds for as long as none runs (while the stream is still being checked).
+    plain: bool,
 }
 
 /// A class from `classes=` that the pickle names.
@@ -169,7 +183,11 @@ impl<'py> Resolver<'py> {
             let fields = if d.kind == KIND_DICT {
                 Some(match d.declared {
                     None => DictFields::Any,
-                    Some(names) if names.len() <= FEW_FIELDS => DictFields::Named(names),
+                    Some(names) if names.len() <= FEW_FIELDS => DictFields::Named(Declared {
+                        names,
+                        seen: Vec::new(),
+                        plain: false,
+                    }),
                     Some(names) => DictFields::Set(names.len(), d.info.getattr("field_set")?),
                 })
             } else {
@@ -453,6 +471,89 @@ fn inert_key(p: *mut ffi::PyObject, nested: bool) -> bool {
     }
 }
 
+/// The index in `names` of the exact str `key` (a field name), if it is one.
+#[inline]
+fn field_index(decl: &mut Declared<'_>, key: *mut ffi::PyObject) -> Option<usize> {
+    if let Some((_, i)) = decl.seen.iter().find(|(k, _)| k.as_ptr() == key) {
+        return Some(*i);
+    }
+    let i = name_index(&decl.names, key)?;
+    if decl.seen.len() < 2 * FEW_FIELDS {
+        // SAFETY: key is live; the Bound holds a reference of its own.
+        let held = unsafe { Bound::from_borrowed_ptr(decl.names[i].py(), key) };
+        decl.seen.push((held, i));
+    }
+    Some(i)
+}
+
+#[inline]
+fn name_index(names: &[Bound<'_, PyString>], key: *mut ffi::PyObject) -> Option<usize> {
+    // SAFETY: key and the names are live exact strs: comparing runs no code, cannot fail.
+    unsafe {
+        let len = ffi::PyUnicode_GET_LENGTH(key);
+        names.iter().position(|name| {
+            name.as_ptr() == key
+                || (ffi::PyUnicode_GET_LENGTH(name.as_ptr()) == len
+                    && ffi::PyUnicode_Compare(name.as_ptr(), key) == 0)
+        })
+    }
+}
+
+/// A `BUILD` state that holds exactly the declared fields of a plain `__dict__` class,
+/// stored as instance attributes under the class's own (interned) names, as pickle's
+/// `inst.__dict__[name] = value` would, without making the instance dict. `false`
+/// (nothing written) when a key is not a field or the class has a data descriptor of
+/// that name (setting it would run code).
+fn set_declared_fields(
+    obj: *mut ffi::PyObject,
+    state: &Bound<'_, PyDict>,
+    decl: &mut Declared<'_>,
+    streaming: bool,
+) -> PyResult<bool> {
+    if state.len() != decl.names.len() {
+        return Ok(false);
+    }
+    let check = !(streaming && decl.plain);
+    let mut fields = [(0usize, std::ptr::null_mut::<ffi::PyObject>()); FEW_FIELDS];
+    let mut n = 0;
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: iterating a live dict that nothing changes meanwhile; keys and values are
+    // borrowed from it, and it stays alive (on the value stack) until the writes are done.
+    // obj is a live instance; _PyType_Lookup returns a borrowed reference (or NULL)
+    // without running code.
+    unsafe {
+        let ty = ffi::Py_TYPE(obj);
+        while ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
+            if ffi::PyUnicode_CheckExact(key) == 0 || n == FEW_FIELDS {
+                return Ok(false);
+            }
+            let Some(i) = field_index(decl, key) else {
+                return Ok(false);
+            };
+            if check {
+                let attr = _PyType_Lookup(ty, decl.names[i].as_ptr());
+                if !attr.is_null() && (*ffi::Py_TYPE(attr)).tp_descr_set.is_some() {
+                    return Ok(false);
+                }
+            }
+            fields[n] = (i, value);
+            n += 1;
+        }
+        // The keys are distinct and as many as the names: every name was checked.
+        decl.plain |= streaming;
+        for &(i, value) in &fields[..n] {
+            // No data descriptor of this name (checked above): a plain store into the
+            // instance's attributes, which runs no code.
+            if ffi::PyObject_GenericSetAttr(obj, decl.names[i].as_ptr(), value) < 0 {
+                return Err(PyErr::fetch(state.py()));
+            }
+        }
+    }
+    Ok(true)
+}
+
 /// True when every key of `state` is an exact str that `fits`.
 fn state_keys<'py>(
     state: &Bound<'py, PyDict>,
@@ -550,7 +651,7 @@ impl Loader<'_> {
     #[inline(never)]
     fn step_slow(&mut self, instr: Instr, data: &[u8]) -> Step {
         let r = match instr {
-            Instr::Build(Build::Fields(c)) => match self.build_fast(c) {
+            Instr::Build(Build::Fields(c)) => match self.build_fast(c, true) {
                 Ok(true) => Ok(()),
                 Ok(false) => return Step::Defer,
                 Err(e) => Err(e),
@@ -1038,7 +1139,7 @@ impl<'py> Loader<'py> {
             }
             Instr::Build(build) => {
                 if let Build::Fields(c) = build {
-                    if self.build_fast(c)? {
+                    if self.build_fast(c, false)? {
                         return Ok(());
                     }
                 }
@@ -1065,9 +1166,9 @@ impl<'py> Loader<'py> {
     /// fields (or any non-dunder str keys when it declares none): written straight into
     /// the instance `__dict__`, as pickle does, and the state popped. No code runs. `false`
     /// (nothing done) sends it to the general path.
-    fn build_fast(&mut self, c: u32) -> PyResult<bool> {
+    fn build_fast(&mut self, c: u32, streaming: bool) -> PyResult<bool> {
         let py = self.py;
-        let Some(Some(fields)) = self.res.found.get(c as usize).map(|f| &f.fields) else {
+        let Some(Some(fields)) = self.res.found.get_mut(c as usize).map(|f| &mut f.fields) else {
             return Ok(false);
         };
         let n = self.stack.len();
@@ -1092,21 +1193,13 @@ impl<'py> Loader<'py> {
                 };
                 Ok(!(k.len() >= 4 && k.starts_with("__") && k.ends_with("__")))
             })?,
-            DictFields::Named(names) => {
-                state.len() == names.len()
-                    && state_keys(state, |k| {
-                        // SAFETY: k is a live exact str.
-                        let len = unsafe { ffi::PyUnicode_GET_LENGTH(k.as_ptr()) };
-                        Ok(names.iter().any(|name| {
-                            name.is(k)
-                            // SAFETY: two live exact strs: comparing runs no code and
-                            // cannot fail.
-                                || unsafe {
-                                    ffi::PyUnicode_GET_LENGTH(name.as_ptr()) == len
-                                        && ffi::PyUnicode_Compare(name.as_ptr(), k.as_ptr()) == 0
-                                }
-                        }))
-                    })?
+            DictFields::Named(decl) => {
+                let set = set_declared_fields(obj, state, decl, streaming);
+                if !set.map_err(|e| self.wrap_err("an instance", e))? {
+                    return Ok(false);
+                }
+                self.drop_from(n - 1);
+                return Ok(true);
             }
             DictFields::Set(len, set) => {
                 state.len() == *len && state_keys(state, |k| set.contains(k))?
