@@ -262,6 +262,16 @@ impl Item {
         }
     }
 
+    /// False for what may only be called or be call arguments (globals, tuples of them).
+    #[inline(always)]
+    fn is_value(&self) -> bool {
+        match self.kind {
+            Kind::Global(_) => false,
+            Kind::Tuple(globals) => !globals,
+            _ => true,
+        }
+    }
+
     fn escaped(&self) -> bool {
         self.kind == Kind::Str && self.depth == ESCAPED
     }
@@ -526,7 +536,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
 
     #[inline(always)]
     fn value(&self, item: Item, what: &str) -> Res<()> {
-        if matches!(item.kind, Kind::Global(_) | Kind::Tuple(true)) {
+        if !item.is_value() {
             return Err(self.not_a_value(item, what));
         }
         Ok(())
@@ -547,10 +557,16 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
 
     #[inline(always)]
     fn values_from(&self, start: usize, what: &str) -> Res<u32> {
-        let mut depth = 0;
-        for item in &self.stack[start..] {
-            self.value(*item, what)?;
+        let items = &self.stack[start..];
+        let (mut depth, mut values) = (0, true);
+        for item in items {
+            values &= item.is_value();
             depth = depth.max(item.depth());
+        }
+        if !values {
+            for item in items {
+                self.value(*item, what)?;
+            }
         }
         Ok(depth)
     }

@@ -607,6 +607,17 @@ impl core::Sink for Loader<'_> {
             Instr::Str(s) => new_str(s.of(data)),
             Instr::EmptyList => unsafe { ffi::PyList_New(0) },
             Instr::EmptyDict => unsafe { ffi::PyDict_New() },
+            Instr::None | Instr::Bool(_) => {
+                // SAFETY: live singletons; the stack takes a new reference.
+                self.push_ref(unsafe {
+                    match instr {
+                        Instr::Bool(true) => ffi::Py_True(),
+                        Instr::Bool(false) => ffi::Py_False(),
+                        _ => ffi::Py_None(),
+                    }
+                });
+                return Step::Done;
+            }
             Instr::Put(slot) if (slot as usize) == self.memo.len() => {
                 if let Some(&top) = self.stack.last() {
                     // SAFETY: top is live; the memo owns the new reference.
@@ -808,10 +819,11 @@ impl<'py> Loader<'py> {
     /// True when the top `n` values, every `step`-th from the first, are inert keys.
     fn inert_keys(&self, n: usize, step: usize) -> bool {
         match self.stack.len().checked_sub(n) {
-            Some(at) => self.stack[at..]
-                .iter()
-                .step_by(step)
-                .all(|p| inert_key(*p, false)),
+            Some(at) => self.stack[at..].iter().step_by(step).all(|&p| {
+                // SAFETY: p is live; only its type is read.
+                let str_key = unsafe { ffi::PyUnicode_CheckExact(p) != 0 };
+                str_key || inert_key(p, false)
+            }),
             None => false,
         }
     }
