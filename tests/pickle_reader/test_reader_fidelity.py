@@ -156,6 +156,39 @@ def test_setstate_and_init_are_never_called():
     assert calls == [] and got.x == 1
 
 
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_fields_go_into_the_instance_dict_never_through_a_descriptor(proto):
+    import dataclasses
+
+    calls = []
+
+    @dataclasses.dataclass
+    class Guarded:
+        x: int = 0
+        y: int = 0
+
+    # A data descriptor named like a field: pickle writes the instance dict, not through it.
+    Guarded.x = property(lambda self: self.__dict__["x"], lambda self, v: calls.append(v))
+    Guarded.__qualname__ = "Guarded"
+    globals()["Guarded"] = Guarded
+    try:
+        obj = object.__new__(Guarded)
+        obj.__dict__.update(x=1, y=2)
+        data = pickle.dumps([obj, obj, Guarded.__new__(Guarded)], proto)
+        got = loads_pickle(data, classes=[Guarded])
+    finally:
+        del globals()["Guarded"]
+    assert calls == []
+    assert got[0] is got[1] and got[0].__dict__ == {"x": 1, "y": 2} and got[0].x == 1
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_many_instances_share_field_names_and_stay_apart(proto):
+    values = [Point(i, -i) for i in range(50)]
+    got = loads_pickle(pickle.dumps(values, proto), classes=[Point])
+    assert got == values and len({id(p) for p in got}) == 50
+
+
 def test_allow_names_an_extra_constructor():
     data = pickle.dumps(collections.ChainMap({"a": 1}))
     with pytest.raises(UnpicklingError, match=r"collections\.ChainMap"):

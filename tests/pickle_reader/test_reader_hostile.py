@@ -282,3 +282,108 @@ def test_messages_name_the_registered_class():
         loads_pickle(CORPUS["registered-class-reduce"], classes=[Registered])
     assert f"REDUCE of {Registered.__module__}.Registered" in str(info.value)
     assert "never called" in str(info.value)
+
+
+# Plain values are built while the stream is checked; anything that could run code waits
+# until the whole stream has passed. These payloads put such code before an exploit.
+
+EVENTS: list[str] = []
+
+
+class Finalized:
+    """A registered class whose instances run code when they are dropped."""
+
+    def __del__(self):
+        EVENTS.append("del")
+
+
+class HashedKey:
+    """A registered class whose instances run code when hashed (as a dict or set key)."""
+
+    def __hash__(self):
+        EVENTS.append("hash")
+        return 1
+
+    def __eq__(self, other):
+        EVENTS.append("eq")
+        return self is other
+
+
+def traced(value):
+    """An `allow=` constructor."""
+    EVENTS.append("called")
+    return value
+
+
+def blank(cls: type) -> bytes:
+    return g(cls.__module__, cls.__qualname__) + b")\x81"
+
+
+EXPLOIT = call(g("os", "system"), TOUCH)
+
+
+@pytest.fixture()
+def events():
+    import gc
+
+    EVENTS.clear()
+    yield EVENTS
+    gc.collect()
+    EVENTS.clear()
+
+
+def traced_global() -> bytes:
+    return g(traced.__module__, traced.__qualname__)
+
+
+def test_allow_constructor_not_called_before_a_later_exploit(events):
+    payload = P2 + b"](" + call(traced_global(), b"K\x01") + EXPLOIT + b"e."
+    with pytest.raises(UnpicklingError, match=r"os\.system"):
+        loads_pickle(payload, allow=[traced])
+    assert events == []
+    assert loads_pickle(P2 + b"](" + call(traced_global(), b"K\x01") + b"e.", allow=[traced]) == [1]
+    assert events == ["called"]
+
+
+def test_instance_with_del_not_made_before_a_later_exploit(events):
+    import gc
+
+    with pytest.raises(UnpicklingError, match=r"os\.system"):
+        loads_pickle(P2 + b"](" + blank(Finalized) + EXPLOIT + b"e.", classes=[Finalized])
+    gc.collect()
+    assert events == []
+    got = loads_pickle(
+        P2 + b"](" + blank(Finalized) + blank(Finalized) + b"e.", classes=[Finalized]
+    )
+    assert [type(x) for x in got] == [Finalized, Finalized]
+    del got
+    gc.collect()
+    assert events == ["del", "del"]
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        pytest.param(lambda key: b"}(" + key + b"K\x01u", id="setitems"),
+        pytest.param(lambda key: b"(" + key + b"K\x01d", id="dict"),
+        pytest.param(lambda key: b"\x8f(" + key + b"\x90", id="additems"),
+        pytest.param(lambda key: b"(" + key + b"\x91", id="frozenset"),
+        pytest.param(lambda key: b"}(" + key + b"\x85K\x01u", id="tuple-key"),
+    ],
+)
+def test_keys_that_run_code_not_hashed_before_a_later_exploit(events, container):
+    body = container(blank(HashedKey))
+    with pytest.raises(UnpicklingError, match=r"os\.system"):
+        loads_pickle(P4 + b"](" + body + EXPLOIT + b"e.", classes=[HashedKey])
+    assert events == []
+    (got,) = loads_pickle(P4 + b"](" + body + b"e.", classes=[HashedKey])
+    assert "hash" in events
+    assert len(got) == 1 and type(next(iter(got))) in (HashedKey, tuple)
+
+
+def test_plain_values_before_an_exploit_are_simply_dropped():
+    plain = b"".join(su(f"s{i}") + b"\x94" for i in range(200))
+    payload = P4 + b"](" + plain + b"}(" + su("k") + b"K\x01u" + EXPLOIT + b"e."
+    with pytest.raises(UnpicklingError, match=r"os\.system"):
+        loads_pickle(payload)
+    assert loads_pickle(P4 + b"](" + plain + b"e.") == [f"s{i}" for i in range(200)]

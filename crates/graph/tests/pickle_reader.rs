@@ -2,7 +2,8 @@
 //! that no input makes it panic.
 
 use bytewright_graph::pickle::{
-    check, Call, ClassKind, Global, Instr, NoExtras, Resolve, ResolveFailed,
+    check, check_in, Call, ClassKind, Global, Instr, NoExtras, Resolve, ResolveFailed, Scratch,
+    Sink, Step,
 };
 use bytewright_graph::{ErrorKind, Limits};
 
@@ -110,4 +111,70 @@ fn no_truncation_or_byte_flip_panics() {
             let _ = check(&m, Limits::default(), NoExtras);
         }
     }
+}
+
+/// A sink that performs everything but calls, and remembers what it performed.
+#[derive(Default)]
+struct UntilCall {
+    done: Vec<Instr>,
+    fail_on_float: bool,
+}
+
+impl Resolve for UntilCall {
+    fn resolve(&mut self, _: &str, _: &str) -> Result<Option<Global>, ResolveFailed> {
+        Ok(None)
+    }
+}
+
+impl Sink for UntilCall {
+    fn step(&mut self, instr: Instr, _: &[u8]) -> Step {
+        match instr {
+            Instr::Call(_) => Step::Defer,
+            Instr::Float(_) if self.fail_on_float => Step::Failed,
+            _ => {
+                self.done.push(instr);
+                Step::Done
+            }
+        }
+    }
+}
+
+#[test]
+fn the_sink_gets_checked_instructions_and_the_program_the_rest() {
+    // [1, timedelta(1, 2, 3), 2]: everything before the call goes to the sink, the call
+    // and everything after it into the program, once the whole stream has passed.
+    let data = b"\x80\x02](K\x01cdatetime\ntimedelta\n(K\x01K\x02K\x03tRK\x02e.";
+    let whole = check(data, Limits::default(), NoExtras)
+        .expect("accepted")
+        .instrs;
+    let mut sink = UntilCall::default();
+    let p = check_in(data, Limits::default(), &mut sink, &mut Scratch::default()).expect("ok");
+    assert_eq!(
+        p.instrs.first(),
+        Some(&Instr::Call(Call::Std(Global::TimeDelta)))
+    );
+    assert_eq!([sink.done.as_slice(), &p.instrs].concat(), whole);
+}
+
+#[test]
+fn a_later_rejection_is_reported_after_the_sink_built_a_prefix() {
+    let data = b"\x80\x02](K\x01cos\nsystem\n(Vx\ntRe.";
+    let mut sink = UntilCall::default();
+    let e = check_in(data, Limits::default(), &mut sink, &mut Scratch::default())
+        .expect_err("rejected");
+    assert!(e.message.contains("os.system"), "{e}");
+    assert!(sink.done.contains(&Instr::Int(1)));
+}
+
+#[test]
+fn a_failing_sink_stops_the_machine() {
+    let data = b"\x80\x02](K\x01G?\xf0\x00\x00\x00\x00\x00\x00e.";
+    let mut sink = UntilCall {
+        fail_on_float: true,
+        ..UntilCall::default()
+    };
+    let e =
+        check_in(data, Limits::default(), &mut sink, &mut Scratch::default()).expect_err("failed");
+    assert_eq!(e.kind, ErrorKind::Malformed);
+    assert!(!sink.done.iter().any(|i| matches!(i, Instr::Append(_))));
 }

@@ -1,7 +1,8 @@
 """`loads_pickle`: read existing standard pickle files safely.
 
-A native, allowlist-only interpreter checks the whole stream first (every opcode, memo
-index, global and call), then builds the value. Nothing is imported, and only the fixed
+A native, allowlist-only interpreter checks every opcode, memo index, global and call.
+Plain values are built as they pass; every call, and anything else that could run
+code, waits until the whole stream has passed. Nothing is imported, and only the fixed
 table of reconstructors, your `classes=` (rebuilt field by field) and the constructors
 you name in `allow=` can be reached.
 """
@@ -160,7 +161,7 @@ _native.legacy_configure(_OBJECTS, _enum_member, _set_state, _uuid_state, _new_t
 #   loads_pickle(data, *, classes=(), allow=(), limits=None) -> Any
 # Read a standard pickle (protocols 0-5) without running code from it: builds what
 # `pickle.loads` would for the types `bytewright.pickle` supports and for `classes=`;
-# anything else raises `UnpicklingError` before any object is created.
+# anything else raises `UnpicklingError` before any code runs.
 loads_pickle = _native.loads_pickle
 
 

@@ -110,7 +110,8 @@ pub enum Instr {
     Build(Build),
 }
 
-/// The checked program of one pickle.
+/// The checked program of one pickle: every instruction from the first one its sink
+/// deferred (all of them for [`check`]), to run once the whole stream has passed.
 #[derive(Debug, Default)]
 pub struct Program {
     pub instrs: Vec<Instr>,
@@ -133,6 +134,63 @@ pub trait Resolve {
     /// The `module.name` a class or `allow=` global was resolved from, for messages.
     fn name_of(&self, _global: Global) -> Option<String> {
         None
+    }
+}
+
+/// What a [`Sink`] did with a checked instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Performed it.
+    Done,
+    /// Will perform it, and everything after it, once the whole stream has passed: the
+    /// machine records the rest into the [`Program`].
+    Defer,
+    /// Performing it failed; the sink keeps its own error.
+    Failed,
+}
+
+/// Takes each instruction as soon as its opcode has passed every check, so the value can
+/// be built in the same pass. Whatever has an effect beyond creating plain values is
+/// deferred (`Step::Defer`) until the whole stream has passed.
+pub trait Sink {
+    /// Performs `instr` (whose spans refer to `data`) on the sink's own value stack.
+    fn step(&mut self, instr: Instr, data: &[u8]) -> Step;
+}
+
+/// A resolver that builds nothing: every instruction is recorded into the program.
+pub struct Recording<R>(pub R);
+
+impl<R: Resolve> Resolve for Recording<R> {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed> {
+        self.0.resolve(module, name)
+    }
+
+    fn name_of(&self, global: Global) -> Option<String> {
+        self.0.name_of(global)
+    }
+}
+
+impl<R> Sink for Recording<R> {
+    #[inline(always)]
+    fn step(&mut self, _: Instr, _: &[u8]) -> Step {
+        Step::Defer
+    }
+}
+
+impl<T: Resolve + ?Sized> Resolve for &mut T {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed> {
+        (**self).resolve(module, name)
+    }
+
+    fn name_of(&self, global: Global) -> Option<String> {
+        (**self).name_of(global)
+    }
+}
+
+impl<T: Sink + ?Sized> Sink for &mut T {
+    #[inline(always)]
+    fn step(&mut self, instr: Instr, data: &[u8]) -> Step {
+        (**self).step(instr, data)
     }
 }
 
@@ -171,11 +229,19 @@ enum Kind {
 #[derive(Clone, Copy, Debug)]
 struct Item {
     kind: Kind,
-    /// Str: index of its instruction; Tuple: index of its header in the arena (an item
-    /// whose `aux` is the tuple's length), its items following.
+    /// Str: where its text starts in the input; Tuple: index of its header in the arena
+    /// (an item whose `aux` is the tuple's length), its items following.
     aux: u32,
+    /// Nesting depth; for a Str (depth 0) the length of its text instead, [`ESCAPED`]
+    /// for raw-unicode-escape text with escapes. Read through [`Item::depth`].
     depth: u32,
 }
+
+// Items are copied for every value: keep them two words.
+const _: () = assert!(std::mem::size_of::<Item>() == 16);
+
+/// The text length of a str with escapes (never a real length: the input is shorter).
+const ESCAPED: u32 = u32::MAX;
 
 impl Item {
     fn of(kind: Kind) -> Self {
@@ -183,6 +249,46 @@ impl Item {
             kind,
             aux: 0,
             depth: 0,
+        }
+    }
+
+    /// Nesting depth (0 for atoms).
+    #[inline(always)]
+    fn depth(&self) -> u32 {
+        if self.kind == Kind::Str {
+            0
+        } else {
+            self.depth
+        }
+    }
+
+    /// False for what may only be called or be call arguments (globals, tuples of them).
+    #[inline(always)]
+    fn is_value(&self) -> bool {
+        match self.kind {
+            Kind::Global(_) => false,
+            Kind::Tuple(globals) => !globals,
+            _ => true,
+        }
+    }
+
+    fn escaped(&self) -> bool {
+        self.kind == Kind::Str && self.depth == ESCAPED
+    }
+
+    fn with_depth(kind: Kind, aux: u32, depth: u32) -> Self {
+        Self {
+            aux,
+            depth,
+            ..Self::of(kind)
+        }
+    }
+
+    fn str(span: Span, escaped: bool) -> Self {
+        Self {
+            aux: span.start,
+            depth: if escaped { ESCAPED } else { span.len },
+            ..Self::of(Kind::Str)
         }
     }
 }
@@ -214,7 +320,8 @@ fn describe(kind: Kind) -> &'static str {
 #[derive(Default)]
 struct Memo {
     direct: Vec<u32>,
-    sparse: HashMap<u64, u32>,
+    /// Keys of 2**20 and up (rare: made only when one comes).
+    sparse: Option<HashMap<u64, u32>>,
     items: Vec<Item>,
 }
 
@@ -229,11 +336,23 @@ impl Memo {
                 .copied()
                 .filter(|s| *s != NO_SLOT)
         } else {
-            self.sparse.get(&key).copied()
+            self.sparse.as_ref()?.get(&key).copied()
         }
     }
 
+    #[inline(always)]
     fn put(&mut self, key: u64, item: Item) -> u32 {
+        // The usual case (MEMOIZE, or BINPUT counting up): a new key just past the others.
+        if key == self.direct.len() as u64 && key < DIRECT_KEYS {
+            let slot = self.items.len() as u32;
+            self.items.push(item);
+            self.direct.push(slot);
+            return slot;
+        }
+        self.put_other(key, item)
+    }
+
+    fn put_other(&mut self, key: u64, item: Item) -> u32 {
         if let Some(slot) = self.slot(key) {
             self.items[slot as usize] = item;
             return slot;
@@ -247,17 +366,26 @@ impl Memo {
             }
             self.direct[k] = slot;
         } else {
-            self.sparse.insert(key, slot);
+            self.sparse
+                .get_or_insert_with(HashMap::new)
+                .insert(key, slot);
         }
         slot
     }
 }
 
-/// Reads a whole pickle into a checked [`Program`]; nothing outside the allowlist passes.
-pub struct Machine<'a, R: Resolve> {
+/// Reads a whole pickle, handing each checked instruction to the host's [`Sink`] (or
+/// recording it into the [`Program`]); nothing outside the allowlist passes.
+pub struct Machine<'a, R: Resolve + Sink> {
     data: &'a [u8],
     limits: Limits,
     resolver: R,
+    /// The sink deferred: the rest of the instructions go into the program.
+    recording: bool,
+    /// Instructions produced so far, and when the last `EmptyDict` and `Put` were.
+    emitted: u64,
+    empty_dict_at: u64,
+    put_at: u64,
     dec: Decoder<'a>,
     stack: Vec<Item>,
     marks: Vec<usize>,
@@ -270,12 +398,16 @@ pub struct Machine<'a, R: Resolve> {
 
 type Res<T> = Result<T, ReadError>;
 
-impl<'a, R: Resolve> Machine<'a, R> {
+impl<'a, R: Resolve + Sink> Machine<'a, R> {
     pub fn new(data: &'a [u8], limits: Limits, resolver: R) -> Self {
         Self {
             data,
             limits,
             resolver,
+            recording: false,
+            emitted: 0,
+            empty_dict_at: u64::MAX,
+            put_at: u64::MAX,
             dec: Decoder::new(data),
             stack: Vec::new(),
             marks: Vec::new(),
@@ -314,8 +446,28 @@ impl<'a, R: Resolve> Machine<'a, R> {
     #[inline(always)]
     fn push(&mut self, item: Item, instr: Instr) -> Res<()> {
         self.push_value(item)?;
-        self.prog.instrs.push(instr);
+        self.emit(instr)?;
         self.memoize_next(item)
+    }
+
+    /// Hands a checked instruction to the sink, or records it once the sink deferred.
+    #[inline(always)]
+    fn emit(&mut self, instr: Instr) -> Res<()> {
+        self.emitted += 1;
+        if !self.recording {
+            match self.resolver.step(instr, self.data) {
+                Step::Done => return Ok(()),
+                Step::Defer => self.recording = true,
+                Step::Failed => return Err(self.sink_failed()),
+            }
+        }
+        self.prog.instrs.push(instr);
+        Ok(())
+    }
+
+    #[cold]
+    fn sink_failed(&self) -> ReadError {
+        self.bad("the value could not be built")
     }
 
     /// A value produced by the instruction just emitted (a call or a rebuilt object).
@@ -347,7 +499,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                 format!("more than {} values (max_items)", self.limits.max_items),
             ));
         }
-        if u64::from(item.depth) > self.limits.max_depth {
+        if u64::from(item.depth()) > self.limits.max_depth {
             return Err(ReadError::limit(
                 self.at,
                 format!("nesting deeper than {} (max_depth)", self.limits.max_depth),
@@ -384,7 +536,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
 
     #[inline(always)]
     fn value(&self, item: Item, what: &str) -> Res<()> {
-        if matches!(item.kind, Kind::Global(_) | Kind::Tuple(true)) {
+        if !item.is_value() {
             return Err(self.not_a_value(item, what));
         }
         Ok(())
@@ -405,10 +557,16 @@ impl<'a, R: Resolve> Machine<'a, R> {
 
     #[inline(always)]
     fn values_from(&self, start: usize, what: &str) -> Res<u32> {
-        let mut depth = 0;
-        for item in &self.stack[start..] {
-            self.value(*item, what)?;
-            depth = depth.max(item.depth);
+        let items = &self.stack[start..];
+        let (mut depth, mut values) = (0, true);
+        for item in items {
+            values &= item.is_value();
+            depth = depth.max(item.depth());
+        }
+        if !values {
+            for item in items {
+                self.value(*item, what)?;
+            }
         }
         Ok(depth)
     }
@@ -417,12 +575,15 @@ impl<'a, R: Resolve> Machine<'a, R> {
         if item.kind != Kind::Str {
             return None;
         }
-        match self.prog.instrs.get(item.aux as usize) {
-            Some(Instr::Str(s) | Instr::StrEscaped(s) | Instr::StrAscii(s)) => {
-                Some(s.of(self.data))
-            }
-            _ => None,
+        if item.escaped() {
+            // Never a name the table knows (it has a backslash); rejected as a global.
+            return Some(b"\\");
         }
+        let span = Span {
+            start: item.aux,
+            len: item.depth,
+        };
+        Some(span.of(self.data))
     }
 
     fn tuple_items(&self, item: Item) -> Option<&[Item]> {
@@ -443,39 +604,30 @@ impl<'a, R: Resolve> Machine<'a, R> {
         let mut depth = 0;
         for item in &self.stack[start..] {
             globals |= matches!(item.kind, Kind::Global(_) | Kind::Tuple(true));
-            depth = depth.max(item.depth);
+            depth = depth.max(item.depth());
         }
         let aux = self.arena.len() as u32;
-        self.arena.push(Item {
-            kind: Kind::None,
-            aux: n as u32,
-            depth: 0,
-        });
+        self.arena.push(Item::with_depth(Kind::None, n as u32, 0));
         self.arena.extend_from_slice(&self.stack[start..]);
         self.stack.truncate(start);
-        let item = Item {
-            kind: Kind::Tuple(globals),
-            aux,
-            depth: depth + 1,
-        };
+        let item = Item::with_depth(Kind::Tuple(globals), aux, depth + 1);
         self.push(item, Instr::Tuple(n as u32))
     }
 
     fn container_from(&mut self, start: usize, kind: Kind, instr: Instr, what: &str) -> Res<()> {
         let depth = self.values_from(start, what)?;
         self.stack.truncate(start);
-        self.push(
-            Item {
-                kind,
-                aux: 0,
-                depth: depth + 1,
-            },
-            instr,
-        )
+        self.push(Item::with_depth(kind, 0, depth + 1), instr)
     }
 
     /// Items appended to the container just below them, after checking its kind.
-    fn extend(&mut self, start: usize, what: &str, pairs: bool) -> Res<()> {
+    fn extend(&mut self, start: usize, what: &'static str) -> Res<()> {
+        // The opcode's name says what it adds (one byte tells them apart).
+        let (pairs, into) = match what.as_bytes()[0] {
+            b'S' => (true, b'S'),
+            b'A' if what.as_bytes()[1] == b'D' => (false, b'D'),
+            _ => (false, b'A'),
+        };
         if start == 0 || start <= self.marks.last().copied().unwrap_or(0) {
             return Err(self.bad(format!("{what} has no container to add to")));
         }
@@ -486,12 +638,12 @@ impl<'a, R: Resolve> Machine<'a, R> {
         let depth = self.values_from(start, what)?;
         let target = self.stack[start - 1];
         let count = if pairs { n / 2 } else { n } as u32;
-        let instr = match (target.kind, what) {
-            (Kind::List, "APPENDS" | "APPEND") => Instr::Append(count),
-            (Kind::Deque, "APPENDS" | "APPEND") => Instr::AppendDeque(count),
-            (Kind::Dict, "SETITEMS" | "SETITEM") => Instr::SetItems(count),
-            (Kind::Mapping, "SETITEMS" | "SETITEM") => Instr::SetItemsMapping(count),
-            (Kind::Set, "ADDITEMS") => Instr::AddItems(count),
+        let instr = match (target.kind, into) {
+            (Kind::List, b'A') => Instr::Append(count),
+            (Kind::Deque, b'A') => Instr::AppendDeque(count),
+            (Kind::Dict, b'S') => Instr::SetItems(count),
+            (Kind::Mapping, b'S') => Instr::SetItemsMapping(count),
+            (Kind::Set, b'D') => Instr::AddItems(count),
             (kind, _) => {
                 return Err(self.reject(format!(
                     "{what} on a {} is not allowed (only on lists, dicts, sets and the allowed collections)",
@@ -501,15 +653,14 @@ impl<'a, R: Resolve> Machine<'a, R> {
         };
         self.stack.truncate(start);
         let top = self.stack.last_mut().expect("checked above");
-        top.depth = top.depth.max(depth + 1);
+        top.depth = top.depth().max(depth + 1);
         if u64::from(top.depth) > self.limits.max_depth {
             return Err(ReadError::limit(
                 self.at,
                 format!("nesting deeper than {} (max_depth)", self.limits.max_depth),
             ));
         }
-        self.prog.instrs.push(instr);
-        Ok(())
+        self.emit(instr)
     }
 
     fn global(&mut self, module: &[u8], name: &[u8]) -> Res<()> {
@@ -678,13 +829,9 @@ impl<'a, R: Resolve> Machine<'a, R> {
                 )));
             }
         };
-        let depth = args.depth + 1;
-        self.prog.instrs.push(Instr::Call(call));
-        self.push_item(Item {
-            kind,
-            aux: 0,
-            depth,
-        })
+        let depth = args.depth() + 1;
+        self.emit(Instr::Call(call))?;
+        self.push_item(Item::with_depth(kind, 0, depth))
     }
 
     fn factory_args(&self, kinds: &[Kind]) -> bool {
@@ -745,7 +892,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                 )));
             }
         };
-        self.prog.instrs.push(Instr::Call(call));
+        self.emit(Instr::Call(call))?;
         self.push_item(Item::of(kind))
     }
 
@@ -754,10 +901,10 @@ impl<'a, R: Resolve> Machine<'a, R> {
         let what = if ex { "NEWOBJ_EX" } else { "NEWOBJ" };
         if ex {
             let kwargs = self.pop(what)?;
-            if kwargs.kind != Kind::Dict || !self.empty_dict_before(kwargs) {
+            if kwargs.kind != Kind::Dict || !self.empty_dict_before() {
                 return Err(self.reject("NEWOBJ_EX with keyword arguments is not allowed"));
             }
-            self.prog.instrs.push(Instr::Pop(1));
+            self.emit(Instr::Pop(1))?;
         }
         let args = self.pop(what)?;
         let cls = self.pop(what)?;
@@ -784,15 +931,14 @@ impl<'a, R: Resolve> Machine<'a, R> {
             }
             (k, _) => return Err(self.reject(format!("{what} on a {}", describe(k)))),
         };
-        self.prog.instrs.push(Instr::Call(call));
+        self.emit(Instr::Call(call))?;
         self.push_item(Item::of(kind))
     }
 
     /// True when the kwargs dict was created empty by the previous instruction.
-    fn empty_dict_before(&self, _item: Item) -> bool {
-        matches!(self.prog.instrs.last(), Some(Instr::EmptyDict))
-            || matches!(self.prog.instrs.last(), Some(Instr::Put(_)))
-                && matches!(self.prog.instrs.iter().rev().nth(1), Some(Instr::EmptyDict))
+    fn empty_dict_before(&self) -> bool {
+        self.empty_dict_at == self.emitted
+            || (self.put_at == self.emitted && self.empty_dict_at.wrapping_add(1) == self.emitted)
     }
 
     /// `INST`/`OBJ`: only a registered class with no arguments (a blank instance).
@@ -801,8 +947,8 @@ impl<'a, R: Resolve> Machine<'a, R> {
         match cls.kind {
             Kind::Global(Global::Class(c, ClassKind::Object)) if nargs == 0 => {
                 self.stack.pop();
-                self.prog.instrs.push(Instr::Tuple(0));
-                self.prog.instrs.push(Instr::Call(Call::Blank(c)));
+                self.emit(Instr::Tuple(0))?;
+                self.emit(Instr::Call(Call::Blank(c)))?;
                 self.push_item(Item::of(Kind::Instance(c)))
             }
             Kind::Global(g) => Err(self.reject(format!(
@@ -838,9 +984,8 @@ impl<'a, R: Resolve> Machine<'a, R> {
             }
         };
         let top = self.stack.last_mut().expect("checked by top()");
-        top.depth = top.depth.max(state.depth + 1);
-        self.prog.instrs.push(Instr::Build(build));
-        Ok(())
+        top.depth = top.depth().max(state.depth() + 1);
+        self.emit(Instr::Build(build))
     }
 
     /// Runs the whole stream through the checks; the program is what the adapter executes.
@@ -895,14 +1040,14 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         self.marks.pop();
                     } else {
                         self.pop("POP")?;
-                        self.prog.instrs.push(Instr::Pop(1));
+                        self.emit(Instr::Pop(1))?;
                     }
                 }
                 Op::PopMark => {
                     let mark = self.pop_mark("POP_MARK")?;
                     let n = self.stack.len() - mark;
                     self.stack.truncate(mark);
-                    self.prog.instrs.push(Instr::Pop(n as u32));
+                    self.emit(Instr::Pop(n as u32))?;
                 }
                 Op::Dup => {
                     let top = self.top("DUP")?;
@@ -951,26 +1096,13 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     self.push(Item::of(Kind::Int), instr)?;
                 }
                 Op::Unicode(s) => {
-                    let aux = self.prog.instrs.len() as u32;
-                    self.push(
-                        Item {
-                            kind: Kind::Str,
-                            aux,
-                            depth: 0,
-                        },
-                        Instr::Str(self.span(s)),
-                    )?;
+                    let span = self.span(s);
+                    self.push(Item::str(span, false), Instr::Str(span))?;
                 }
                 Op::UnicodeText(s) => {
-                    let aux = self.prog.instrs.len() as u32;
-                    self.push(
-                        Item {
-                            kind: Kind::Str,
-                            aux,
-                            depth: 0,
-                        },
-                        Instr::StrEscaped(self.span(s)),
-                    )?;
+                    let span = self.span(s);
+                    let escaped = s.contains(&b'\\');
+                    self.push(Item::str(span, escaped), Instr::StrEscaped(span))?;
                 }
                 Op::String8(s) => {
                     if !s.is_ascii() {
@@ -978,15 +1110,8 @@ impl<'a, R: Resolve> Machine<'a, R> {
                             "Python 2 str with non-ASCII bytes (pickle.loads needs an encoding=)",
                         ));
                     }
-                    let aux = self.prog.instrs.len() as u32;
-                    self.push(
-                        Item {
-                            kind: Kind::Str,
-                            aux,
-                            depth: 0,
-                        },
-                        Instr::StrAscii(self.span(s)),
-                    )?;
+                    let span = self.span(s);
+                    self.push(Item::str(span, false), Instr::StrAscii(span))?;
                 }
                 Op::StringText => {
                     return Err(
@@ -998,7 +1123,13 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     self.push(Item::of(Kind::Value), Instr::ByteArray(self.span(b)))?
                 }
                 Op::EmptyList => self.push(Item::of(Kind::List), Instr::EmptyList)?,
-                Op::EmptyDict => self.push(Item::of(Kind::Dict), Instr::EmptyDict)?,
+                Op::EmptyDict => {
+                    let item = Item::of(Kind::Dict);
+                    self.push_value(item)?;
+                    self.emit(Instr::EmptyDict)?;
+                    self.empty_dict_at = self.emitted;
+                    self.memoize_next(item)?;
+                }
                 Op::EmptySet => self.push(Item::of(Kind::Set), Instr::EmptySet)?,
                 Op::EmptyTuple => {
                     let at = self.stack.len();
@@ -1041,7 +1172,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         return Err(self.bad("APPEND needs a list and a value"));
                     }
                     let at = self.stack.len() - 1;
-                    self.extend(at, "APPEND", false)?;
+                    self.extend(at, "APPEND")?;
                 }
                 Op::SetItem => {
                     let floor = self.marks.last().copied().unwrap_or(0);
@@ -1049,7 +1180,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         return Err(self.bad("SETITEM needs a dict, a key and a value"));
                     }
                     let at = self.stack.len() - 2;
-                    self.extend(at, "SETITEM", true)?;
+                    self.extend(at, "SETITEM")?;
                 }
                 Op::Appends | Op::SetItems | Op::AddItems => {
                     let what = match op {
@@ -1058,7 +1189,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                         _ => "ADDITEMS",
                     };
                     let mark = self.pop_mark(what)?;
-                    self.extend(mark, what, what == "SETITEMS")?;
+                    self.extend(mark, what)?;
                 }
                 Op::Get(key) => {
                     let Some(slot) = self.memo.slot(key) else {
@@ -1079,11 +1210,11 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     let (Some(m), Some(n)) = (self.str_of(module), self.str_of(name)) else {
                         return Err(self.bad("STACK_GLOBAL needs two str"));
                     };
-                    if self.raw_escaped(module) || self.raw_escaped(name) {
+                    if module.escaped() || name.escaped() {
                         return Err(self.bad("STACK_GLOBAL with escaped names"));
                     }
                     // The two strs were pushed as values; the global replaces them.
-                    self.prog.instrs.push(Instr::Pop(2));
+                    self.emit(Instr::Pop(2))?;
                     self.items -= 2;
                     self.global(m, n)?;
                 }
@@ -1098,7 +1229,7 @@ impl<'a, R: Resolve> Machine<'a, R> {
                     let g = self.resolve_global(module, name)?;
                     let cls = Item::of(Kind::Global(g));
                     self.push_value(cls)?;
-                    self.prog.instrs.push(Instr::Global(g));
+                    self.emit(Instr::Global(g))?;
                     self.inst(cls, nargs, "INST")?;
                 }
                 Op::Obj => {
@@ -1155,10 +1286,6 @@ impl<'a, R: Resolve> Machine<'a, R> {
         }
     }
 
-    fn raw_escaped(&self, item: Item) -> bool {
-        matches!(self.prog.instrs.get(item.aux as usize), Some(Instr::StrEscaped(s)) if s.of(self.data).contains(&b'\\'))
-    }
-
     fn put(&mut self, key: u64) -> Res<()> {
         let item = self.top("PUT")?;
         self.put_item(key, item)
@@ -1173,7 +1300,8 @@ impl<'a, R: Resolve> Machine<'a, R> {
             ));
         }
         let slot = self.memo.put(key, item);
-        self.prog.instrs.push(Instr::Put(slot));
+        self.emit(Instr::Put(slot))?;
+        self.put_at = self.emitted;
         Ok(())
     }
 
@@ -1225,6 +1353,7 @@ pub struct Scratch {
     arena: Vec<Item>,
     memo_direct: Vec<u32>,
     memo_items: Vec<Item>,
+    marks: Vec<usize>,
 }
 
 impl Scratch {
@@ -1239,33 +1368,38 @@ impl Scratch {
             + (self.stack.capacity() + self.arena.capacity() + self.memo_items.capacity())
                 * std::mem::size_of::<Item>()
             + self.memo_direct.capacity() * 4
+            + self.marks.capacity() * std::mem::size_of::<usize>()
     }
 }
 
-/// [`check`], reusing the buffers of `scratch`.
-pub fn check_in<R: Resolve>(
+/// Checks a whole pickle, handing each checked instruction to `host` as its [`Sink`]
+/// and reusing the buffers of `scratch`. The program holds what the sink deferred.
+pub fn check_in<H: Resolve + Sink>(
     data: &[u8],
     limits: Limits,
-    resolver: R,
+    host: H,
     scratch: &mut Scratch,
 ) -> Result<Program, ReadError> {
     use std::mem::take;
-    let mut m = Machine::new(data, limits, resolver);
+    let mut m = Machine::new(data, limits, host);
     m.prog.instrs = take(&mut scratch.instrs);
     m.stack = take(&mut scratch.stack);
     m.arena = take(&mut scratch.arena);
     m.memo.direct = take(&mut scratch.memo_direct);
     m.memo.items = take(&mut scratch.memo_items);
+    m.marks = take(&mut scratch.marks);
     m.prog.instrs.clear();
     m.stack.clear();
     m.arena.clear();
     m.memo.direct.clear();
     m.memo.items.clear();
+    m.marks.clear();
     let result = m.execute();
     scratch.stack = take(&mut m.stack);
     scratch.arena = take(&mut m.arena);
     scratch.memo_direct = take(&mut m.memo.direct);
     scratch.memo_items = take(&mut m.memo.items);
+    scratch.marks = take(&mut m.marks);
     match result {
         Ok(()) => Ok(take(&mut m.prog)),
         Err(e) => {
@@ -1277,5 +1411,5 @@ pub fn check_in<R: Resolve>(
 
 /// Checks a whole pickle against the allowlist and limits; the program builds the value.
 pub fn check<R: Resolve>(data: &[u8], limits: Limits, resolver: R) -> Result<Program, ReadError> {
-    Machine::new(data, limits, resolver).run()
+    Machine::new(data, limits, Recording(resolver)).run()
 }
