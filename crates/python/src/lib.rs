@@ -5,6 +5,7 @@
 
 use pyo3::prelude::*;
 
+mod fastcall;
 mod graph;
 mod wire;
 

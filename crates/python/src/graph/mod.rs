@@ -17,6 +17,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
+use crate::fastcall;
 use builder::Builder;
 use classes::AllowedClasses;
 use encoder::{Chunk, Encoder};
@@ -27,7 +28,7 @@ const RELEASE_GIL_FROM: usize = 64 * 1024;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config::graph_configure, m)?)?;
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
-    m.add_function(wrap_pyfunction!(loads, m)?)?;
+    LOADS.add_to(m, loads_trampoline)?;
     m.add_function(wrap_pyfunction!(graph_record_len, m)?)?;
     legacy::register(m)?;
     Ok(())
@@ -168,9 +169,26 @@ pub(crate) fn limits_from(
     })
 }
 
+fastcall::fast_function! {
+    static LOADS: [3] = {
+        name: c"pickle_loads",
+        positional: "data",
+        keywords: ["classes", "hmac_key", "limits"],
+        doc: c"pickle_loads(data, *, classes=None, hmac_key=None, limits=None)\n--\n\nRebuild the object graph of one record; only `classes` may be instantiated.",
+        body: loads_args,
+    };
+    trampoline loads_trampoline;
+}
+
+fn loads_args<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    [classes, hmac_key, limits]: [Option<&Bound<'py, PyAny>>; 3],
+) -> PyResult<Bound<'py, PyAny>> {
+    loads(py, data, classes.cloned(), hmac_key, limits)
+}
+
 /// Rebuild the object graph of one record; only `classes` may be instantiated.
-#[pyfunction]
-#[pyo3(name = "pickle_loads", signature = (data, *, classes=None, hmac_key=None, limits=None))]
 fn loads<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,

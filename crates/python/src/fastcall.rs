@@ -1,0 +1,223 @@
+//! Functions called with one positional argument and a few optional keyword-only ones,
+//! taken straight from the vectorcall convention (`METH_FASTCALL | METH_KEYWORDS`).
+//!
+//! pyo3's general argument extraction costs about 240 instructions for a call with one
+//! keyword, which is a tenth of loading a small record; matching the caller's (interned)
+//! keyword names by pointer costs a few.
+
+use std::ffi::CStr;
+use std::panic::AssertUnwindSafe;
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyString;
+use pyo3::Borrowed;
+
+/// The positional parameter and the keywords together, at most.
+const MAX_PARAMS: usize = 8;
+
+/// The body of a fast function: the positional argument and the keyword values by
+/// position in the function's keyword list (`None` when not given).
+pub type Body<const N: usize> = for<'py> fn(
+    Python<'py>,
+    &Bound<'py, PyAny>,
+    [Option<&Bound<'py, PyAny>>; N],
+) -> PyResult<Bound<'py, PyAny>>;
+
+/// One fast function: its name, keyword-only parameters (each defaulting to None),
+/// docstring (with a `__text_signature__` line) and body.
+pub struct FastFunction<const N: usize> {
+    pub name: &'static CStr,
+    /// The one positional parameter (also accepted as a keyword).
+    pub positional: &'static str,
+    pub keywords: [&'static str; N],
+    pub doc: &'static CStr,
+    pub body: Body<N>,
+    /// The parameter names, interned once, so a caller's keywords match by pointer.
+    pub interned: PyOnceLock<Vec<Py<PyString>>>,
+}
+
+impl<const N: usize> FastFunction<N> {
+    fn fname(&self) -> &'static str {
+        self.name.to_str().unwrap_or("function")
+    }
+
+    /// Parses the vectorcall arguments and runs the body.
+    ///
+    /// # Safety
+    /// `args` holds `nargs` positional arguments followed by one value per name in
+    /// `kwnames` (a tuple of str, or NULL), all live for the call, as CPython passes them.
+    pub unsafe fn call<'py>(
+        &self,
+        py: Python<'py>,
+        args: *const *mut ffi::PyObject,
+        nargs: ffi::Py_ssize_t,
+        kwnames: *mut ffi::PyObject,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let names = self.interned.get_or_init(py, || {
+            std::iter::once(self.positional)
+                .chain(self.keywords)
+                .map(|n| PyString::intern(py, n).unbind())
+                .collect()
+        });
+        let nargs = ffi::PyVectorcall_NARGS(nargs as usize);
+        if nargs > 1 {
+            return Err(PyTypeError::new_err(format!(
+                "{}() takes 1 positional argument but {nargs} were given",
+                self.fname()
+            )));
+        }
+        const { assert!(N < MAX_PARAMS) };
+        // Slot 0: the positional parameter; slots 1..: the keywords.
+        let mut slots = [std::ptr::null_mut::<ffi::PyObject>(); MAX_PARAMS];
+        if nargs == 1 {
+            slots[0] = *args;
+        }
+        if !kwnames.is_null() {
+            let nkw = ffi::PyTuple_GET_SIZE(kwnames);
+            for i in 0..nkw {
+                let name = ffi::PyTuple_GET_ITEM(kwnames, i);
+                let value = *args.offset(nargs + i);
+                let mut at = names.iter().position(|n| n.as_ptr() == name);
+                if at.is_none() {
+                    // Not interned (a name built at run time): compare the text.
+                    let text = Bound::from_borrowed_ptr(py, name);
+                    let text = text.cast::<PyString>().ok().and_then(|s| s.to_str().ok());
+                    at = text.and_then(|t| {
+                        std::iter::once(self.positional)
+                            .chain(self.keywords)
+                            .position(|n| n == t)
+                    });
+                }
+                let Some(at) = at else {
+                    let shown = Bound::from_borrowed_ptr(py, name).repr()?;
+                    return Err(PyTypeError::new_err(format!(
+                        "{}() got an unexpected keyword argument {shown}",
+                        self.fname()
+                    )));
+                };
+                if !slots[at].is_null() {
+                    let which = if at == 0 {
+                        self.positional
+                    } else {
+                        self.keywords[at - 1]
+                    };
+                    return Err(PyTypeError::new_err(format!(
+                        "{}() got multiple values for argument '{which}'",
+                        self.fname()
+                    )));
+                }
+                slots[at] = value;
+            }
+        }
+        if slots[0].is_null() {
+            return Err(PyTypeError::new_err(format!(
+                "{}() missing required argument '{}' (pos 1)",
+                self.fname(),
+                self.positional
+            )));
+        }
+        // Borrowed for the call: CPython keeps every argument alive until we return.
+        let bound: [Option<Borrowed<'_, 'py, PyAny>>; MAX_PARAMS] = std::array::from_fn(|i| {
+            (!slots[i].is_null()).then(|| Borrowed::from_ptr(py, slots[i]))
+        });
+        let Some(data) = bound[0].as_deref() else {
+            unreachable!("checked above")
+        };
+        // A keyword given as None means the same as one left out (every keyword here
+        // defaults to None).
+        let kw: [Option<&Bound<'py, PyAny>>; N] =
+            std::array::from_fn(|i| bound[i + 1].as_deref().filter(|v| !v.is_none()));
+        (self.body)(py, data, kw)
+    }
+
+    /// Adds the function to `module` under its name.
+    pub fn add_to(
+        &'static self,
+        module: &Bound<'_, PyModule>,
+        trampoline: ffi::PyCFunctionFastWithKeywords,
+    ) -> PyResult<()> {
+        let py = module.py();
+        let def = Box::leak(Box::new(ffi::PyMethodDef {
+            ml_name: self.name.as_ptr(),
+            ml_meth: ffi::PyMethodDefPointer {
+                PyCFunctionFastWithKeywords: trampoline,
+            },
+            ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+            ml_doc: self.doc.as_ptr(),
+        }));
+        let module_name = module.name()?;
+        // SAFETY: `def` lives for the rest of the process; the module name is a live str.
+        let function = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                ffi::PyCFunction_NewEx(def, std::ptr::null_mut(), module_name.as_ptr()),
+            )?
+        };
+        module.add(self.name.to_str().unwrap_or("function"), function)
+    }
+}
+
+/// The C entry point of a fast function: attaches the interpreter token, runs the
+/// function, and turns errors (and, defensively, panics) into a raised exception.
+///
+/// # Safety
+/// Called by CPython with the GIL held and vectorcall arguments (see [`FastFunction::call`]).
+pub unsafe fn enter<const N: usize>(
+    function: &FastFunction<N>,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls us with the GIL held.
+    let py = Python::assume_attached();
+    let outcome =
+        std::panic::catch_unwind(AssertUnwindSafe(|| function.call(py, args, nargs, kwnames)));
+    let err = match outcome {
+        Ok(Ok(value)) => return value.into_ptr(),
+        Ok(Err(err)) => err,
+        Err(_) => PyRuntimeError::new_err(format!(
+            "internal error in {}(): please report it",
+            function.fname()
+        )),
+    };
+    err.restore(py);
+    std::ptr::null_mut()
+}
+
+/// Defines a `FastFunction` static and its C trampoline.
+macro_rules! fast_function {
+    (
+        $vis:vis static $static_name:ident: [$n:literal] = {
+            name: $name:literal,
+            positional: $pos:literal,
+            keywords: [$($kw:literal),* $(,)?],
+            doc: $doc:expr,
+            body: $body:path $(,)?
+        };
+        trampoline $tramp:ident;
+    ) => {
+        $vis static $static_name: $crate::fastcall::FastFunction<$n> =
+            $crate::fastcall::FastFunction {
+                name: $name,
+                positional: $pos,
+                keywords: [$($kw),*],
+                doc: $doc,
+                body: $body,
+                interned: pyo3::sync::PyOnceLock::new(),
+            };
+
+        $vis unsafe extern "C" fn $tramp(
+            _module: *mut pyo3::ffi::PyObject,
+            args: *const *mut pyo3::ffi::PyObject,
+            nargs: pyo3::ffi::Py_ssize_t,
+            kwnames: *mut pyo3::ffi::PyObject,
+        ) -> *mut pyo3::ffi::PyObject {
+            // SAFETY: CPython calls this with the GIL held and vectorcall arguments.
+            unsafe { $crate::fastcall::enter(&$static_name, args, nargs, kwnames) }
+        }
+    };
+}
+pub(crate) use fast_function;
