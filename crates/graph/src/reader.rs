@@ -34,6 +34,9 @@ pub enum Event<'a> {
     Complex(f64, f64),
     /// UTF-8 (not yet validated: the caller's decoder does that).
     Str(&'a [u8]),
+    /// A `Str` that takes the next memo slot (a `Share` then a `Str`); only
+    /// [`Reader::atom_run`] gives this, for a shared short str inside a run.
+    SharedStr(&'a [u8]),
     /// UTF-8 with surrogates allowed ("surrogatepass").
     StrSurrogates(&'a [u8]),
     Bytes(&'a [u8]),
@@ -562,7 +565,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a run of fixed-size atoms (ints, floats, None, bools and short strs) that
-    /// (or references to finished values) are direct children of the innermost open container, handing each to `sink` as the
+    /// (or references to finished values, or shared short strs as `SharedStr`)
+    /// are direct children of the innermost open container, handing each to `sink` as the
     /// event [`Reader::next_event`] would give, with the same checks. It stops, leaving
     /// everything else to `next_event`, at any other tag, at the container's end, at the
     /// item limit, or after an atom for which `sink` returns `false`.
@@ -658,6 +662,24 @@ impl<'a> Reader<'a> {
                 NONE => (1, Event::None),
                 TRUE => (1, Event::Bool(true)),
                 FALSE => (1, Event::Bool(false)),
+                // A shared short str (dict keys, mostly): the marker and the str together,
+                // as one `SharedStr`.
+                SHARE => match *data {
+                    [t, ref rest @ ..] if (SHORT_STR..=SHORT_STR + 31).contains(&t) => {
+                        let n = usize::from(t - SHORT_STR);
+                        if n as u64 > max_str {
+                            break;
+                        }
+                        match rest.get(..n) {
+                            Some(s) => {
+                                self.memo.push(true);
+                                (2 + n, Event::SharedStr(s))
+                            }
+                            None => break,
+                        }
+                    }
+                    _ => break,
+                },
                 // A reference to a finished value, with a one- or two-byte slot number;
                 // anything else (and every error) is left to the general path.
                 REF => {
@@ -1203,13 +1225,18 @@ mod tests {
         assert!(n <= 5);
     }
 
-    /// Every event, reading atom runs wherever the reader offers them.
+    /// Every event, reading atom runs wherever the reader offers them (a run's
+    /// `SharedStr` given as the `Share` and `Str` that `next_event` gives).
     fn events_with_runs(b: &[u8]) -> Result<Vec<Event<'_>>, ReadError> {
         let mut r = Reader::new(b, Limits::default());
         let mut got = Vec::new();
         loop {
             r.atom_run(|e| {
-                got.push(e);
+                if let Event::SharedStr(s) = e {
+                    got.extend([Event::Share, Event::Str(s)]);
+                } else {
+                    got.push(e);
+                }
                 true
             });
             match r.next_event()? {

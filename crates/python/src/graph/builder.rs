@@ -70,7 +70,7 @@ fn new_atom(
         match event {
             Event::Int(v) => (ffi::PyLong_FromLongLong(v), "int"),
             Event::Float(f) => (ffi::PyFloat_FromDouble(f), "float"),
-            Event::Str(s) => (new_str(s), "str"),
+            Event::Str(s) | Event::SharedStr(s) => (new_str(s), "str"),
             Event::Bool(b) => {
                 let p = if b { ffi::Py_True() } else { ffi::Py_False() };
                 ffi::Py_INCREF(p);
@@ -217,6 +217,20 @@ unsafe fn push_to_list(
     }
     *filled += 1;
     Ok(())
+}
+
+/// Gives the next memo slot to a shared atom of a run (kept out of line so the run's
+/// loop stays small enough to inline).
+#[cold]
+#[inline(never)]
+fn remember<'py>(
+    py: Python<'py>,
+    memo: &mut Vec<Option<Bound<'py, PyAny>>>,
+    item: *mut ffi::PyObject,
+) {
+    // SAFETY: item is a live object (a new reference the caller still holds); the memo
+    // takes a reference of its own.
+    memo.push(Some(unsafe { Bound::from_borrowed_ptr(py, item) }));
 }
 
 enum Collect {
@@ -487,6 +501,12 @@ impl<'py, 'a> Builder<'py, 'a> {
                     self.share_now(&v);
                     v
                 }
+                Event::SharedStr(s) => {
+                    // Only atom runs give this; taken here all the same.
+                    let v = self.str(s)?;
+                    self.memo.push(Some(v.clone()));
+                    v
+                }
                 Event::Str(s) => {
                     let v = self.str(s)?;
                     self.share_now(&v);
@@ -749,6 +769,9 @@ impl<'py, 'a> Builder<'py, 'a> {
                                 failed = Some((what, PyErr::fetch(py)));
                                 return false;
                             }
+                            if let Event::SharedStr(_) = event {
+                                remember(py, memo, item);
+                            }
                             // SAFETY: the list is live and `item` a new reference.
                             match unsafe { push_to_list(list, filled, item) } {
                                 Ok(()) => true,
@@ -798,6 +821,9 @@ impl<'py, 'a> Builder<'py, 'a> {
                         failed = Some((what, PyErr::fetch(py)));
                         return false;
                     }
+                    if let Event::SharedStr(_) = event {
+                        remember(py, memo, item);
+                    }
                     // SAFETY: as in `deliver`: the tuple is fresh and private, and the
                     // index is checked against its size.
                     unsafe {
@@ -818,6 +844,9 @@ impl<'py, 'a> Builder<'py, 'a> {
                     if item.is_null() {
                         failed = Some((what, PyErr::fetch(py)));
                         return false;
+                    }
+                    if let Event::SharedStr(_) = event {
+                        remember(py, memo, item);
                     }
                     // SAFETY: item is a new reference, owned by the Bound from here on.
                     let item = unsafe { Bound::from_owned_ptr(py, item) };
