@@ -161,10 +161,42 @@ def _every_shape(
     ok = r >= limit if op == ">=" else r <= limit
     text = f"worst {r:.2f}x ({shape})"
     if not ok:
-        return Outcome(label, text, MISSED)
+        return Outcome(label, text + _floor_note(m, key, ratios, op, limit), MISSED)
     if unmeasured:
         return Outcome(label, f"{text}; {len(unmeasured)} shapes unmeasured", NOT_MEASURED)
     return Outcome(label, text, MET)
+
+
+def _floor_note(
+    m: Metrics,
+    key: Callable[[str], tuple[Key, Key]],
+    ratios: list[tuple[float, str]],
+    op: str,
+    limit: float,
+) -> str:
+    """For a speed target against pickle: the missed shapes where even one copy of the
+    payload is too slow to meet it (pickle's time / the copy's time < the target)."""
+    if op != ">=":
+        return ""
+    notes = []
+    for r, shape in sorted(ratios):
+        if r >= limit:
+            break
+        num, _ = key(shape)
+        floor = m.get(("copy_floor", shape))
+        pickle_ns = m.get(num)
+        if num[-1] != PICKLE or floor is None or pickle_ns is None or floor <= 0:
+            return ""
+        bound = pickle_ns / floor
+        if bound >= limit:
+            return ""  # some missed shape is not bounded by the copy
+        notes.append(f"{shape} at most {bound:.2f}x")
+    if not notes:
+        return ""
+    return (
+        "; every miss is below the one-copy floor (pickle's time over one copy of its "
+        "payload): " + ", ".join(notes)
+    )
 
 
 def _pickle(m: Metrics) -> list[Outcome]:

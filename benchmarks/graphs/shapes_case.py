@@ -7,7 +7,7 @@ from typing import Any
 
 from benchmarks.arms import describe
 from benchmarks.graphs.equality import same
-from benchmarks.graphs.serializers import Serializer
+from benchmarks.graphs.serializers import PICKLE, Serializer
 from benchmarks.progress import Reporter
 from benchmarks.sampling import DirectCall, Sampling, measure_many
 
@@ -17,6 +17,9 @@ class ShapeResult:
     dumps_ns: dict[str, float] = field(default_factory=dict)
     loads_ns: dict[str, float] = field(default_factory=dict)
     size: dict[str, int] = field(default_factory=dict)
+    # One copy of pickle's payload (`bytes(memoryview(payload))`): no serializer that
+    # returns a new bytes object, or a value holding the payload's data, can beat it.
+    copy_floor_ns: float | None = None
     problems: dict[str, str] = field(default_factory=dict)  # arm -> why it was not timed
 
 
@@ -51,8 +54,13 @@ def run_shape(
                 result.size[name] = len(data)
                 fns[("dumps", name)] = DirectCall(arm.dumps, value)
             fns[("loads", name)] = DirectCall(arm.loads, data)
+    if PICKLE in payloads:
+        fns[("floor", "copy")] = DirectCall(bytes, memoryview(payloads[PICKLE]))
     # Every correct arm is timed together, rounds interleaved across arms.
     for (op, name), ns in measure_many(fns, sampling).items():
-        (result.dumps_ns if op == "dumps" else result.loads_ns)[name] = ns
+        if op == "floor":
+            result.copy_floor_ns = ns
+        else:
+            (result.dumps_ns if op == "dumps" else result.loads_ns)[name] = ns
     reporter.advance(len(arms))
     return result
