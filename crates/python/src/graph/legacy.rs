@@ -53,7 +53,7 @@ static LEGACY: PyOnceLock<LegacyConfig> = PyOnceLock::new();
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(legacy_configure, m)?)?;
-    m.add_function(wrap_pyfunction!(loads_pickle, m)?)?;
+    LOADS_PICKLE.add_to(m, loads_pickle_trampoline)?;
     m.add_function(wrap_pyfunction!(loads_pickle_at, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_check, m)?)?;
     Ok(())
@@ -274,26 +274,31 @@ fn allow_dict<'py>(
     Ok((!dict.is_empty()).then_some(dict))
 }
 
-/// Read a standard pickle (protocols 0-5) without running code from it.
-///
-/// Builds what `pickle.loads` would for the types `bytewright.pickle` supports and for
-/// `classes=`; anything else raises `UnpicklingError` before any code runs.
-#[pyfunction]
-#[pyo3(signature = (data, *, classes=None, allow=None, limits=None))]
+crate::fastcall::fast_function! {
+    static LOADS_PICKLE: [3] = {
+        name: c"loads_pickle",
+        positional: "data",
+        keywords: ["classes", "allow", "limits"],
+        doc: c"loads_pickle(data, *, classes=None, allow=None, limits=None)\n--\n\nRead a standard pickle (protocols 0-5) without running code from it.\n\nBuilds what `pickle.loads` would for the types `bytewright.pickle` supports and for\n`classes=`; anything else raises `UnpicklingError` before any code runs.",
+        body: loads_pickle,
+    };
+    trampoline loads_pickle_trampoline;
+}
+
+/// Read a standard pickle (protocols 0-5) without running code from it (the body of
+/// `loads_pickle`, whose arguments `fastcall` parses).
 fn loads_pickle<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    classes: Option<Bound<'py, PyAny>>,
-    allow: Option<Bound<'py, PyAny>>,
-    limits: Option<&Bound<'py, PyAny>>,
+    [classes, allow, limits]: [Option<&Bound<'py, PyAny>>; 3],
 ) -> PyResult<Bound<'py, PyAny>> {
     let lcfg = legacy(py)?;
     let mut end = 0;
     legacy_loads(
         py,
         data,
-        classes,
-        allow_dict(lcfg, allow)?,
+        classes.cloned(),
+        allow_dict(lcfg, allow.cloned())?,
         limits,
         &mut end,
     )
