@@ -1,9 +1,14 @@
 //! Arbitrary bytes into the pure-Rust pickle checker (opcode decoder + stack/memo machine):
 //! errors are fine, panics, hangs and crashes are not. Checking must be deterministic,
-//! and with `classes=`-like names resolvable the same bytes must never panic either.
+//! and with `classes=`-like names resolvable the same bytes must never panic either. A sink
+//! that builds everything at once (the machine's fast loop) must be handed exactly what a
+//! recording one gets in its program, or fail with the same error.
 #![no_main]
 
-use bytewright_graph::pickle::{check, ClassKind, Global, NoExtras, Resolve, ResolveFailed};
+use bytewright_graph::pickle::{
+    check, check_in, ClassKind, Global, Instr, NoExtras, Resolve, ResolveFailed, Scratch, Sink,
+    Step,
+};
 use bytewright_graph::Limits;
 use libfuzzer_sys::fuzz_target;
 
@@ -22,10 +27,47 @@ impl Resolve for Everything {
     }
 }
 
+/// Performs everything it is handed, in order.
+#[derive(Default)]
+struct TakesAll(Vec<Instr>);
+
+impl Resolve for TakesAll {
+    fn resolve(&mut self, _: &str, _: &str) -> Result<Option<Global>, ResolveFailed> {
+        Ok(None)
+    }
+}
+
+impl Sink for TakesAll {
+    fn step(&mut self, instr: Instr, _: &[u8]) -> Step {
+        self.0.push(instr);
+        Step::Done
+    }
+}
+
+fn same_both_ways(data: &[u8], limits: Limits) {
+    let recorded = check(data, limits, NoExtras).map(|p| p.instrs);
+    let mut sink = TakesAll::default();
+    let built = check_in(data, limits, &mut sink, &mut Scratch::default()).map(|p| {
+        assert!(p.instrs.is_empty());
+        sink.0
+    });
+    // Compared as text: a NaN float is not equal to itself.
+    assert_eq!(format!("{recorded:?}"), format!("{built:?}"));
+}
+
 fuzz_target!(|data: &[u8]| {
-    let tight = Limits { max_depth: 8, max_items: 64, max_container_len: 16, ..Limits::default() };
+    let tight = Limits {
+        max_depth: 8,
+        max_items: 64,
+        max_container_len: 16,
+        max_str_len: 8,
+        max_bytes_len: 8,
+        ..Limits::default()
+    };
     let first = check(data, Limits::default(), NoExtras).map(|p| p.instrs.len());
     assert_eq!(first, check(data, Limits::default(), NoExtras).map(|p| p.instrs.len()));
     let _ = check(data, tight, NoExtras);
+    same_both_ways(data, Limits::default());
+    same_both_ways(data, tight);
     let _ = check(data, Limits::default(), Everything);
 });

@@ -178,3 +178,64 @@ fn a_failing_sink_stops_the_machine() {
     assert_eq!(e.kind, ErrorKind::Malformed);
     assert!(!sink.done.iter().any(|i| matches!(i, Instr::Append(_))));
 }
+
+/// A sink that performs everything it is handed, in order.
+#[derive(Default)]
+struct TakesAll(Vec<Instr>);
+
+impl Resolve for TakesAll {
+    fn resolve(&mut self, _: &str, _: &str) -> Result<Option<Global>, ResolveFailed> {
+        Ok(None)
+    }
+}
+
+impl Sink for TakesAll {
+    fn step(&mut self, instr: Instr, _: &[u8]) -> Step {
+        self.0.push(instr);
+        Step::Done
+    }
+}
+
+/// The machine's fast loop (taken while the sink builds at once) against its general loop
+/// (all a recording sink ever sees): the same instructions, or the same error.
+fn same_both_ways(data: &[u8], limits: Limits) {
+    let recorded = check(data, limits, NoExtras).map(|p| p.instrs);
+    let mut sink = TakesAll::default();
+    let built = check_in(data, limits, &mut sink, &mut Scratch::default()).map(|p| {
+        assert!(p.instrs.is_empty(), "nothing deferred");
+        sink.0
+    });
+    // Compared as text: a NaN float is not equal to itself.
+    assert_eq!(format!("{recorded:?}"), format!("{built:?}"), "{data:?}");
+}
+
+#[test]
+fn the_fast_loop_agrees_with_the_general_one() {
+    // A list of records with memoized keys fetched again, every hot opcode and limit near.
+    let records = b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00]\x94(}\x94(\x8c\x02id\x94K\x01\x8c\x01n\x94X\x02\x00\x00\x00ab\x94\x8c\x01f\x94G?\xf8\x00\x00\x00\x00\x00\x00\x8c\x01b\x94\x88\x8c\x01t\x94]\x94(h\x03j\x03\x00\x00\x00NM\xff\xffJ\xfe\xff\xff\xffC\x02\x00\x01\x89eu}q\x0ch\x02K\x02sh\x0c]\x94K\x07ae.";
+    let globals = b"\x80\x04]\x94(}\x94\x8c\x08datetime\x8c\x04date\x93C\x04\x07\xe8\x01\x01\x85R\x94h\x01h\x02(K\x01tq\x10e.";
+    let tight = Limits {
+        max_depth: 3,
+        max_items: 12,
+        max_container_len: 4,
+        max_str_len: 1,
+        max_bytes_len: 1,
+        ..Limits::default()
+    };
+    for data in [records.as_slice(), globals] {
+        for limits in [Limits::default(), tight] {
+            same_both_ways(data, limits);
+            for end in 0..data.len() {
+                same_both_ways(&data[..end], limits);
+            }
+            for i in 0..data.len() {
+                for flip in [1u8, 2, 0x10, 0x80, 0xff] {
+                    let mut m = data.to_vec();
+                    m[i] ^= flip;
+                    same_both_ways(&m, limits);
+                }
+            }
+        }
+    }
+    assert!(check(records, Limits::default(), NoExtras).is_ok());
+}

@@ -988,6 +988,269 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         self.emit(Instr::Build(build))
     }
 
+    /// Hands a checked instruction to the sink from the fast loop: `false` once the sink
+    /// deferred (the instruction is recorded; the general loop records the rest).
+    #[inline(always)]
+    fn hand(&mut self, instr: Instr, at: usize) -> Res<bool> {
+        self.emitted += 1;
+        match self.resolver.step(instr, self.data) {
+            Step::Done => Ok(true),
+            Step::Defer => {
+                self.recording = true;
+                self.prog.instrs.push(instr);
+                Ok(false)
+            }
+            Step::Failed => {
+                self.at = at;
+                Err(self.sink_failed())
+            }
+        }
+    }
+
+    /// True when one more value of this depth is within the limits.
+    #[inline(always)]
+    fn room_for(&self, item: Item) -> bool {
+        self.items < self.limits.max_items && u64::from(item.depth()) <= self.limits.max_depth
+    }
+
+    /// `push` for the fast loop, once [`Self::room_for`] said yes (no `PUT` taken along).
+    #[inline(always)]
+    fn fast_push(&mut self, item: Item, instr: Instr, at: usize) -> Res<bool> {
+        self.items += 1;
+        self.stack.push(item);
+        self.hand(instr, at)
+    }
+
+    /// `MEMOIZE`/`BINPUT` of a key just past the others, checked as `put` would; `None`
+    /// when it is not that usual case or a check fails (the general loop says why).
+    #[inline(always)]
+    fn fast_put(&mut self, key: usize) -> Option<u32> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        if key != self.memo.direct.len()
+            || key as u64 >= DIRECT_KEYS
+            || self.memo.items.len() as u64 >= self.limits.max_items
+            || self.stack.len() <= floor
+        {
+            return None;
+        }
+        let item = *self.stack.last()?;
+        let slot = self.memo.items.len() as u32;
+        self.memo.items.push(item);
+        self.memo.direct.push(slot);
+        Some(slot)
+    }
+
+    /// `APPENDS`/`SETITEMS` (from a mark) and `APPEND`/`SETITEM` of plain values into a list
+    /// or dict, checked as `extend` would and applied to the kind stack; `None` (nothing
+    /// changed) when another case or a failed check leaves it to the general loop.
+    #[inline(always)]
+    fn fast_extend(&mut self, start: usize, floor: usize, pairs: bool) -> Option<Instr> {
+        let n = self.stack.len().checked_sub(start)?;
+        if n as u64 > self.limits.max_container_len
+            || start == 0
+            || start <= floor
+            || (pairs && !n.is_multiple_of(2))
+        {
+            return None;
+        }
+        let (mut values, mut depth) = (true, 0);
+        for item in &self.stack[start..] {
+            values &= item.is_value();
+            depth = depth.max(item.depth());
+        }
+        let target = self.stack[start - 1];
+        let count = if pairs { n / 2 } else { n } as u32;
+        let instr = match (target.kind, pairs) {
+            (Kind::List, false) => Instr::Append(count),
+            (Kind::Dict, true) => Instr::SetItems(count),
+            _ => return None,
+        };
+        let depth = target.depth.max(depth + 1);
+        if !values || u64::from(depth) > self.limits.max_depth {
+            return None;
+        }
+        self.stack.truncate(start);
+        self.stack[start - 1].depth = depth;
+        Some(instr)
+    }
+
+    /// The opcodes most pickles of plain values are made of, each checked and handed to
+    /// the sink in one step, without decoding into an [`Op`] first. Only what passes is
+    /// done here: a failed check, a limit or any other opcode returns with that opcode
+    /// unread, and the general loop reads it again (and says what is wrong). Runs only
+    /// while the sink builds at once; it stops when the sink defers.
+    #[inline(never)]
+    fn fast_ops(&mut self) -> Res<()> {
+        let data = self.data;
+        let mut pos = self.dec.pos();
+        let (max_str, max_bytes) = (self.limits.max_str_len, self.limits.max_bytes_len);
+        // The `n` argument bytes after the opcode at `at`, if the input holds them.
+        let args = |at: usize, n: usize| data.get(at + 1..at + 1 + n);
+        loop {
+            let at = pos;
+            let Some(&code) = data.get(at) else { break };
+            // An atom or memo value: checked against the limits, pushed, handed over.
+            macro_rules! push {
+                ($item:expr, $instr:expr, $len:expr) => {{
+                    let item = $item;
+                    if !self.room_for(item) {
+                        break;
+                    }
+                    pos = at + $len;
+                    if !self.fast_push(item, $instr, at)? {
+                        break;
+                    }
+                }};
+            }
+            match code {
+                b'(' => {
+                    if self.marks.len() as u64 >= self.limits.max_depth {
+                        break;
+                    }
+                    self.marks.push(self.stack.len());
+                    pos = at + 1;
+                }
+                0x94 | b'q' => {
+                    let (key, len) = if code == 0x94 {
+                        (self.memo.items.len(), 1)
+                    } else {
+                        let Some(&[k]) = args(at, 1) else { break };
+                        (usize::from(k), 2)
+                    };
+                    let Some(slot) = self.fast_put(key) else {
+                        break;
+                    };
+                    pos = at + len;
+                    let go = self.hand(Instr::Put(slot), at)?;
+                    self.put_at = self.emitted;
+                    if !go {
+                        break;
+                    }
+                }
+                b'h' | b'j' => {
+                    let (key, len) = if code == b'h' {
+                        let Some(&[k]) = args(at, 1) else { break };
+                        (usize::from(k), 2)
+                    } else {
+                        let Some(k) = args(at, 4) else { break };
+                        let k = u32::from_le_bytes([k[0], k[1], k[2], k[3]]);
+                        (k as usize, 5)
+                    };
+                    let Some(&slot) = self.memo.direct.get(key) else {
+                        break;
+                    };
+                    let Some(&item) = self.memo.items.get(slot as usize) else {
+                        break;
+                    };
+                    push!(item, Instr::Get(slot), len);
+                }
+                0x8c | b'X' => {
+                    let (n, head) = if code == 0x8c {
+                        let Some(&[n]) = args(at, 1) else { break };
+                        (usize::from(n), 2)
+                    } else {
+                        let Some(n) = args(at, 4) else { break };
+                        (u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize, 5)
+                    };
+                    if n as u64 > max_str || data.len() - at < head + n {
+                        break;
+                    }
+                    let span = Span {
+                        start: (at + head) as u32,
+                        len: n as u32,
+                    };
+                    push!(Item::str(span, false), Instr::Str(span), head + n);
+                }
+                b'C' => {
+                    let Some(&[n]) = args(at, 1) else { break };
+                    let n = usize::from(n);
+                    if n as u64 > max_bytes || data.len() - at < 2 + n {
+                        break;
+                    }
+                    let span = Span {
+                        start: (at + 2) as u32,
+                        len: n as u32,
+                    };
+                    push!(Item::of(Kind::Bytes), Instr::Bytes(span), 2 + n);
+                }
+                b'K' => {
+                    let Some(&[v]) = args(at, 1) else { break };
+                    push!(Item::of(Kind::Int), Instr::Int(i64::from(v)), 2);
+                }
+                b'M' => {
+                    let Some(v) = args(at, 2) else { break };
+                    let v = u16::from_le_bytes([v[0], v[1]]);
+                    push!(Item::of(Kind::Int), Instr::Int(i64::from(v)), 3);
+                }
+                b'J' => {
+                    let Some(v) = args(at, 4) else { break };
+                    let v = i32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+                    push!(Item::of(Kind::Int), Instr::Int(i64::from(v)), 5);
+                }
+                b'G' => {
+                    let Some(v) = args(at, 8) else { break };
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(v);
+                    push!(
+                        Item::of(Kind::Float),
+                        Instr::Float(f64::from_be_bytes(b)),
+                        9
+                    );
+                }
+                b'N' => push!(Item::of(Kind::None), Instr::None, 1),
+                0x88 => push!(Item::of(Kind::Bool), Instr::Bool(true), 1),
+                0x89 => push!(Item::of(Kind::Bool), Instr::Bool(false), 1),
+                b']' => push!(Item::of(Kind::List), Instr::EmptyList, 1),
+                b'}' => {
+                    let item = Item::of(Kind::Dict);
+                    if !self.room_for(item) {
+                        break;
+                    }
+                    pos = at + 1;
+                    let go = self.fast_push(item, Instr::EmptyDict, at)?;
+                    self.empty_dict_at = self.emitted;
+                    if !go {
+                        break;
+                    }
+                }
+                b'e' | b'u' => {
+                    let Some(&mark) = self.marks.last() else {
+                        break;
+                    };
+                    let floor = match self.marks.len() {
+                        n if n >= 2 => self.marks[n - 2],
+                        _ => 0,
+                    };
+                    let Some(instr) = self.fast_extend(mark, floor, code == b'u') else {
+                        break;
+                    };
+                    self.marks.pop();
+                    pos = at + 1;
+                    if !self.hand(instr, at)? {
+                        break;
+                    }
+                }
+                b'a' | b's' => {
+                    let floor = self.marks.last().copied().unwrap_or(0);
+                    let pairs = code == b's';
+                    let Some(start) = self.stack.len().checked_sub(1 + usize::from(pairs)) else {
+                        break;
+                    };
+                    let Some(instr) = self.fast_extend(start, floor, pairs) else {
+                        break;
+                    };
+                    pos = at + 1;
+                    if !self.hand(instr, at)? {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.dec.skip_to(pos);
+        Ok(())
+    }
+
     /// Runs the whole stream through the checks; the program is what the adapter executes.
     pub fn run(mut self) -> Res<Program> {
         self.execute()?;
@@ -1013,6 +1276,9 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         }
         let (max_str, max_bytes) = (self.limits.max_str_len, self.limits.max_bytes_len);
         loop {
+            if !self.recording {
+                self.fast_ops()?;
+            }
             self.at = self.dec.pos();
             let Some(op) = self.dec.next_op(max_str, max_bytes)? else {
                 return Err(self.bad("truncated pickle: no STOP opcode"));

@@ -85,6 +85,12 @@ impl<'a> Decoder<'a> {
         self.pos
     }
 
+    /// Moves past opcodes read without the decoder (`pos` is within the input).
+    pub(crate) fn skip_to(&mut self, pos: usize) {
+        debug_assert!(pos <= self.data.len());
+        self.pos = pos.min(self.data.len());
+    }
+
     /// Consumes a `MEMOIZE` (`Some(None)`: its key is implicit) or `BINPUT` (`Some(key)`)
     /// if one comes next; `None` otherwise.
     #[inline(always)]

@@ -639,6 +639,8 @@ impl core::Sink for Loader<'_> {
                 }
                 None => return self.step_slow(instr, data),
             },
+            Instr::SetItems(n) => return self.set_items(n as usize, data),
+            Instr::Append(n) => return self.append(n as usize, data),
             _ => return self.step_slow(instr, data),
         };
         if p.is_null() {
@@ -662,6 +664,52 @@ impl Loader<'_> {
         };
         self.res.error = Some(self.fetch(what));
         Step::Failed
+    }
+
+    /// `SETITEMS` into a dict: at once when every key is an exact str (hashing and
+    /// comparing one runs no code), else as `step_slow` decides.
+    #[inline(never)]
+    fn set_items(&mut self, n: usize, data: &[u8]) -> Step {
+        let Some(t) = self.stack.len().checked_sub(2 * n + 1) else {
+            return self.step_slow(Instr::SetItems(n as u32), data);
+        };
+        let (dict, pairs) = (self.stack[t], &self.stack[t + 1..]);
+        // SAFETY: live objects (owned by the stack); only their types are read.
+        let plain = unsafe {
+            ffi::PyDict_CheckExact(dict) != 0
+                && pairs
+                    .chunks_exact(2)
+                    .all(|pair| ffi::PyUnicode_CheckExact(pair[0]) != 0)
+        };
+        if !plain {
+            return self.step_slow(Instr::SetItems(n as u32), data);
+        }
+        for pair in pairs.chunks_exact(2) {
+            // SAFETY: an exact dict and exact str keys, all live (the stack owns them):
+            // no code runs, and the stack is not changed meanwhile.
+            if unsafe { ffi::PyDict_SetItem(dict, pair[0], pair[1]) } < 0 {
+                self.res.error = Some(self.fetch("dict"));
+                return Step::Failed;
+            }
+        }
+        self.drop_from(t + 1);
+        Step::Done
+    }
+
+    /// `APPENDS` into a list (the machine checked its kind).
+    #[inline(never)]
+    fn append(&mut self, n: usize, data: &[u8]) -> Step {
+        let Some(t) = self.stack.len().checked_sub(n + 1) else {
+            return self.step_slow(Instr::Append(n as u32), data);
+        };
+        let list = self.stack[t];
+        match self.extend_list(t + 1, list) {
+            Ok(()) => Step::Done,
+            Err(e) => {
+                self.res.error = Some(e);
+                Step::Failed
+            }
+        }
     }
 
     #[inline(never)]
