@@ -1,0 +1,61 @@
+"""`loads` and `loads_pickle` take their arguments like Python functions do.
+
+Both parse the vectorcall arguments themselves (no general argument machinery), so the
+usual argument errors are checked here, as is a load nested inside another load.
+"""
+
+import dataclasses
+import pickle as std_pickle
+
+import pytest
+from bytewright import pickle
+
+PAYLOAD = pickle.dumps({"a": [1, 2.5, "x"]})
+STD_PAYLOAD = std_pickle.dumps({"a": [1, 2.5, "x"]}, protocol=5)
+
+
+@pytest.mark.parametrize(
+    ("load", "data", "keyword"),
+    [(pickle.loads, PAYLOAD, "hmac_key"), (pickle.loads_pickle, STD_PAYLOAD, "allow")],
+    ids=["loads", "loads_pickle"],
+)
+def test_arguments_are_checked_like_a_python_function(load, data, keyword):
+    expected = {"a": [1, 2.5, "x"]}
+    assert load(data) == expected
+    assert load(data=data) == expected
+    assert load(data, classes=None, limits=None, **{keyword: None}) == expected
+    assert load(data, **{"clas" + "ses": ()}) == expected  # a keyword built at run time
+    with pytest.raises(TypeError, match="missing required argument 'data'"):
+        load()
+    with pytest.raises(TypeError, match="takes 1 positional argument but 2 were given"):
+        load(data, data)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'clases'"):
+        load(data, clases=())
+    with pytest.raises(TypeError, match="multiple values for argument 'data'"):
+        load(data, data=data)
+    with pytest.raises(TypeError):
+        load(data, limits=5)
+
+
+@dataclasses.dataclass
+class Box:
+    __bytewright_version__ = 2
+    inner: object
+
+
+def test_a_load_nested_in_a_migration_gets_its_own_working_storage():
+    inner = pickle.dumps([list(range(40)), {"k": "v"}] * 3)
+
+    @dataclasses.dataclass
+    class OldBox:
+        inner: object
+
+    OldBox.__module__, OldBox.__qualname__ = Box.__module__, "Box"
+    old = pickle.dumps([OldBox(inner="see payload"), list(range(100)), "after"])
+
+    @pickle.migrate(Box, from_version=1, to_version=2)
+    def upgrade(fields):
+        return {"inner": pickle.loads(inner)}
+
+    back = pickle.loads(old, classes=[Box])
+    assert back == [Box(inner=[list(range(40)), {"k": "v"}] * 3), list(range(100)), "after"]
