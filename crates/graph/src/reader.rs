@@ -221,21 +221,12 @@ impl<'a> Reader<'a> {
     /// strs within the limit) that are direct children of the innermost open container,
     /// with the same bounds; everything else, and every error, is left to `next_event`.
     fn skip_atoms(&mut self) {
-        if self.pending_share {
-            return;
-        }
-        let Some(top) = self.stack.last_mut() else {
+        let Some(budget) = self.run_budget() else {
             return;
         };
-        if top.kind != FrameKind::Container {
-            return;
-        }
         let buf = self.buf;
         let max_str = self.limits.max_str_len.min(SHORT_STR_MAX_LEN as u64) as usize;
         let check_str = max_str < SHORT_STR_MAX_LEN;
-        let budget = top
-            .remaining
-            .min(self.limits.max_items.saturating_sub(self.items));
         let mut pos = self.pos;
         let mut n = 0u64;
         while n < budget {
@@ -262,12 +253,39 @@ impl<'a> Reader<'a> {
                 n += 1;
             }
         }
-        if n > 0 {
-            top.remaining -= n;
-            self.items += n;
-            self.pos = pos;
-            self.after_replace = false;
+        self.end_run(n, pos);
+    }
+
+    /// How many children a run may take now (at most the open container's remaining
+    /// children and the item limit's remainder); `None` when no run may start: a SHARE is
+    /// pending or the innermost frame is not an open container.
+    #[inline(always)]
+    fn run_budget(&self) -> Option<u64> {
+        if self.pending_share {
+            return None;
         }
+        let top = self.stack.last()?;
+        if top.kind != FrameKind::Container {
+            return None;
+        }
+        Some(
+            top.remaining
+                .min(self.limits.max_items.saturating_sub(self.items)),
+        )
+    }
+
+    /// Accounts for a run of `n` children that ended at `pos`.
+    #[inline(always)]
+    fn end_run(&mut self, n: u64, pos: usize) {
+        if n == 0 {
+            return;
+        }
+        if let Some(top) = self.stack.last_mut() {
+            top.remaining -= n;
+        }
+        self.items += n;
+        self.pos = pos;
+        self.after_replace = false;
     }
 
     fn err(&self, message: impl Into<String>) -> ReadError {
@@ -715,20 +733,11 @@ impl<'a> Reader<'a> {
     /// as `atom_run`. Empty when the next child is anything else.
     #[inline]
     pub fn float_run(&mut self) -> &'a [u8] {
-        if self.pending_share {
-            return &[];
-        }
-        let Some(top) = self.stack.last_mut() else {
+        let Some(budget) = self.run_budget() else {
             return &[];
         };
-        if top.kind != FrameKind::Container {
-            return &[];
-        }
         let buf = self.buf;
         let start = self.pos;
-        let budget = top
-            .remaining
-            .min(self.limits.max_items.saturating_sub(self.items));
         let mut pos = start;
         let mut n = 0u64;
         while n < budget {
@@ -739,12 +748,7 @@ impl<'a> Reader<'a> {
             }
             n += 1;
         }
-        if n > 0 {
-            top.remaining -= n;
-            self.items += n;
-            self.pos = pos;
-            self.after_replace = false;
-        }
+        self.end_run(n, pos);
         &buf[start..pos]
     }
 
@@ -766,18 +770,9 @@ impl<'a> Reader<'a> {
             INT32 => (first, 5),
             _ => return (0, &[]),
         };
-        if self.pending_share {
-            return (0, &[]);
-        }
-        let Some(top) = self.stack.last_mut() else {
+        let Some(budget) = self.run_budget() else {
             return (0, &[]);
         };
-        if top.kind != FrameKind::Container {
-            return (0, &[]);
-        }
-        let budget = top
-            .remaining
-            .min(self.limits.max_items.saturating_sub(self.items));
         let mut pos = start;
         let mut n = 0u64;
         if tag == SMALL_INT_MAX {
@@ -791,12 +786,7 @@ impl<'a> Reader<'a> {
                 n += 1;
             }
         }
-        if n > 0 {
-            top.remaining -= n;
-            self.items += n;
-            self.pos = pos;
-            self.after_replace = false;
-        }
+        self.end_run(n, pos);
         (tag, &buf[start..pos])
     }
 

@@ -13,17 +13,17 @@ use std::ptr::addr_of_mut;
 use bytewright_graph::pickle::{
     self as core, globals::TABLE, Build, Call, ClassKind, Global, Instr, Step,
 };
-use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyMemoryError, PyTypeError};
+use pyo3::exceptions::PyMemoryError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::classes::AllowedClasses;
 use super::config::{self, Config};
 use super::errors::{read_error, unpickling};
 use super::infocache;
+use super::input_bytes;
 
 extern "C" {
     // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items,
@@ -236,23 +236,6 @@ impl core::Resolve for Resolver<'_> {
     }
 }
 
-fn input_bytes<'a>(data: &'a Bound<'_, PyAny>, copy: &'a mut Vec<u8>) -> PyResult<&'a [u8]> {
-    if let Ok(b) = data.cast::<PyBytes>() {
-        return Ok(b.as_bytes());
-    }
-    if !data.is_instance_of::<PyString>() {
-        if let Ok(buffer) = PyBuffer::<u8>::get(data) {
-            // bytearray and memoryview may change under us: read a private copy.
-            *copy = buffer.to_vec(data.py())?;
-            return Ok(copy);
-        }
-    }
-    Err(PyTypeError::new_err(format!(
-        "loads_pickle() takes bytes, bytearray or memoryview, not {}",
-        data.get_type().name()?
-    )))
-}
-
 /// `allow=` as a name -> callable dict (`None` when empty), normalised by `_legacy.py`.
 fn allow_dict<'py>(
     lcfg: &LegacyConfig,
@@ -340,7 +323,7 @@ fn legacy_loads<'py>(
     let lcfg = legacy(py)?;
     let limits = super::limits_from(cfg, limits)?;
     let mut copy = Vec::new();
-    let input = input_bytes(data, &mut copy)?;
+    let input = input_bytes(data, &mut copy, "loads_pickle")?;
     let mut bufs = BUFFERS.with(|s| s.take()).unwrap_or_default();
     let mut loader = Loader {
         py,
@@ -406,7 +389,7 @@ fn legacy_check<'py>(
     let allow = allow_dict(legacy(py)?, allow)?;
     let limits = super::limits_from(cfg, limits)?;
     let mut copy = Vec::new();
-    let input = input_bytes(data, &mut copy)?;
+    let input = input_bytes(data, &mut copy, "loads_pickle")?;
     let mut resolver = Resolver::new(py, cfg, classes, allow);
     match core::check(input, limits, &mut resolver) {
         Ok(_) => Ok(None),

@@ -143,6 +143,28 @@ fn assemble<'py>(
     Ok(out)
 }
 
+/// The bytes of a `data` argument: bytes as they are; bytearray and memoryview, which may
+/// change under us, as a private copy in `copy`. `function` names the caller in the error.
+pub(crate) fn input_bytes<'a>(
+    data: &'a Bound<'_, PyAny>,
+    copy: &'a mut Vec<u8>,
+    function: &str,
+) -> PyResult<&'a [u8]> {
+    if let Ok(b) = data.cast::<PyBytes>() {
+        return Ok(b.as_bytes());
+    }
+    if !data.is_instance_of::<pyo3::types::PyString>() {
+        if let Ok(buffer) = PyBuffer::<u8>::get(data) {
+            *copy = buffer.to_vec(data.py())?;
+            return Ok(copy);
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "{function}() takes bytes, bytearray or memoryview, not {}",
+        data.get_type().name()?
+    )))
+}
+
 /// The `pickle.Limits` a caller passed (or the defaults), shared by `loads` and `loads_pickle`.
 pub(crate) fn limits_from(
     cfg: &config::Config,
@@ -199,22 +221,8 @@ fn loads<'py>(
     let cfg = config::get(py)?;
     let limits = limits_from(cfg, limits)?;
     let key = key_bytes(hmac_key)?;
-    let copied: Vec<u8>;
-    let input: &[u8] = if let Ok(b) = data.cast::<PyBytes>() {
-        b.as_bytes()
-    } else if let (false, Ok(buffer)) = (
-        data.is_instance_of::<pyo3::types::PyString>(),
-        PyBuffer::<u8>::get(data),
-    ) {
-        // bytearray and memoryview may change under us: decode a private copy.
-        copied = buffer.to_vec(py)?;
-        &copied
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "loads() takes bytes, bytearray or memoryview, not {}",
-            data.get_type().name()?
-        )));
-    };
+    let mut copied = Vec::new();
+    let input = input_bytes(data, &mut copied, "loads")?;
     let key = key.as_deref();
     let body = if input.len() >= RELEASE_GIL_FROM {
         py.detach(|| {
