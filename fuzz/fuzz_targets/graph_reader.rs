@@ -15,7 +15,12 @@ fn events(body: &[u8], limits: Limits) -> Result<usize, bytewright_graph::ReadEr
 }
 
 fuzz_target!(|data: &[u8]| {
-    let tight = Limits { max_depth: 8, max_items: 64, max_container_len: 16, ..Limits::default() };
+    let tight = Limits {
+        max_depth: 8,
+        max_items: 64,
+        max_container_len: 16,
+        ..Limits::default()
+    };
     // As a whole record, unsigned and signed.
     if let Ok(body) = record::open(data, None, &Limits::default()) {
         let _ = Reader::new(body, Limits::default()).validate();
@@ -25,5 +30,8 @@ fuzz_target!(|data: &[u8]| {
     let first = events(data, Limits::default());
     assert_eq!(first, events(data, Limits::default()));
     let _ = events(data, tight);
-    assert_eq!(first.is_ok(), Reader::new(data, Limits::default()).validate().is_ok());
+    assert_eq!(
+        first.is_ok(),
+        Reader::new(data, Limits::default()).validate().is_ok()
+    );
 });

@@ -1679,3 +1679,41 @@ pub fn check_in<H: Resolve + Sink>(
 pub fn check<R: Resolve>(data: &[u8], limits: Limits, resolver: R) -> Result<Program, ReadError> {
     Machine::new(data, limits, Recording(resolver)).run()
 }
+
+/// Performs everything it is handed, in order (so the machine takes its fast loop).
+#[derive(Default)]
+struct TakesAll(Vec<Instr>);
+
+impl Resolve for TakesAll {
+    fn resolve(&mut self, _: &str, _: &str) -> Result<Option<Global>, ResolveFailed> {
+        Ok(None)
+    }
+}
+
+impl Sink for TakesAll {
+    fn step(&mut self, instr: Instr, _: &[u8]) -> Step {
+        self.0.push(instr);
+        Step::Done
+    }
+}
+
+/// For tests and fuzzing: the machine's fast loop (taken while the sink builds at once)
+/// against its general loop (all a recording sink ever sees) on `data`. `Err` says how
+/// they differ: they must hand over the same instructions, or fail with the same error.
+pub fn self_check(data: &[u8], limits: Limits) -> Result<(), String> {
+    let recorded = check(data, limits, NoExtras).map(|p| p.instrs);
+    let mut sink = TakesAll::default();
+    let built = check_in(data, limits, &mut sink, &mut Scratch::default());
+    let built = match built {
+        Ok(p) if !p.instrs.is_empty() => return Err("the fast loop deferred something".into()),
+        Ok(_) => Ok(sink.0),
+        Err(e) => Err(e),
+    };
+    // Compared as text: a NaN float is not equal to itself.
+    let (a, b) = (format!("{recorded:?}"), format!("{built:?}"));
+    if a == b {
+        Ok(())
+    } else {
+        Err(format!("general loop: {a}\nfast loop: {b}"))
+    }
+}

@@ -11,7 +11,7 @@ pub mod ops;
 
 pub use globals::{Builtin, ClassKind, Global};
 pub use machine::{
-    check, check_in, Build, Call, Instr, Machine, NoExtras, Program, Recording, Resolve,
-    ResolveFailed, Scratch, Sink, Span, Step,
+    check, check_in, self_check, Build, Call, Instr, Machine, NoExtras, Program, Recording,
+    Resolve, ResolveFailed, Scratch, Sink, Span, Step,
 };
 pub use ops::{Decoder, Op};
