@@ -56,6 +56,38 @@ def test_int_out_of_range(ann, fmt, width, signed, order, prefix):
         assert ei.value.path == "v"
 
 
+# Ints are read from their 30-bit digits where the interpreter allows: every digit count
+# boundary, both signs, and values one past each width, through pack and pack_many.
+DIGIT_EDGES = sorted(
+    {
+        s * (2**e + d)
+        for e in (0, 29, 30, 31, 59, 60, 61, 62, 63, 64, 89, 90)
+        for d in (-1, 0, 1)
+        for s in (1, -1)
+    }
+)
+
+
+@pytest.mark.parametrize("ann,fmt,width,signed", [i for i in INTS if i[2] == 8])
+def test_int_digit_boundaries_pack_like_struct(ann, fmt, width, signed):
+    cls = one(ann, "little")
+    codec = bw.compile(cls)
+    lo, hi = (-(2**63), 2**63 - 1) if signed else (0, 2**64 - 1)
+    fits = [v for v in DIGIT_EDGES if lo <= v <= hi]
+    for v in DIGIT_EDGES:
+        if lo <= v <= hi:
+            assert codec.pack({"v": v}) == struct.pack("<" + fmt, v)
+        else:
+            with pytest.raises(bw.PackError):
+                codec.pack({"v": v})
+    rows = [(v,) for v in fits]
+    assert bytes(cls.pack_many(rows)) == b"".join(struct.pack("<" + fmt, v) for v in fits)
+    for v in DIGIT_EDGES:
+        if not lo <= v <= hi:
+            with pytest.raises(bw.PackError):
+                cls.pack_many([(0,), (v,)])
+
+
 @pytest.mark.parametrize("order", ["big", "little"])
 @pytest.mark.parametrize("ann,signed", [(bw.U24, False), (bw.I24, True)])
 def test_24_bit(ann, signed, order):

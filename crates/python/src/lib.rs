@@ -7,11 +7,13 @@ use pyo3::prelude::*;
 
 mod fastcall;
 mod graph;
+mod pyint;
 mod wire;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    pyint::init(m.py())?;
     wire::register(m)?;
     graph::register(m)?;
     Ok(())

@@ -25,8 +25,6 @@ pub struct Config {
     pub limits_type: Py<PyType>,
     /// `class_map(classes) -> dict[str, type]`, for `classes=` that is not a dict, list or tuple.
     pub class_map: Py<PyAny>,
-    /// CPython 3.11 with 30-bit digits: small ints may be read from their digits directly.
-    pub int_digits_311: bool,
 }
 
 static CONFIG: PyOnceLock<Config> = PyOnceLock::new();
@@ -66,13 +64,6 @@ pub fn graph_configure(
         deque: collections.3,
         limits_type,
         class_map,
-        int_digits_311: py.version_info() < (3, 12)
-            && py
-                .import("sys")?
-                .getattr("int_info")?
-                .getattr("bits_per_digit")?
-                .extract::<u32>()?
-                == 30,
     };
     // A second import (e.g. importlib.reload) keeps the first configuration.
     let _ = CONFIG.set(py, config);

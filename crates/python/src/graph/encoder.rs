@@ -370,26 +370,11 @@ impl<'py> Encoder<'py> {
 
     #[inline(always)]
     fn int(&mut self, obj: *mut ffi::PyObject) -> R {
-        if self.cfg.int_digits_311 {
-            // SAFETY: on CPython 3.11 with 30-bit digits (checked at import) an exact int
-            // is a PyVarObject whose ob_size is sign * digit count, followed by that many
-            // u32 digits; at most two are read, and only when ob_size says they exist.
-            unsafe {
-                let size = (*obj.cast::<ffi::PyVarObject>()).ob_size;
-                let digits = obj
-                    .cast::<u8>()
-                    .add(std::mem::size_of::<ffi::PyVarObject>())
-                    .cast::<u32>();
-                let magnitude = match size.unsigned_abs() {
-                    0 => Some(0i64),
-                    1 => Some(i64::from(*digits)),
-                    2 => Some(i64::from(*digits) | (i64::from(*digits.add(1)) << 30)),
-                    _ => None,
-                };
-                if let Some(m) = magnitude {
-                    self.w.int(if size < 0 { -m } else { m });
-                    return Ok(());
-                }
+        // SAFETY: obj is a live exact int and the GIL is held.
+        if let Some(v) = unsafe { crate::pyint::small_int(obj) } {
+            if let Ok(v) = i64::try_from(v) {
+                self.w.int(v);
+                return Ok(());
             }
         }
         // SAFETY: obj is a live exact int and the GIL is held.

@@ -89,6 +89,14 @@ extern "C" {
 /// failures other than "out of range").
 #[inline]
 pub(crate) unsafe fn long_to_i128(p: *mut ffi::PyObject) -> Option<i128> {
+    if ffi::PyLong_CheckExact(p) != 0 {
+        if let Some(v) = crate::pyint::small_int(p) {
+            // Up to 90 bits: what does not fit 64 is "out of range", as below.
+            return (i128::from(i64::MIN)..=i128::from(u64::MAX))
+                .contains(&v)
+                .then_some(v);
+        }
+    }
     let mut overflow = 0;
     let x = ffi::PyLong_AsLongLongAndOverflow(p, &mut overflow);
     if overflow == 0 {
