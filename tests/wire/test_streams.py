@@ -307,6 +307,54 @@ def test_pack_many_round_trips_with_iter_unpack():
     assert Point.pack_many(pts) == struct.pack("<" + "hh" * 1000, *[v for p in pts for v in p])
 
 
+@pytest.mark.parametrize("order,prefix", [("big", ">"), ("little", "<")])
+def test_pack_many_int_records_of_every_width_match_struct(order, prefix):
+    # Records of plain ints take pack_many's fast lane; 24-bit fields checked with to_bytes.
+    Rec = bw.make_struct(
+        "Rec",
+        [("a", bw.U8), ("b", bw.I16), ("c", bw.U24), ("d", bw.I24), ("e", bw.I32), ("f", bw.U64)],
+        byteorder=order,
+    )
+    rnd = random.Random(5)
+    rows = [
+        (
+            rnd.randrange(256),
+            rnd.randrange(-(2**15), 2**15),
+            rnd.randrange(2**24),
+            rnd.randrange(-(2**23), 2**23),
+            rnd.randrange(-(2**31), 2**31),
+            rnd.choice([0, 2**64 - 1, 2**63, rnd.randrange(2**64)]),
+        )
+        for _ in range(500)
+    ]
+    rows += [
+        (255, -(2**15), 2**24 - 1, -(2**23), 2**31 - 1, 2**60),
+        (0, 2**15 - 1, 0, 2**23 - 1, -1, 1),
+    ]
+
+    def one(r):
+        a, b, c, d, e, f = r
+        return (
+            struct.pack(prefix + "Bh", a, b)
+            + c.to_bytes(3, order)
+            + d.to_bytes(3, order, signed=True)
+            + struct.pack(prefix + "iQ", e, f)
+        )
+
+    assert Rec.pack_many(rows) == b"".join(one(r) for r in rows)
+    assert Rec.iter_unpack(Rec.pack_many(rows)) == [Rec(**dict(zip("abcdef", r))) for r in rows]
+    for bad in [
+        (256, 0, 0, 0, 0, 0),
+        (0, 0, 2**24, 0, 0, 0),
+        (0, 0, 0, -(2**23) - 1, 0, 0),
+        (0, 0, 0, 0, 0, 2**64),
+        (0, 0, 0, 0, 0, -1),
+    ]:
+        with pytest.raises(bw.PackError) as ei:
+            Rec.pack_many([rows[0], bad])
+        assert ei.value.path.startswith("[1].")
+
+
 def test_pack_many_errors_name_the_item():
     with pytest.raises(bw.PackError) as ei:
         Point.pack_many([(1, 2), {"x": 3, "y": 4}, (5, 70000)])

@@ -13,8 +13,10 @@ use super::structs::StructInfo;
 struct Slot {
     off: usize,
     width: u8,
-    signed: bool,
     big: bool,
+    /// The field's range.
+    min: i128,
+    max: i128,
 }
 
 pub struct FlatInts {
@@ -41,11 +43,21 @@ pub fn flat_ints(prog: &Program, infos: &[StructInfo]) -> Option<FlatInts> {
             (Scalar::Int { width, signed, big }, Some(f))
                 if f as usize == i && it.slot.is_none() =>
             {
+                if !matches!(width, 1 | 2 | 3 | 4 | 8) {
+                    return None;
+                }
+                let bits = u32::from(width) * 8;
+                let (min, max) = if signed {
+                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i128 << bits) - 1)
+                };
                 slots.push(Slot {
                     off: it.off,
                     width,
-                    signed,
                     big,
+                    min,
+                    max,
                 })
             }
             _ => return None,
@@ -74,28 +86,32 @@ impl FlatInts {
                 if ffi::PyLong_CheckExact(v) == 0 {
                     return false;
                 }
-                let Some(x) = long_to_i128(v) else {
-                    ffi::PyErr_Clear();
-                    return false;
+                let x = match crate::pyint::small_int(v) {
+                    Some(x) => x,
+                    None => match long_to_i128(v) {
+                        Some(x) => x,
+                        None => {
+                            ffi::PyErr_Clear();
+                            return false;
+                        }
+                    },
                 };
-                let bits = u32::from(s.width) * 8;
-                let fits = if s.signed {
-                    (x >> (bits - 1)) == 0 || (x >> (bits - 1)) == -1
-                } else {
-                    x >> bits == 0
-                };
-                if !fits {
+                if x < s.min || x > s.max {
                     return false;
                 }
-                let b = (x as u64).to_le_bytes();
-                let w = s.width as usize;
-                let out = &mut dst[s.off..s.off + w];
-                if s.big {
-                    for (k, o) in out.iter_mut().enumerate() {
-                        *o = b[w - 1 - k];
-                    }
-                } else {
-                    out.copy_from_slice(&b[..w]);
+                // Two's complement of the value, cut to the field's width below.
+                let x = x as u64;
+                let at = s.off;
+                match (s.width, s.big) {
+                    (1, _) => dst[at] = x as u8,
+                    (2, false) => dst[at..at + 2].copy_from_slice(&(x as u16).to_le_bytes()),
+                    (2, true) => dst[at..at + 2].copy_from_slice(&(x as u16).to_be_bytes()),
+                    (4, false) => dst[at..at + 4].copy_from_slice(&(x as u32).to_le_bytes()),
+                    (4, true) => dst[at..at + 4].copy_from_slice(&(x as u32).to_be_bytes()),
+                    (8, false) => dst[at..at + 8].copy_from_slice(&x.to_le_bytes()),
+                    (8, true) => dst[at..at + 8].copy_from_slice(&x.to_be_bytes()),
+                    (_, false) => dst[at..at + 3].copy_from_slice(&x.to_le_bytes()[..3]),
+                    (_, true) => dst[at..at + 3].copy_from_slice(&x.to_be_bytes()[5..]),
                 }
             }
         }
