@@ -371,11 +371,9 @@ impl<'py> Encoder<'py> {
     #[inline(always)]
     fn int(&mut self, obj: *mut ffi::PyObject) -> R {
         // SAFETY: obj is a live exact int and the GIL is held.
-        if let Some(v) = unsafe { crate::pyint::small_int(obj) } {
-            if let Ok(v) = i64::try_from(v) {
-                self.w.int(v);
-                return Ok(());
-            }
+        if let Some(v) = unsafe { crate::pyint::small_i64(obj) } {
+            self.w.int(v);
+            return Ok(());
         }
         // SAFETY: obj is a live exact int and the GIL is held.
         unsafe {
