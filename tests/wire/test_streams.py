@@ -342,7 +342,9 @@ def test_pack_many_int_records_of_every_width_match_struct(order, prefix):
         )
 
     assert Rec.pack_many(rows) == b"".join(one(r) for r in rows)
-    assert Rec.iter_unpack(Rec.pack_many(rows)) == [Rec(**dict(zip("abcdef", r))) for r in rows]
+    assert Rec.iter_unpack(Rec.pack_many(rows)) == [
+        Rec(**dict(zip("abcdef", r, strict=True))) for r in rows
+    ]
     for bad in [
         (256, 0, 0, 0, 0, 0),
         (0, 0, 2**24, 0, 0, 0),
