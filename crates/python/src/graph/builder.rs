@@ -58,11 +58,13 @@ fn new_str_general(s: &[u8]) -> *mut ffi::PyObject {
 }
 
 /// A new reference to the object of an atom from `Reader::atom_run` (NULL with an
-/// exception set on failure), and what it is, for error messages.
+/// exception set on failure), and what it is, for error messages. A `SharedStr` also takes
+/// the next memo slot.
 #[inline(always)]
-fn new_atom(
+fn new_atom<'py>(
+    py: Python<'py>,
     event: Event<'_>,
-    memo: &[Option<Bound<'_, PyAny>>],
+    memo: &mut Vec<Option<Bound<'py, PyAny>>>,
 ) -> (*mut ffi::PyObject, &'static str) {
     // SAFETY: plain constructors returning a new reference or NULL; the singletons are
     // live and get a new reference of their own.
@@ -70,7 +72,14 @@ fn new_atom(
         match event {
             Event::Int(v) => (ffi::PyLong_FromLongLong(v), "int"),
             Event::Float(f) => (ffi::PyFloat_FromDouble(f), "float"),
-            Event::Str(s) | Event::SharedStr(s) => (new_str(s), "str"),
+            Event::Str(s) => (new_str(s), "str"),
+            Event::SharedStr(s) => {
+                let p = new_str(s);
+                if !p.is_null() {
+                    remember(py, memo, p);
+                }
+                (p, "str")
+            }
             Event::Bool(b) => {
                 let p = if b { ffi::Py_True() } else { ffi::Py_False() };
                 ffi::Py_INCREF(p);
@@ -764,13 +773,10 @@ impl<'py, 'a> Builder<'py, 'a> {
                 macro_rules! sink {
                     () => {
                         |event| {
-                            let (item, what) = new_atom(event, memo);
+                            let (item, what) = new_atom(py, event, memo);
                             if item.is_null() {
                                 failed = Some((what, PyErr::fetch(py)));
                                 return false;
-                            }
-                            if let Event::SharedStr(_) = event {
-                                remember(py, memo, item);
                             }
                             // SAFETY: the list is live and `item` a new reference.
                             match unsafe { push_to_list(list, filled, item) } {
@@ -816,13 +822,10 @@ impl<'py, 'a> Builder<'py, 'a> {
             Some(Frame::Tuple { obj, filled, .. }) => {
                 let tuple = obj.as_ptr();
                 reader.atom_run(|event| {
-                    let (item, what) = new_atom(event, memo);
+                    let (item, what) = new_atom(py, event, memo);
                     if item.is_null() {
                         failed = Some((what, PyErr::fetch(py)));
                         return false;
-                    }
-                    if let Event::SharedStr(_) = event {
-                        remember(py, memo, item);
                     }
                     // SAFETY: as in `deliver`: the tuple is fresh and private, and the
                     // index is checked against its size.
@@ -840,13 +843,10 @@ impl<'py, 'a> Builder<'py, 'a> {
             Some(Frame::Dict { obj, key }) => {
                 let dict = obj.as_ptr();
                 reader.atom_run(|event| {
-                    let (item, what) = new_atom(event, memo);
+                    let (item, what) = new_atom(py, event, memo);
                     if item.is_null() {
                         failed = Some((what, PyErr::fetch(py)));
                         return false;
-                    }
-                    if let Event::SharedStr(_) = event {
-                        remember(py, memo, item);
                     }
                     // SAFETY: item is a new reference, owned by the Bound from here on.
                     let item = unsafe { Bound::from_owned_ptr(py, item) };
