@@ -217,6 +217,89 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// For tests and fuzzing: reads `body` through the runs a builder takes
+    /// ([`Reader::float_run`], [`Reader::int_run`], [`Reader::atom_run_to_number`]) and
+    /// event by event; `Err` says how the two differ. They must give the same values (a
+    /// run's `SharedStr` as the `Share` and `Str` of `next_event`), or the same error.
+    pub fn runs_self_check(body: &[u8], limits: Limits) -> Result<(), String> {
+        let show = |e: &Event<'_>| match e {
+            Event::Float(f) => format!("Float({:x})", f.to_bits()),
+            e => format!("{e:?}"),
+        };
+        let read = |runs: bool| -> Result<Vec<String>, String> {
+            let mut r = Reader::new(body, limits);
+            let mut out = Vec::new();
+            loop {
+                loop {
+                    if !runs {
+                        break;
+                    }
+                    let at = r.offset();
+                    let mut floats = r.float_run();
+                    while let Some((&tag, rest)) = floats.split_first() {
+                        let n = if tag == FLOAT32 { 4 } else { 8 };
+                        let mut a = [0u8; 8];
+                        a[..n].copy_from_slice(&rest[..n]);
+                        let v = if n == 4 {
+                            f64::from(f32::from_le_bytes([a[0], a[1], a[2], a[3]]))
+                        } else {
+                            f64::from_le_bytes(a)
+                        };
+                        out.push(show(&Event::Float(v)));
+                        floats = &rest[n..];
+                    }
+                    let (tag, ints) = r.int_run();
+                    let len = match tag {
+                        SMALL_INT_MAX => 1,
+                        UINT8 | NEG8 => 2,
+                        UINT16 | NEG16 => 3,
+                        _ => 5,
+                    };
+                    for e in ints.chunks_exact(len) {
+                        if tag != SMALL_INT_MAX && e[0] != tag {
+                            return Err(format!("tag {:#x} in a run of {tag:#x}", e[0]));
+                        }
+                        let mut a = [0u8; 8];
+                        a[..len - 1].copy_from_slice(&e[1..]);
+                        let v = i64::from_le_bytes(a);
+                        out.push(show(&Event::Int(match tag {
+                            SMALL_INT_MAX => i64::from(e[0]),
+                            NEG8 | NEG16 => -1 - v,
+                            INT32 => i64::from(v as u32 as i32),
+                            _ => v,
+                        })));
+                    }
+                    r.atom_run_to_number(|e| {
+                        match e {
+                            Event::SharedStr(s) => {
+                                out.push(show(&Event::Share));
+                                out.push(show(&Event::Str(s)));
+                            }
+                            e => out.push(show(&e)),
+                        }
+                        true
+                    });
+                    if r.offset() == at {
+                        break;
+                    }
+                }
+                match r.next_event() {
+                    Ok(Some(e)) => out.push(show(&e)),
+                    Ok(None) => return Ok(out),
+                    Err(e) => return Err(format!("{} at {}", e.message, e.offset)),
+                }
+            }
+        };
+        let (plain, through_runs) = (read(false), read(true));
+        if plain == through_runs {
+            Ok(())
+        } else {
+            Err(format!(
+                "event by event: {plain:?}\nthrough runs: {through_runs:?}"
+            ))
+        }
+    }
+
     /// `atom_run` without events, for `validate`: skips the fixed-size atoms (and short
     /// strs within the limit) that are direct children of the innermost open container,
     /// with the same bounds; everything else, and every error, is left to `next_event`.
@@ -1363,79 +1446,16 @@ mod tests {
             w.float(3.25);
             w.float(0.2);
         });
-        let expected = events(&b).unwrap();
-        let mut r = Reader::new(&b, Limits::default());
-        let mut got = Vec::new();
-        loop {
-            loop {
-                let mut floats = r.float_run();
-                while let Some((&tag, rest)) = floats.split_first() {
-                    let (v, n) = if tag == FLOAT32 {
-                        let a = <[u8; 4]>::try_from(&rest[..4]).unwrap();
-                        (f64::from(f32::from_le_bytes(a)), 4)
-                    } else {
-                        (
-                            f64::from_le_bytes(<[u8; 8]>::try_from(&rest[..8]).unwrap()),
-                            8,
-                        )
-                    };
-                    got.push(Event::Float(v));
-                    floats = &rest[n..];
-                }
-                let (tag, ints) = r.int_run();
-                let len = match tag {
-                    SMALL_INT_MAX => 1,
-                    UINT8 | NEG8 => 2,
-                    UINT16 | NEG16 => 3,
-                    _ => 5,
-                };
-                for e in ints.chunks_exact(len) {
-                    let v = match tag {
-                        SMALL_INT_MAX => {
-                            assert!(e[0] <= SMALL_INT_MAX);
-                            i64::from(e[0])
-                        }
-                        _ => {
-                            assert_eq!(e[0], tag, "one encoding per int run");
-                            let mut a = [0u8; 8];
-                            a[..len - 1].copy_from_slice(&e[1..]);
-                            let v = i64::from_le_bytes(a);
-                            match tag {
-                                NEG8 | NEG16 => -1 - v,
-                                INT32 => i64::from(v as u32 as i32),
-                                _ => v,
-                            }
-                        }
-                    };
-                    got.push(Event::Int(v));
-                }
-                let at = r.offset();
-                r.atom_run_to_number(|e| {
-                    assert!(
-                        !matches!(e, Event::Float(_)),
-                        "a float in a run to a number"
-                    );
-                    got.push(e);
-                    true
-                });
-                if r.offset() == at {
-                    break;
-                }
-            }
-            match r.next_event().unwrap() {
-                Some(e) => got.push(e),
-                None => break,
-            }
-        }
-        let bits = |v: &[Event<'_>]| {
-            v.iter()
-                .map(|e| match e {
-                    Event::Float(f) => format!("f{:x}", f.to_bits()),
-                    e => format!("{e:?}"),
-                })
-                .collect::<Vec<_>>()
+        Reader::runs_self_check(&b, Limits::default()).unwrap();
+        let tight = Limits {
+            max_items: 9,
+            max_str_len: 0,
+            ..Limits::default()
         };
-        assert_eq!(bits(&got), bits(&expected));
+        Reader::runs_self_check(&b, tight).unwrap();
+        for cut in 0..b.len() {
+            Reader::runs_self_check(&b[..cut], Limits::default()).unwrap();
+        }
         // The item limit stops a float run too.
         let limits = Limits {
             max_items: 2,
