@@ -688,22 +688,14 @@ impl<'a> Reader<'a> {
         &mut self,
         mut sink: impl FnMut(Event<'a>) -> bool,
     ) {
-        if self.pending_share {
-            return;
-        }
-        let Some(top) = self.stack.last_mut() else {
+        let Some(budget) = self.run_budget() else {
             return;
         };
-        if top.kind != FrameKind::Container {
-            return;
-        }
         let buf = self.buf;
-        let max_items = self.limits.max_items;
         let max_str = self.limits.max_str_len;
         let mut pos = self.pos;
-        let mut remaining = top.remaining;
-        let mut items = self.items;
-        while remaining > 0 && items < max_items {
+        let mut n = 0u64;
+        while n < budget {
             let Some((&tag, data)) = buf.get(pos..).and_then(<[u8]>::split_first) else {
                 break;
             };
@@ -798,17 +790,13 @@ impl<'a> Reader<'a> {
                 }
                 _ => break,
             };
-            remaining -= 1;
-            items += 1;
+            n += 1;
             pos += len;
-            self.after_replace = false;
             if !sink(event) {
                 break;
             }
         }
-        top.remaining = remaining;
-        self.items = items;
-        self.pos = pos;
+        self.end_run(n, pos);
     }
 
     /// The floats at the front of the innermost open container, consumed: their encodings
