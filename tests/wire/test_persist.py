@@ -196,7 +196,8 @@ def test_codec_decodes_in_a_spawned_worker():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutated_input_gives_a_value_or_decode_error(data):
-    """Every part-2 op on hostile input: a value or a DecodeError, never anything else."""
+    """Bit fields, varints, F16, alignment, checksums and recursion on hostile input: a value
+    or a DecodeError, never anything else."""
     wire = bytearray(WIRE)
     for _ in range(data.draw(st.integers(1, 4))):
         i = data.draw(st.integers(0, len(wire) - 1))

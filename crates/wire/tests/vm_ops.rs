@@ -1,5 +1,6 @@
-//! Part-2 ops (bit fields, varints, F16, alignment, checksums, registries, recursion)
-//! driven from Rust alone, through the same plain value tree as vm.rs.
+//! The VM's ops beyond plain scalars and containers (bit fields, varints, F16, alignment,
+//! checksums, registries, recursion) driven from Rust alone, through the same plain value
+//! tree as vm.rs.
 
 mod common;
 
