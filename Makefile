@@ -65,7 +65,7 @@ fuzz-graph:
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run graph_reader corpus/graph_reader seeds \
 		--sanitizer none --debug-assertions -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048
 
-# The same for the standard-pickle checker (crates/graph/src/pickle): `make fuzz-pickle-reader`.
+# The same for the standard-pickle checker (crates/pickle_reader): `make fuzz-pickle-reader`.
 fuzz-pickle-reader:
 	command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	mkdir -p fuzz/corpus/pickle_reader

@@ -5,10 +5,9 @@
 //! recording one gets in its program, or fail with the same error.
 #![no_main]
 
-use bytewright_graph::pickle::{
-    check, self_check, ClassKind, Global, NoExtras, Resolve, ResolveFailed,
+use bytewright_pickle_reader::{
+    check, self_check, ClassKind, Global, Limits, NoExtras, Resolve, ResolveFailed,
 };
-use bytewright_graph::Limits;
 use libfuzzer_sys::fuzz_target;
 
 /// Resolves every `m.C*` name to a class and `m.f*` to an allow= constructor.

@@ -4,11 +4,9 @@ from typing import Any, final
 __all__ = [
     "Codec",
     "__version__",
+    "check_pickle",
     "checksum_names",
-    "graph_configure",
     "graph_record_len",
-    "legacy_check",
-    "legacy_configure",
     "loads_pickle",
     "loads_pickle_at",
     "pickle_dumps",
@@ -58,19 +56,9 @@ def pickle_loads(
     hmac_key: bytes | bytearray | memoryview | None = None,
     limits: Any = None,
 ) -> Any: ...
-def graph_configure(
-    errors: tuple[type, type, type, type],
-    describe: Callable[[type], Any],
-    reducers: dict[type, tuple[int, Callable[[Any], tuple[Any, ...]]]],
-    builders: dict[int, Callable[..., Any]],
-    factories: tuple[Any, ...],
-    collections: tuple[type, type, type, type],
-    limits_type: type,
-    class_map: Callable[[Any], dict[str, type]],
-) -> None: ...
 def graph_record_len(prefix: bytes) -> int: ...
 
-# --- bytewright.pickle.loads_pickle (crates/python/src/graph/legacy.rs) ---
+# --- bytewright.pickle.loads_pickle (crates/python/src/pickle_reader) ---
 def loads_pickle(
     data: bytes | bytearray | memoryview,
     *,
@@ -78,21 +66,13 @@ def loads_pickle(
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     limits: Any = None,
 ) -> Any: ...
-def legacy_check(
+def check_pickle(
     data: bytes | bytearray | memoryview,
     *,
     classes: Iterable[type] | Mapping[str, type] | None = None,
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     limits: Any = None,
 ) -> str | None: ...
-def legacy_configure(
-    objects: dict[str, Any],
-    enum_member: Callable[[type, Any], Any],
-    set_state: Callable[[Any, Any, Any], None],
-    uuid_state: Callable[[Any, Any], None],
-    new_tuple: Callable[[Any, type, Any], Any],
-    allow_map: Callable[[Any], dict[str, Any] | None],
-) -> None: ...
 def loads_pickle_at(
     data: bytes | bytearray | memoryview,
     *,

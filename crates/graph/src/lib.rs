@@ -8,7 +8,6 @@ pub mod error;
 pub mod header;
 pub mod integrity;
 pub mod limits;
-pub mod pickle;
 pub mod reader;
 pub mod record;
 pub mod tags;

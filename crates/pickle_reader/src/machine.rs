@@ -6,10 +6,10 @@
 
 use std::collections::HashMap;
 
-use super::globals::{self, Builtin, ClassKind, Global};
-use super::ops::{trim, Decoder, Op};
-use crate::error::ReadError;
-use crate::limits::Limits;
+use crate::globals::{self, Builtin, ClassKind, Global};
+use crate::ops::{trim, Decoder, Op};
+use crate::Limits;
+use crate::ReadError;
 
 /// What a checked call does; the adapter maps each to one fixed Python operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

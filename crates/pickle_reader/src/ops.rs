@@ -1,6 +1,6 @@
 //! The opcode decoder: one bounds-checked pickle opcode at a time, borrowing from the input.
 
-use crate::error::ReadError;
+use crate::ReadError;
 
 /// One decoded opcode of protocols 0 to 5. Text arguments are the raw line, without `\n`.
 #[derive(Clone, Copy, Debug, PartialEq)]

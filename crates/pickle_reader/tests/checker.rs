@@ -1,11 +1,10 @@
 //! The standard-pickle checker on hand-written streams: what passes, what is rejected, and
 //! that no input makes it panic.
 
-use bytewright_graph::pickle::{
-    check, check_in, self_check, Call, ClassKind, Global, Instr, NoExtras, Resolve, ResolveFailed,
-    Scratch, Sink, Step,
+use bytewright_pickle_reader::{
+    check, check_in, self_check, Call, ClassKind, ErrorKind, Global, Instr, Limits, NoExtras,
+    Resolve, ResolveFailed, Scratch, Sink, Step,
 };
-use bytewright_graph::{ErrorKind, Limits};
 
 fn ok(data: &[u8]) -> Vec<Instr> {
     check(data, Limits::default(), NoExtras)

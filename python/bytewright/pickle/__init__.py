@@ -6,9 +6,9 @@ docs/pickle.md and the classes you pass as `classes=` can come back.
 
 from bytewright.pickle._api import Pickler, Unpickler, dump, dumps, load, loads
 from bytewright.pickle._errors import IntegrityError, LimitError, PicklingError, UnpicklingError
-from bytewright.pickle._legacy import load_pickle, loads_pickle
 from bytewright.pickle._limits import Limits
 from bytewright.pickle._migrations import migrate
+from bytewright.pickle._pickle_reader import load_pickle, loads_pickle
 
 __all__ = [
     "IntegrityError",

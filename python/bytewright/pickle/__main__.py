@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from bytewright.pickle import UnpicklingError, dumps, loads_pickle
-from bytewright.pickle._legacy import check_pickle
+from bytewright.pickle._pickle_reader import check_pickle
 
 _CALLS = {"REDUCE", "NEWOBJ", "NEWOBJ_EX", "INST", "OBJ", "BUILD"}
 _STRINGS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING"}

@@ -1,24 +1,12 @@
 """dumps/loads and their file and stream forms."""
 
-import collections
 from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO
 
 from bytewright import _native
-from bytewright.pickle import _classes, _stdlib
-from bytewright.pickle._errors import IntegrityError, LimitError, PicklingError, UnpicklingError
+from bytewright.pickle import _classes
+from bytewright.pickle._errors import LimitError, UnpicklingError
 from bytewright.pickle._limits import DEFAULT_LIMITS, Limits
-
-_native.graph_configure(
-    (PicklingError, UnpicklingError, IntegrityError, LimitError),
-    _classes.describe,
-    _stdlib.REDUCERS,
-    _stdlib.BUILDERS,
-    _stdlib.DEFAULT_FACTORIES,
-    (collections.OrderedDict, collections.Counter, collections.defaultdict, collections.deque),
-    Limits,
-    _classes.class_map,
-)
 
 Buffer = bytes | bytearray | memoryview
 Classes = Iterable[type] | Mapping[str, type]

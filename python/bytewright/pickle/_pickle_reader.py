@@ -7,20 +7,12 @@ table of reconstructors, your `classes=` (rebuilt field by field) and the constr
 you name in `allow=` can be reached.
 """
 
-import collections
-import datetime as _dt
-import decimal
 import enum
-import fractions
-import ipaddress
-import pathlib
 import uuid
-import zoneinfo
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
 from bytewright import _native
-from bytewright.pickle import _api  # noqa: F401  (configures the native module first)
 from bytewright.pickle._classes import KIND_TUPLE, ClassInfo, class_name
 from bytewright.pickle._errors import LimitError, UnpicklingError
 from bytewright.pickle._limits import Limits
@@ -28,50 +20,6 @@ from bytewright.pickle._limits import Limits
 Buffer = bytes | bytearray | memoryview
 Classes = Iterable[type] | Mapping[str, type]
 Allow = Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]]
-
-# The Python objects of the native table (crates/graph/src/pickle/globals.rs). Globals
-# absent here (getattr, _codecs.encode, copyreg._reconstructor) are never called as such:
-# the reader performs their one allowed use itself.
-_OBJECTS: dict[str, Any] = {
-    "builtins.list": list,
-    "builtins.dict": dict,
-    "builtins.set": set,
-    "builtins.frozenset": frozenset,
-    "builtins.int": int,
-    "builtins.float": float,
-    "builtins.str": str,
-    "builtins.bytes": bytes,
-    "builtins.tuple": tuple,
-    "builtins.bool": bool,
-    "builtins.complex": complex,
-    "builtins.bytearray": bytearray,
-    "builtins.object": object,
-    "builtins.range": range,
-    "builtins.slice": slice,
-    "datetime.date": _dt.date,
-    "datetime.time": _dt.time,
-    "datetime.datetime": _dt.datetime,
-    "datetime.timedelta": _dt.timedelta,
-    "datetime.timezone": _dt.timezone,
-    "zoneinfo.ZoneInfo": zoneinfo.ZoneInfo,
-    "decimal.Decimal": decimal.Decimal,
-    "fractions.Fraction": fractions.Fraction,
-    "uuid.UUID": uuid.UUID,
-    "pathlib.PurePosixPath": pathlib.PurePosixPath,
-    "pathlib.PureWindowsPath": pathlib.PureWindowsPath,
-    "pathlib.PosixPath": pathlib.PosixPath,
-    "pathlib.WindowsPath": pathlib.WindowsPath,
-    "ipaddress.IPv4Address": ipaddress.IPv4Address,
-    "ipaddress.IPv6Address": ipaddress.IPv6Address,
-    "ipaddress.IPv4Network": ipaddress.IPv4Network,
-    "ipaddress.IPv6Network": ipaddress.IPv6Network,
-    "ipaddress.IPv4Interface": ipaddress.IPv4Interface,
-    "ipaddress.IPv6Interface": ipaddress.IPv6Interface,
-    "collections.OrderedDict": collections.OrderedDict,
-    "collections.Counter": collections.Counter,
-    "collections.defaultdict": collections.defaultdict,
-    "collections.deque": collections.deque,
-}
 
 
 def _enum_member(cls: type[enum.Enum], value: Any) -> Any:
@@ -155,8 +103,6 @@ def _allow_map(allow: Allow) -> dict[str, Any] | None:
     return out
 
 
-_native.legacy_configure(_OBJECTS, _enum_member, _set_state, _uuid_state, _new_tuple, _allow_map)
-
 # A native function; its signature is in bytewright/_native.pyi:
 #   loads_pickle(data, *, classes=(), allow=(), limits=None) -> Any
 # Read a standard pickle (protocols 0-5) without running code from it: builds what
@@ -196,4 +142,4 @@ def check_pickle(
     data: Buffer, *, classes: Classes = (), allow: Allow = (), limits: Limits | None = None
 ) -> str | None:
     """`None` if `loads_pickle` would accept the stream's structure, else why not."""
-    return _native.legacy_check(data, classes=classes, allow=allow, limits=limits)
+    return _native.check_pickle(data, classes=classes, allow=allow, limits=limits)

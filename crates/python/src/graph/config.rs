@@ -1,4 +1,5 @@
-//! Python objects the adapter needs, handed over once by `bytewright.pickle` at import.
+//! Python objects the adapter needs, imported by name the first time one is needed (the
+//! one way objects reach the native side; see the crate documentation).
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -29,43 +30,42 @@ pub struct Config {
 
 static CONFIG: PyOnceLock<Config> = PyOnceLock::new();
 
+/// The objects, imported on the first call (a failed import is raised and retried next time).
+#[inline]
 pub fn get(py: Python<'_>) -> PyResult<&'static Config> {
-    CONFIG
-        .get(py)
-        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("import bytewright.pickle first"))
+    CONFIG.get_or_try_init(py, || import(py))
 }
 
-/// Called once by `bytewright.pickle` at import.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn graph_configure(
-    py: Python<'_>,
-    errors: (Py<PyType>, Py<PyType>, Py<PyType>, Py<PyType>),
-    describe: Py<PyAny>,
-    reducers: Py<PyDict>,
-    builders: Py<PyDict>,
-    factories: Py<PyTuple>,
-    collections: (Py<PyType>, Py<PyType>, Py<PyType>, Py<PyType>),
-    limits_type: Py<PyType>,
-    class_map: Py<PyAny>,
-) -> PyResult<()> {
-    let config = Config {
-        pickling_error: errors.0,
-        unpickling_error: errors.1,
-        integrity_error: errors.2,
-        limit_error: errors.3,
-        describe,
-        reducers,
-        builders,
-        factories,
-        ordered_dict: collections.0,
-        counter: collections.1,
-        default_dict: collections.2,
-        deque: collections.3,
-        limits_type,
-        class_map,
+#[cold]
+fn import(py: Python<'_>) -> PyResult<Config> {
+    let errors = py.import("bytewright.pickle._errors")?;
+    let classes = py.import("bytewright.pickle._classes")?;
+    let stdlib = py.import("bytewright.pickle._stdlib")?;
+    let collections = py.import("collections")?;
+    let limits = py.import("bytewright.pickle._limits")?;
+    let get = |m: &Bound<'_, PyModule>, name: &str| -> PyResult<Py<PyAny>> {
+        Ok(m.getattr(name)?.unbind())
     };
-    // A second import (e.g. importlib.reload) keeps the first configuration.
-    let _ = CONFIG.set(py, config);
-    Ok(())
+    let ty = |m: &Bound<'_, PyModule>, name: &str| -> PyResult<Py<PyType>> {
+        Ok(m.getattr(name)?.cast_into::<PyType>()?.unbind())
+    };
+    Ok(Config {
+        pickling_error: ty(&errors, "PicklingError")?,
+        unpickling_error: ty(&errors, "UnpicklingError")?,
+        integrity_error: ty(&errors, "IntegrityError")?,
+        limit_error: ty(&errors, "LimitError")?,
+        describe: get(&classes, "describe")?,
+        reducers: stdlib.getattr("REDUCERS")?.cast_into::<PyDict>()?.unbind(),
+        builders: stdlib.getattr("BUILDERS")?.cast_into::<PyDict>()?.unbind(),
+        factories: stdlib
+            .getattr("DEFAULT_FACTORIES")?
+            .cast_into::<PyTuple>()?
+            .unbind(),
+        ordered_dict: ty(&collections, "OrderedDict")?,
+        counter: ty(&collections, "Counter")?,
+        default_dict: ty(&collections, "defaultdict")?,
+        deque: ty(&collections, "deque")?,
+        limits_type: ty(&limits, "Limits")?,
+        class_map: get(&classes, "class_map")?,
+    })
 }

@@ -1,12 +1,11 @@
 //! Python adapters for the object-graph (pickle) core: `bytewright.pickle`'s native half.
 
 mod builder;
-mod classes;
-mod config;
+pub(crate) mod classes;
+pub(crate) mod config;
 mod encoder;
-mod errors;
-mod infocache;
-mod legacy;
+pub(crate) mod errors;
+pub(crate) mod infocache;
 mod memo;
 mod ptrmap;
 
@@ -26,11 +25,9 @@ use encoder::{Chunk, Encoder};
 const RELEASE_GIL_FROM: usize = 64 * 1024;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(config::graph_configure, m)?)?;
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
     LOADS.add_to(m, loads_trampoline)?;
     m.add_function(wrap_pyfunction!(graph_record_len, m)?)?;
-    legacy::register(m)?;
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! `loads_pickle`: standard pickle streams -> Python objects, in one checked pass.
 //!
-//! The pure-Rust machine (`bytewright_graph::pickle`) checks each opcode, then hands the
+//! The pure-Rust machine (`bytewright_pickle_reader`) checks each opcode, then hands the
 //! checked instruction to this adapter (its `Sink`), which builds plain values at once on
 //! a value stack. Anything that could run code or be observed (calls, most `BUILD`s,
 //! hashing objects that are not plain values) is deferred: the machine records it and
@@ -8,237 +8,81 @@
 //! passed. Each call it makes is one fixed operation chosen by the machine, never a
 //! payload callable.
 
-use std::ptr::addr_of_mut;
+mod loader;
+mod resolver;
 
-use bytewright_graph::pickle::{
-    self as core, globals::TABLE, Build, Call, ClassKind, Global, Instr, Step,
-};
-use pyo3::exceptions::PyMemoryError;
+use bytewright_pickle_reader::{self as core, globals::TABLE, Global};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::PyDict;
 
-use super::classes::AllowedClasses;
-use super::config::{self, Config};
-use super::errors::{read_error, unpickling};
-use super::infocache;
-use super::input_bytes;
+use crate::graph::config;
+use crate::graph::errors::read_error;
+use crate::graph::{input_bytes, limits_from};
+use loader::Loader;
+use resolver::Resolver;
 
-extern "C" {
-    // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items,
-    // and the attribute of a type found along its MRO (borrowed, NULL if none; no code
-    // runs and no exception is set).
-    fn _PyDict_NewPresized(n: ffi::Py_ssize_t) -> *mut ffi::PyObject;
-    fn _PyType_Lookup(ty: *mut ffi::PyTypeObject, name: *mut ffi::PyObject) -> *mut ffi::PyObject;
-}
-
-const KIND_DICT: u8 = 1;
-const KIND_TUPLE: u8 = 3;
-const KIND_ENUM: u8 = 4;
-
-/// Python objects of the table globals and the slow-path helpers, from `_legacy.py`.
-struct LegacyConfig {
-    /// Parallel to `TABLE`; `None` for globals that are never called directly.
-    objects: Vec<Option<Py<PyAny>>>,
-    enum_member: Py<PyAny>,
-    set_state: Py<PyAny>,
-    uuid_state: Py<PyAny>,
-    new_tuple: Py<PyAny>,
+/// The Python helpers of the slow paths, from `bytewright.pickle._pickle_reader`.
+pub(crate) struct Helpers {
+    pub(crate) enum_member: Py<PyAny>,
+    pub(crate) set_state: Py<PyAny>,
+    pub(crate) uuid_state: Py<PyAny>,
+    pub(crate) new_tuple: Py<PyAny>,
     /// `allow=` iterable -> dict.
-    allow_map: Py<PyAny>,
+    pub(crate) allow_map: Py<PyAny>,
 }
 
-static LEGACY: PyOnceLock<LegacyConfig> = PyOnceLock::new();
+static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
+
+/// The Python object of each `TABLE` entry, imported by its name on first use.
+static TABLE_OBJECTS: [PyOnceLock<Py<PyAny>>; TABLE.len()] =
+    [const { PyOnceLock::new() }; TABLE.len()];
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(legacy_configure, m)?)?;
     LOADS_PICKLE.add_to(m, loads_pickle_trampoline)?;
     m.add_function(wrap_pyfunction!(loads_pickle_at, m)?)?;
-    m.add_function(wrap_pyfunction!(legacy_check, m)?)?;
+    m.add_function(wrap_pyfunction!(check_pickle, m)?)?;
     Ok(())
 }
 
-/// Called once by `bytewright.pickle._legacy` at import.
-#[pyfunction]
-fn legacy_configure(
-    py: Python<'_>,
-    objects: &Bound<'_, PyDict>,
-    enum_member: Py<PyAny>,
-    set_state: Py<PyAny>,
-    uuid_state: Py<PyAny>,
-    new_tuple: Py<PyAny>,
-    allow_map: Py<PyAny>,
-) -> PyResult<()> {
-    let mut table = Vec::with_capacity(TABLE.len());
-    for (module, name, _) in TABLE {
-        table.push(
-            objects
-                .get_item(format!("{module}.{name}"))?
-                .map(Bound::unbind),
-        );
-    }
-    let _ = LEGACY.set(
-        py,
-        LegacyConfig {
-            objects: table,
-            enum_member,
-            set_state,
-            uuid_state,
-            new_tuple,
-            allow_map,
-        },
-    );
-    Ok(())
-}
-
-fn legacy(py: Python<'_>) -> PyResult<&'static LegacyConfig> {
-    LEGACY
-        .get(py)
-        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("import bytewright.pickle first"))
-}
-
-/// Classes with at most this many declared fields are matched one by one (no set).
-const FEW_FIELDS: usize = 16;
-
-/// Which `BUILD` states of a plain `__dict__` class go straight into the instance dict.
-enum DictFields<'py> {
-    /// Any str keys that are not dunder names (the class declares no fields).
-    Any,
-    /// Exactly its declared fields, compared one by one.
-    Named(Declared<'py>),
-    /// Exactly the fields of its `field_set`, of this size.
-    Set(usize, Bound<'py, PyAny>),
-}
-
-/// The declared fields of a plain `__dict__` class, and what this call learnt of them.
-struct Declared<'py> {
-    names: Vec<Bound<'py, PyString>>,
-    /// Key objects met in states (a memoized key comes back for every instance) and the
-    /// field each one is; held, so their addresses are never reused meanwhile.
-    seen: Vec<(Bound<'py, PyAny>, usize)>,
-    /// No name is a data descriptor of the class: checked while no code could run, so it
-    /// holds for as long as none runs (while the stream is still being checked).
-    plain: bool,
-}
-
-/// A class from `classes=` that the pickle names.
-struct Found<'py> {
-    cls: Bound<'py, PyType>,
-    info: Bound<'py, PyAny>,
-    kind: ClassKind,
-    /// `Some` when its state may be written straight into the instance `__dict__`.
-    fields: Option<DictFields<'py>>,
-    /// Its instances run no code when dropped (no `__del__`), so a blank one may be made
-    /// while the rest of the stream is still being checked.
-    quiet: bool,
-}
-
-/// Resolves `classes=` and `allow=` names for the machine, lazily and without imports.
-struct Resolver<'py> {
-    cfg: &'static Config,
-    classes: AllowedClasses<'py>,
-    allow: Option<Bound<'py, PyDict>>,
-    found: Vec<Found<'py>>,
-    names: Vec<String>,
-    extras: Vec<Bound<'py, PyAny>>,
-    extra_names: Vec<String>,
-    error: Option<PyErr>,
-}
-
-impl<'py> Resolver<'py> {
-    fn new(
-        py: Python<'py>,
-        cfg: &'static Config,
-        classes: Option<Bound<'py, PyAny>>,
-        allow: Option<Bound<'py, PyDict>>,
-    ) -> Self {
-        Self {
-            cfg,
-            classes: AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any())),
-            allow: allow.filter(|a| !a.is_empty()),
-            found: Vec::new(),
-            names: Vec::new(),
-            extras: Vec::new(),
-            extra_names: Vec::new(),
-            error: None,
-        }
-    }
-
-    fn lookup(&mut self, full: String) -> PyResult<Option<Global>> {
-        // A name read again (protocols 0-1 repeat GLOBAL) is resolved once per call.
-        if let Some(i) = self.names.iter().position(|n| *n == full) {
-            return Ok(Some(Global::Class(i as u32, self.found[i].kind)));
-        }
-        if let Some(i) = self.extra_names.iter().position(|n| *n == full) {
-            return Ok(Some(Global::Extra(i as u32)));
-        }
-        if let Some(cls) = self.classes.get(self.cfg, &full)? {
-            let d = infocache::describe(self.cfg, &cls)?;
-            let kind = match d.kind {
-                KIND_TUPLE => ClassKind::Tuple,
-                KIND_ENUM => ClassKind::Enum,
-                _ => ClassKind::Object,
-            };
-            let fields = if d.kind == KIND_DICT {
-                Some(match d.declared {
-                    None => DictFields::Any,
-                    Some(names) if names.len() <= FEW_FIELDS => DictFields::Named(Declared {
-                        names,
-                        seen: Vec::new(),
-                        plain: false,
-                    }),
-                    Some(names) => DictFields::Set(names.len(), d.info.getattr("field_set")?),
-                })
-            } else {
-                None
-            };
-            // SAFETY: a live type object; reading two slots.
-            let quiet = unsafe {
-                let t = cls.as_type_ptr();
-                (*t).tp_finalize.is_none() && (*t).tp_del.is_none()
-            };
-            self.found.push(Found {
-                cls,
-                info: d.info,
-                kind,
-                fields,
-                quiet,
-            });
-            self.names.push(full);
-            return Ok(Some(Global::Class(self.found.len() as u32 - 1, kind)));
-        }
-        if let Some(allow) = &self.allow {
-            if let Some(obj) = allow.get_item(&full)? {
-                self.extras.push(obj);
-                self.extra_names.push(full);
-                return Ok(Some(Global::Extra(self.extras.len() as u32 - 1)));
-            }
-        }
-        Ok(None)
-    }
-}
-
-impl core::Resolve for Resolver<'_> {
-    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, core::ResolveFailed> {
-        self.lookup(format!("{module}.{name}")).map_err(|e| {
-            self.error = Some(e);
-            core::ResolveFailed
+/// The helpers, imported by name on the first call (see the crate documentation).
+fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
+    HELPERS.get_or_try_init(py, || {
+        let m = py.import("bytewright.pickle._pickle_reader")?;
+        let get = |name: &str| -> PyResult<Py<PyAny>> { Ok(m.getattr(name)?.unbind()) };
+        Ok(Helpers {
+            enum_member: get("_enum_member")?,
+            set_state: get("_set_state")?,
+            uuid_state: get("_uuid_state")?,
+            new_tuple: get("_new_tuple")?,
+            allow_map: get("_allow_map")?,
         })
-    }
-
-    fn name_of(&self, global: Global) -> Option<String> {
-        match global {
-            Global::Class(i, _) => self.names.get(i as usize).cloned(),
-            Global::Extra(i) => self.extra_names.get(i as usize).cloned(),
-            _ => None,
-        }
-    }
+    })
 }
 
-/// `allow=` as a name -> callable dict (`None` when empty), normalised by `_legacy.py`.
+/// The Python object of a table global, imported by its canonical name; `None` for the
+/// globals the reader never calls itself (their one allowed use is performed directly).
+pub(crate) fn table_object<'py>(
+    py: Python<'py>,
+    g: Global,
+) -> PyResult<Option<&'py Bound<'py, PyAny>>> {
+    if matches!(
+        g,
+        Global::Ellipsis | Global::Getattr | Global::CodecsEncode | Global::Reconstructor
+    ) {
+        return Ok(None);
+    }
+    let Some(i) = TABLE.iter().position(|(_, _, t)| *t == g) else {
+        return Ok(None);
+    };
+    let (module, name, _) = TABLE[i];
+    TABLE_OBJECTS[i].import(py, module, name).map(Some)
+}
+
+/// `allow=` as a name -> callable dict (`None` when empty), normalised by `_pickle_reader.py`.
 fn allow_dict<'py>(
-    lcfg: &LegacyConfig,
+    helpers: &Helpers,
     allow: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
     let Some(allow) = allow.filter(|a| !a.is_none()) else {
@@ -247,7 +91,7 @@ fn allow_dict<'py>(
     let dict = match allow.cast::<PyDict>() {
         Ok(d) if d.is_exact_instance_of::<PyDict>() => d.clone(),
         _ => {
-            let normal = lcfg.allow_map.bind(allow.py()).call1((&allow,))?;
+            let normal = helpers.allow_map.bind(allow.py()).call1((&allow,))?;
             if normal.is_none() {
                 return Ok(None);
             }
@@ -275,13 +119,13 @@ fn loads_pickle<'py>(
     data: &Bound<'py, PyAny>,
     [classes, allow, limits]: [Option<&Bound<'py, PyAny>>; 3],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let lcfg = legacy(py)?;
+    let helpers = helpers(py)?;
     let mut end = 0;
-    legacy_loads(
+    read_pickle(
         py,
         data,
         classes.cloned(),
-        allow_dict(lcfg, allow.cloned())?,
+        allow_dict(helpers, allow.cloned())?,
         limits,
         &mut end,
     )
@@ -298,20 +142,20 @@ fn loads_pickle_at<'py>(
     allow: Option<Bound<'py, PyAny>>,
     limits: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, usize)> {
-    let lcfg = legacy(py)?;
+    let helpers = helpers(py)?;
     let mut end = 0;
-    let value = legacy_loads(
+    let value = read_pickle(
         py,
         data,
         classes,
-        allow_dict(lcfg, allow)?,
+        allow_dict(helpers, allow)?,
         limits,
         &mut end,
     )?;
     Ok((value, end))
 }
 
-fn legacy_loads<'py>(
+fn read_pickle<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     classes: Option<Bound<'py, PyAny>>,
@@ -320,15 +164,15 @@ fn legacy_loads<'py>(
     end: &mut usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = config::get(py)?;
-    let lcfg = legacy(py)?;
-    let limits = super::limits_from(cfg, limits)?;
+    let helpers = helpers(py)?;
+    let limits = limits_from(cfg, limits)?;
     let mut copy = Vec::new();
     let input = input_bytes(data, &mut copy, "loads_pickle")?;
     let mut bufs = BUFFERS.with(|s| s.take()).unwrap_or_default();
     let mut loader = Loader {
         py,
         cfg,
-        lcfg,
+        helpers,
         res: Resolver::new(py, cfg, classes, allow),
         stack: std::mem::take(&mut bufs.stack),
         memo: std::mem::take(&mut bufs.memo),
@@ -354,7 +198,7 @@ fn legacy_loads<'py>(
 
 /// Buffers kept between calls on a thread: only capacity, never content.
 #[derive(Default)]
-struct Buffers {
+pub(crate) struct Buffers {
     core: core::Scratch,
     stack: Vec<*mut ffi::PyObject>,
     memo: Vec<*mut ffi::PyObject>,
@@ -378,7 +222,7 @@ thread_local! {
 /// accept its structure, else the rejection message.
 #[pyfunction]
 #[pyo3(signature = (data, *, classes=None, allow=None, limits=None))]
-fn legacy_check<'py>(
+fn check_pickle<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     classes: Option<Bound<'py, PyAny>>,
@@ -386,8 +230,8 @@ fn legacy_check<'py>(
     limits: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Option<String>> {
     let cfg = config::get(py)?;
-    let allow = allow_dict(legacy(py)?, allow)?;
-    let limits = super::limits_from(cfg, limits)?;
+    let allow = allow_dict(helpers(py)?, allow)?;
+    let limits = limits_from(cfg, limits)?;
     let mut copy = Vec::new();
     let input = input_bytes(data, &mut copy, "loads_pickle")?;
     let mut resolver = Resolver::new(py, cfg, classes, allow);
@@ -397,952 +241,5 @@ fn legacy_check<'py>(
             Some(err) => Err(err),
             None => Ok(Some(e.to_string())),
         },
-    }
-}
-
-/// A new str of ASCII text: one compact string and one copy. Shorter than 2 bytes, the
-/// decoder hands out CPython's cached strings. NULL with an exception set on failure.
-#[inline]
-fn ascii_str(s: &[u8]) -> *mut ffi::PyObject {
-    if s.len() >= 2 {
-        // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte data
-        // area is exactly s.len() bytes long; the caller checked s is ASCII.
-        unsafe {
-            let p = ffi::PyUnicode_New(s.len() as ffi::Py_ssize_t, 127);
-            if !p.is_null() {
-                std::ptr::copy_nonoverlapping(s.as_ptr(), ffi::PyUnicode_1BYTE_DATA(p), s.len());
-            }
-            return p;
-        }
-    }
-    // SAFETY: s is a live slice of ASCII bytes.
-    unsafe { ffi::PyUnicode_DecodeASCII(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr()) }
-}
-
-/// A new str from UTF-8 with surrogates allowed (ASCII on the fast path).
-#[inline(never)]
-fn new_str(s: &[u8]) -> *mut ffi::PyObject {
-    if s.is_ascii() {
-        return ascii_str(s);
-    }
-    // SAFETY: s is a live slice; CPython validates the UTF-8.
-    unsafe {
-        ffi::PyUnicode_DecodeUTF8(
-            s.as_ptr().cast(),
-            s.len() as isize,
-            c"surrogatepass".as_ptr(),
-        )
-    }
-}
-
-/// A key whose hashing and comparing run no Python code: str, int, float, bytes, bool,
-/// None, or a tuple of those.
-#[inline]
-fn inert_key(p: *mut ffi::PyObject, nested: bool) -> bool {
-    // SAFETY: p is a live object; only its type and (for a tuple) its items are read.
-    unsafe {
-        let t = ffi::Py_TYPE(p);
-        if t == addr_of_mut!(ffi::PyUnicode_Type)
-            || t == addr_of_mut!(ffi::PyLong_Type)
-            || t == addr_of_mut!(ffi::PyFloat_Type)
-            || t == addr_of_mut!(ffi::PyBytes_Type)
-            || t == addr_of_mut!(ffi::PyBool_Type)
-            || p == ffi::Py_None()
-        {
-            return true;
-        }
-        if !nested && t == addr_of_mut!(ffi::PyTuple_Type) {
-            let n = ffi::PyTuple_GET_SIZE(p);
-            return (0..n).all(|i| inert_key(ffi::PyTuple_GET_ITEM(p, i), true));
-        }
-        false
-    }
-}
-
-/// The index in `names` of the exact str `key` (a field name), if it is one.
-#[inline]
-fn field_index(decl: &mut Declared<'_>, key: *mut ffi::PyObject) -> Option<usize> {
-    if let Some((_, i)) = decl.seen.iter().find(|(k, _)| k.as_ptr() == key) {
-        return Some(*i);
-    }
-    let i = name_index(&decl.names, key)?;
-    if decl.seen.len() < 2 * FEW_FIELDS {
-        // SAFETY: key is live; the Bound holds a reference of its own.
-        let held = unsafe { Bound::from_borrowed_ptr(decl.names[i].py(), key) };
-        decl.seen.push((held, i));
-    }
-    Some(i)
-}
-
-#[inline]
-fn name_index(names: &[Bound<'_, PyString>], key: *mut ffi::PyObject) -> Option<usize> {
-    // SAFETY: key and the names are live exact strs: comparing runs no code, cannot fail.
-    unsafe {
-        let len = ffi::PyUnicode_GET_LENGTH(key);
-        names.iter().position(|name| {
-            name.as_ptr() == key
-                || (ffi::PyUnicode_GET_LENGTH(name.as_ptr()) == len
-                    && ffi::PyUnicode_Compare(name.as_ptr(), key) == 0)
-        })
-    }
-}
-
-/// A `BUILD` state that holds exactly the declared fields of a plain `__dict__` class,
-/// stored as instance attributes under the class's own (interned) names, as pickle's
-/// `inst.__dict__[name] = value` would, without making the instance dict. `false`
-/// (nothing written) when a key is not a field or the class has a data descriptor of
-/// that name (setting it would run code).
-fn set_declared_fields(
-    obj: *mut ffi::PyObject,
-    state: &Bound<'_, PyDict>,
-    decl: &mut Declared<'_>,
-    streaming: bool,
-) -> PyResult<bool> {
-    if state.len() != decl.names.len() {
-        return Ok(false);
-    }
-    let check = !(streaming && decl.plain);
-    let mut fields = [(0usize, std::ptr::null_mut::<ffi::PyObject>()); FEW_FIELDS];
-    let mut n = 0;
-    let mut pos: ffi::Py_ssize_t = 0;
-    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
-    // SAFETY: iterating a live dict that nothing changes meanwhile; keys and values are
-    // borrowed from it, and it stays alive (on the value stack) until the writes are done.
-    // obj is a live instance; _PyType_Lookup returns a borrowed reference (or NULL)
-    // without running code.
-    unsafe {
-        let ty = ffi::Py_TYPE(obj);
-        while ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
-            if ffi::PyUnicode_CheckExact(key) == 0 || n == FEW_FIELDS {
-                return Ok(false);
-            }
-            let Some(i) = field_index(decl, key) else {
-                return Ok(false);
-            };
-            if check {
-                let attr = _PyType_Lookup(ty, decl.names[i].as_ptr());
-                if !attr.is_null() && (*ffi::Py_TYPE(attr)).tp_descr_set.is_some() {
-                    return Ok(false);
-                }
-            }
-            fields[n] = (i, value);
-            n += 1;
-        }
-        // The keys are distinct and as many as the names: every name was checked.
-        decl.plain |= streaming;
-        for &(i, value) in &fields[..n] {
-            // No data descriptor of this name (checked above): a plain store into the
-            // instance's attributes, which runs no code.
-            if ffi::PyObject_GenericSetAttr(obj, decl.names[i].as_ptr(), value) < 0 {
-                return Err(PyErr::fetch(state.py()));
-            }
-        }
-    }
-    Ok(true)
-}
-
-/// True when every key of `state` is an exact str that `fits`.
-fn state_keys<'py>(
-    state: &Bound<'py, PyDict>,
-    mut fits: impl FnMut(&Bound<'py, PyAny>) -> PyResult<bool>,
-) -> PyResult<bool> {
-    let py = state.py();
-    let mut pos: ffi::Py_ssize_t = 0;
-    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
-    // SAFETY: iterating a live dict that nothing changes meanwhile (`fits` only reads);
-    // the borrowed key is wrapped with a reference of its own.
-    while unsafe { ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut key, &mut value) } != 0 {
-        // SAFETY: a live borrowed key of the dict.
-        let k = unsafe { Bound::from_borrowed_ptr(py, key) };
-        if !k.is_exact_instance_of::<PyString>() || !fits(&k)? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// The resolved names and the value being built: the machine's host as resolver and sink.
-struct Loader<'py> {
-    py: Python<'py>,
-    cfg: &'static Config,
-    lcfg: &'static LegacyConfig,
-    res: Resolver<'py>,
-    /// The value stack and the memo (by slot): each entry is an owned reference.
-    stack: Vec<*mut ffi::PyObject>,
-    memo: Vec<*mut ffi::PyObject>,
-}
-
-impl core::Resolve for Loader<'_> {
-    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, core::ResolveFailed> {
-        self.res.resolve(module, name)
-    }
-
-    fn name_of(&self, global: Global) -> Option<String> {
-        self.res.name_of(global)
-    }
-}
-
-impl core::Sink for Loader<'_> {
-    /// The hot atoms inline (small: each emit site keeps only its own), the rest out of line.
-    #[inline(always)]
-    fn step(&mut self, instr: Instr, data: &[u8]) -> Step {
-        // SAFETY (constructors): plain CPython constructors, new reference or NULL.
-        let p = match instr {
-            Instr::Int(v) => unsafe { ffi::PyLong_FromLongLong(v) },
-            Instr::Float(f) => unsafe { ffi::PyFloat_FromDouble(f) },
-            Instr::Str(s) => new_str(s.of(data)),
-            Instr::EmptyList => unsafe { ffi::PyList_New(0) },
-            Instr::EmptyDict => unsafe { ffi::PyDict_New() },
-            Instr::None | Instr::Bool(_) => {
-                // SAFETY: live singletons; the stack takes a new reference.
-                self.push_ref(unsafe {
-                    match instr {
-                        Instr::Bool(true) => ffi::Py_True(),
-                        Instr::Bool(false) => ffi::Py_False(),
-                        _ => ffi::Py_None(),
-                    }
-                });
-                return Step::Done;
-            }
-            Instr::Put(slot) if (slot as usize) == self.memo.len() => {
-                if let Some(&top) = self.stack.last() {
-                    // SAFETY: top is live; the memo owns the new reference.
-                    unsafe { ffi::Py_INCREF(top) };
-                    self.memo.push(top);
-                    return Step::Done;
-                }
-                return self.step_slow(instr, data);
-            }
-            Instr::Get(slot) => match self.memo.get(slot as usize) {
-                Some(&p) => {
-                    self.push_ref(p);
-                    return Step::Done;
-                }
-                None => return self.step_slow(instr, data),
-            },
-            Instr::SetItems(n) => return self.set_items(n as usize, data),
-            Instr::Append(n) => return self.append(n as usize, data),
-            _ => return self.step_slow(instr, data),
-        };
-        if p.is_null() {
-            return self.step_failed(instr);
-        }
-        self.stack.push(p);
-        Step::Done
-    }
-}
-
-impl Loader<'_> {
-    #[cold]
-    #[inline(never)]
-    fn step_failed(&mut self, instr: Instr) -> Step {
-        let what = match instr {
-            Instr::Int(_) => "int",
-            Instr::Float(_) => "float",
-            Instr::Str(_) => "str",
-            Instr::EmptyList => "list",
-            _ => "dict",
-        };
-        self.res.error = Some(self.fetch(what));
-        Step::Failed
-    }
-
-    /// `SETITEMS` into a dict: at once when every key is an exact str (hashing and
-    /// comparing one runs no code), else as `step_slow` decides.
-    #[inline(never)]
-    fn set_items(&mut self, n: usize, data: &[u8]) -> Step {
-        let Some(t) = self.stack.len().checked_sub(2 * n + 1) else {
-            return self.step_slow(Instr::SetItems(n as u32), data);
-        };
-        let (dict, pairs) = (self.stack[t], &self.stack[t + 1..]);
-        // SAFETY: live objects (owned by the stack); only their types are read.
-        let plain = unsafe {
-            ffi::PyDict_CheckExact(dict) != 0
-                && pairs
-                    .chunks_exact(2)
-                    .all(|pair| ffi::PyUnicode_CheckExact(pair[0]) != 0)
-        };
-        if !plain {
-            return self.step_slow(Instr::SetItems(n as u32), data);
-        }
-        for pair in pairs.chunks_exact(2) {
-            // SAFETY: an exact dict and exact str keys, all live (the stack owns them):
-            // no code runs, and the stack is not changed meanwhile.
-            if unsafe { ffi::PyDict_SetItem(dict, pair[0], pair[1]) } < 0 {
-                self.res.error = Some(self.fetch("dict"));
-                return Step::Failed;
-            }
-        }
-        self.drop_from(t + 1);
-        Step::Done
-    }
-
-    /// `APPENDS` into a list (the machine checked its kind).
-    #[inline(never)]
-    fn append(&mut self, n: usize, data: &[u8]) -> Step {
-        let Some(t) = self.stack.len().checked_sub(n + 1) else {
-            return self.step_slow(Instr::Append(n as u32), data);
-        };
-        let list = self.stack[t];
-        match self.extend_list(t + 1, list) {
-            Ok(()) => Step::Done,
-            Err(e) => {
-                self.res.error = Some(e);
-                Step::Failed
-            }
-        }
-    }
-
-    #[inline(never)]
-    fn step_slow(&mut self, instr: Instr, data: &[u8]) -> Step {
-        let r = match instr {
-            Instr::Build(Build::Fields(c)) => match self.build_fast(c, true) {
-                Ok(true) => Ok(()),
-                Ok(false) => return Step::Defer,
-                Err(e) => Err(e),
-            },
-            Instr::Call(Call::Blank(c))
-                if self.res.found.get(c as usize).is_some_and(|f| f.quiet) =>
-            {
-                self.exec(instr, data)
-            }
-            Instr::Call(_)
-            | Instr::Build(_)
-            | Instr::AppendDeque(_)
-            | Instr::SetItemsMapping(_) => return Step::Defer,
-            Instr::Dict(n) | Instr::SetItems(n) if !self.inert_keys(2 * n as usize, 2) => {
-                return Step::Defer
-            }
-            Instr::AddItems(n) | Instr::FrozenSet(n) if !self.inert_keys(n as usize, 1) => {
-                return Step::Defer
-            }
-            _ => self.exec(instr, data),
-        };
-        match r {
-            Ok(()) => Step::Done,
-            Err(e) => {
-                self.res.error = Some(e);
-                Step::Failed
-            }
-        }
-    }
-}
-
-impl Drop for Loader<'_> {
-    fn drop(&mut self) {
-        self.clear();
-    }
-}
-
-impl<'py> Loader<'py> {
-    /// Drops every reference held (objects may run code as they go: nothing of ours is
-    /// borrowed meanwhile).
-    fn clear(&mut self) {
-        for p in self.stack.drain(..).chain(self.memo.drain(..)) {
-            // SAFETY: each entry is an owned reference, given up exactly once here.
-            unsafe { ffi::Py_DECREF(p) };
-        }
-    }
-
-    /// Drops what is held and gives the buffers back.
-    fn release(&mut self, bufs: &mut Buffers) {
-        self.clear();
-        bufs.stack = std::mem::take(&mut self.stack);
-        bufs.memo = std::mem::take(&mut self.memo);
-    }
-
-    /// Runs what the sink deferred (the stream has passed), then returns the value.
-    fn finish(&mut self, input: &[u8], program: &[Instr]) -> PyResult<Bound<'py, PyAny>> {
-        for instr in program {
-            self.exec(*instr, input)?;
-        }
-        if self.stack.len() != 1 {
-            return Err(self.internal("the value stack does not hold one value"));
-        }
-        self.pop()
-    }
-
-    fn fail(&self, message: String, cause: Option<PyErr>) -> PyErr {
-        unpickling(self.py, self.cfg, message, cause)
-    }
-
-    #[cold]
-    fn internal(&self, what: &str) -> PyErr {
-        self.fail(format!("internal: {what}"), None)
-    }
-
-    fn wrap_err(&self, what: &str, e: PyErr) -> PyErr {
-        if e.is_instance(self.py, self.cfg.unpickling_error.bind(self.py)) {
-            e
-        } else {
-            self.fail(format!("could not rebuild {what}: {e}"), Some(e))
-        }
-    }
-
-    fn wrap<T>(&self, what: &str, r: PyResult<T>) -> PyResult<T> {
-        r.map_err(|e| self.wrap_err(what, e))
-    }
-
-    /// The pending Python exception, with context.
-    #[cold]
-    fn fetch(&self, what: &str) -> PyErr {
-        self.wrap_err(what, PyErr::fetch(self.py))
-    }
-
-    /// Pushes a new reference from a CPython constructor (NULL: its exception).
-    #[inline(always)]
-    fn push_new(&mut self, what: &str, p: *mut ffi::PyObject) -> PyResult<()> {
-        if p.is_null() {
-            return Err(self.fetch(what));
-        }
-        self.stack.push(p);
-        Ok(())
-    }
-
-    /// Pushes a new reference to a live object.
-    #[inline(always)]
-    fn push_ref(&mut self, p: *mut ffi::PyObject) {
-        // SAFETY: p is live; the stack owns the new reference.
-        unsafe { ffi::Py_INCREF(p) };
-        self.stack.push(p);
-    }
-
-    fn pop(&mut self) -> PyResult<Bound<'py, PyAny>> {
-        match self.stack.pop() {
-            // SAFETY: the stack owned this reference; it moves into the Bound.
-            Some(p) => Ok(unsafe { Bound::from_owned_ptr(self.py, p) }),
-            None => Err(self.internal("value stack underflow")),
-        }
-    }
-
-    fn top(&self) -> PyResult<Bound<'py, PyAny>> {
-        match self.stack.last() {
-            // SAFETY: a live object owned by the stack; the Bound takes its own reference.
-            Some(p) => Ok(unsafe { Bound::from_borrowed_ptr(self.py, *p) }),
-            None => Err(self.internal("value stack underflow")),
-        }
-    }
-
-    /// Where the top `n` values start.
-    #[inline(always)]
-    fn split(&self, n: usize) -> PyResult<usize> {
-        self.stack
-            .len()
-            .checked_sub(n)
-            .ok_or_else(|| self.internal("value stack underflow"))
-    }
-
-    /// Where the top `n` values start, with the container they go into just below.
-    #[inline(always)]
-    fn split_into(&self, n: usize) -> PyResult<(usize, *mut ffi::PyObject)> {
-        match self.stack.len().checked_sub(n + 1) {
-            Some(t) => Ok((t + 1, self.stack[t])),
-            None => Err(self.internal("value stack underflow")),
-        }
-    }
-
-    /// Drops the values from `at` up.
-    #[inline(always)]
-    fn drop_from(&mut self, at: usize) {
-        for p in self.stack.drain(at..) {
-            // SAFETY: the stack owned these references.
-            unsafe { ffi::Py_DECREF(p) };
-        }
-    }
-
-    /// True when the top `n` values, every `step`-th from the first, are inert keys.
-    fn inert_keys(&self, n: usize, step: usize) -> bool {
-        match self.stack.len().checked_sub(n) {
-            Some(at) => self.stack[at..].iter().step_by(step).all(|&p| {
-                // SAFETY: p is live; only its type is read.
-                let str_key = unsafe { ffi::PyUnicode_CheckExact(p) != 0 };
-                str_key || inert_key(p, false)
-            }),
-            None => false,
-        }
-    }
-
-    fn table_object(&self, g: Global) -> Option<Bound<'py, PyAny>> {
-        let i = TABLE.iter().position(|(_, _, t)| *t == g)?;
-        self.lcfg
-            .objects
-            .get(i)?
-            .as_ref()
-            .map(|o| o.bind(self.py).clone())
-    }
-
-    fn class(&self, c: u32) -> PyResult<&Found<'py>> {
-        self.res
-            .found
-            .get(c as usize)
-            .ok_or_else(|| self.internal("unknown class index"))
-    }
-
-    fn blank(&self, ty: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyAny>> {
-        let empty = PyTuple::empty(self.py);
-        // SAFETY: object.__new__(cls): the base allocator; for a Python-defined class
-        // (checked by describe) no user code runs.
-        let p = unsafe {
-            let base = addr_of_mut!(ffi::PyBaseObject_Type);
-            match (*base).tp_new {
-                Some(tp_new) => tp_new(ty.as_type_ptr(), empty.as_ptr(), std::ptr::null_mut()),
-                None => std::ptr::null_mut(),
-            }
-        };
-        if p.is_null() {
-            return Err(self.fetch("an instance"));
-        }
-        // SAFETY: a new reference.
-        Ok(unsafe { Bound::from_owned_ptr(self.py, p) })
-    }
-
-    /// Moves the top values into the exact list just below them, growing it once.
-    fn extend_list(&mut self, at: usize, list: *mut ffi::PyObject) -> PyResult<()> {
-        let n = self.stack.len() - at;
-        // SAFETY: list is live; only its type is read.
-        if unsafe { ffi::PyList_CheckExact(list) } == 0 {
-            return Err(self.internal("APPENDS target is not a list"));
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        // SAFETY: list is an exact list (checked above) that only this call can see
-        // change meanwhile (no Python code runs here). Its item array is grown with
-        // the allocator lists use, then the n references move from the stack into the
-        // new slots (the stack forgets them below), and only then does its size grow.
-        unsafe {
-            let l = list.cast::<ffi::PyListObject>();
-            let size = ffi::Py_SIZE(list) as usize;
-            let need = size + n;
-            if need > (*l).allocated as usize {
-                let cap = need + (need >> 3) + 6;
-                let bytes = cap
-                    .checked_mul(std::mem::size_of::<*mut ffi::PyObject>())
-                    .filter(|b| *b <= isize::MAX as usize)
-                    .ok_or_else(|| PyMemoryError::new_err("list too large"))?;
-                let items = ffi::PyMem_Realloc((*l).ob_item.cast(), bytes);
-                if items.is_null() {
-                    return Err(PyMemoryError::new_err("list too large"));
-                }
-                (*l).ob_item = items.cast();
-                (*l).allocated = cap as ffi::Py_ssize_t;
-            }
-            std::ptr::copy_nonoverlapping(self.stack.as_ptr().add(at), (*l).ob_item.add(size), n);
-            (*list.cast::<ffi::PyVarObject>()).ob_size = need as ffi::Py_ssize_t;
-            self.stack.set_len(at);
-        }
-        Ok(())
-    }
-
-    /// Performs one checked instruction on the value stack.
-    fn exec(&mut self, instr: Instr, input: &[u8]) -> PyResult<()> {
-        let py = self.py;
-        match instr {
-            // SAFETY (singletons): live objects; the stack takes a new reference.
-            Instr::None => self.push_ref(unsafe { ffi::Py_None() }),
-            Instr::Bool(b) => self.push_ref(unsafe {
-                if b {
-                    ffi::Py_True()
-                } else {
-                    ffi::Py_False()
-                }
-            }),
-            Instr::Ellipsis => self.push_ref(unsafe { ffi::Py_Ellipsis() }),
-            Instr::Int(v) => {
-                // SAFETY: plain constructor.
-                self.push_new("int", unsafe { ffi::PyLong_FromLongLong(v) })?;
-            }
-            Instr::LongBytes(b) => {
-                let b = b.of(input);
-                // SAFETY: b is a live slice of b.len() bytes.
-                let p = unsafe { ffi::_PyLong_FromByteArray(b.as_ptr(), b.len(), 1, 1) };
-                self.push_new("int", p)?;
-            }
-            Instr::LongText(t) => {
-                let t = t.of(input);
-                let text = std::ffi::CString::new(t)
-                    .map_err(|_| self.fail("bad int text".into(), None))?;
-                // SAFETY: a NUL-terminated string of digits (checked by the machine).
-                let p = unsafe { ffi::PyLong_FromString(text.as_ptr(), std::ptr::null_mut(), 10) };
-                self.push_new("int", p)?;
-            }
-            Instr::Float(f) => {
-                // SAFETY: plain constructor.
-                self.push_new("float", unsafe { ffi::PyFloat_FromDouble(f) })?;
-            }
-            Instr::Str(s) => {
-                let p = new_str(s.of(input));
-                self.push_new("str", p)?;
-            }
-            Instr::StrEscaped(s) => {
-                let s = s.of(input);
-                // SAFETY: s is a live slice.
-                let p = unsafe {
-                    ffi::PyUnicode_DecodeRawUnicodeEscape(
-                        s.as_ptr().cast(),
-                        s.len() as isize,
-                        std::ptr::null(),
-                    )
-                };
-                self.push_new("str", p)?;
-            }
-            Instr::StrAscii(s) => {
-                // The machine checked that it is ASCII.
-                let p = ascii_str(s.of(input));
-                self.push_new("str", p)?;
-            }
-            Instr::Bytes(b) => {
-                let b = b.of(input);
-                // SAFETY: b is a live slice.
-                let p =
-                    unsafe { ffi::PyBytes_FromStringAndSize(b.as_ptr().cast(), b.len() as isize) };
-                self.push_new("bytes", p)?;
-            }
-            Instr::ByteArray(b) => {
-                let b = b.of(input);
-                // SAFETY: b is a live slice.
-                let p = unsafe {
-                    ffi::PyByteArray_FromStringAndSize(b.as_ptr().cast(), b.len() as isize)
-                };
-                self.push_new("bytearray", p)?;
-            }
-            Instr::EmptyList => {
-                // SAFETY: plain constructor.
-                self.push_new("list", unsafe { ffi::PyList_New(0) })?;
-            }
-            Instr::EmptyDict => {
-                // SAFETY: plain constructor.
-                self.push_new("dict", unsafe { ffi::PyDict_New() })?;
-            }
-            Instr::EmptySet => {
-                // SAFETY: plain constructor.
-                self.push_new("set", unsafe { ffi::PySet_New(std::ptr::null_mut()) })?;
-            }
-            Instr::List(n) => {
-                let at = self.split(n as usize)?;
-                // SAFETY: plain constructor.
-                let list = unsafe { ffi::PyList_New(n as isize) };
-                if list.is_null() {
-                    return Err(self.fetch("list"));
-                }
-                for (i, item) in self.stack.drain(at..).enumerate() {
-                    // SAFETY: a fresh list of n slots, each filled once with a reference
-                    // moved out of the stack (PyList_SET_ITEM steals it).
-                    unsafe { ffi::PyList_SET_ITEM(list, i as isize, item) };
-                }
-                self.stack.push(list);
-            }
-            Instr::Tuple(n) => {
-                let at = self.split(n as usize)?;
-                // SAFETY: plain constructor (the empty tuple for n == 0).
-                let tuple = unsafe { ffi::PyTuple_New(n as isize) };
-                if tuple.is_null() {
-                    return Err(self.fetch("tuple"));
-                }
-                for (i, item) in self.stack.drain(at..).enumerate() {
-                    // SAFETY: a fresh tuple of n slots, each filled once with a reference
-                    // moved out of the stack (PyTuple_SET_ITEM steals it).
-                    unsafe { ffi::PyTuple_SET_ITEM(tuple, i as isize, item) };
-                }
-                self.stack.push(tuple);
-            }
-            Instr::Dict(n) => {
-                let at = self.split(2 * n as usize)?;
-                // SAFETY: plain constructor.
-                let dict = unsafe { _PyDict_NewPresized(n as isize) };
-                if dict.is_null() {
-                    return Err(self.fetch("dict"));
-                }
-                // SAFETY: a new reference, owned by this Bound.
-                let dict = unsafe { Bound::from_owned_ptr(py, dict) };
-                for pair in self.stack[at..].chunks_exact(2) {
-                    // SAFETY: live objects; a fresh dict.
-                    if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), pair[0], pair[1]) } < 0 {
-                        return Err(self.fetch("dict"));
-                    }
-                }
-                self.drop_from(at);
-                self.stack.push(dict.into_ptr());
-            }
-            Instr::FrozenSet(n) => {
-                let at = self.split(n as usize)?;
-                // SAFETY: plain constructor.
-                let set = unsafe { ffi::PyFrozenSet_New(std::ptr::null_mut()) };
-                if set.is_null() {
-                    return Err(self.fetch("frozenset"));
-                }
-                // SAFETY: a new reference, owned by this Bound.
-                let set = unsafe { Bound::from_owned_ptr(py, set) };
-                for item in &self.stack[at..] {
-                    // SAFETY: PySet_Add may fill a brand-new frozenset nobody else sees.
-                    if unsafe { ffi::PySet_Add(set.as_ptr(), *item) } < 0 {
-                        return Err(self.fetch("frozenset"));
-                    }
-                }
-                self.drop_from(at);
-                self.stack.push(set.into_ptr());
-            }
-            Instr::Append(n) => {
-                let (at, list) = self.split_into(n as usize)?;
-                self.extend_list(at, list)?;
-            }
-            Instr::AppendDeque(n) => {
-                let at = self.split(n as usize)?;
-                let items = PyList::empty(py);
-                for p in self.stack.drain(at..) {
-                    // SAFETY: the stack owned this reference; the Bound takes it over.
-                    let item = unsafe { Bound::from_owned_ptr(py, p) };
-                    items.append(item)?;
-                }
-                let deque = self.top()?;
-                let r = deque.call_method1("extend", (items,));
-                self.wrap("deque", r)?;
-            }
-            Instr::SetItems(n) | Instr::SetItemsMapping(n) => {
-                let (at, target) = self.split_into(2 * n as usize)?;
-                let exact = matches!(instr, Instr::SetItems(_));
-                for pair in self.stack[at..].chunks_exact(2) {
-                    // SAFETY: the machine checked the target's kind: a dict, or a dict
-                    // subclass from the table (OrderedDict, Counter, defaultdict); it stays
-                    // on the stack (alive) meanwhile.
-                    let rc = unsafe {
-                        if exact {
-                            ffi::PyDict_SetItem(target, pair[0], pair[1])
-                        } else {
-                            ffi::PyObject_SetItem(target, pair[0], pair[1])
-                        }
-                    };
-                    if rc < 0 {
-                        return Err(self.fetch("dict"));
-                    }
-                }
-                self.drop_from(at);
-            }
-            Instr::AddItems(n) => {
-                let (at, set) = self.split_into(n as usize)?;
-                for item in &self.stack[at..] {
-                    // SAFETY: the machine checked that the target is a set; it stays on
-                    // the stack (alive) meanwhile.
-                    if unsafe { ffi::PySet_Add(set, *item) } < 0 {
-                        return Err(self.fetch("set"));
-                    }
-                }
-                self.drop_from(at);
-            }
-            Instr::Put(slot) => {
-                let slot = slot as usize;
-                let Some(&top) = self.stack.last() else {
-                    return Err(self.internal("PUT on an empty stack"));
-                };
-                // SAFETY: top is live; the memo owns the new reference.
-                unsafe { ffi::Py_INCREF(top) };
-                if slot == self.memo.len() {
-                    self.memo.push(top);
-                } else if let Some(cell) = self.memo.get_mut(slot) {
-                    let old = std::mem::replace(cell, top);
-                    // SAFETY: the memo owned the reference it replaced.
-                    unsafe { ffi::Py_DECREF(old) };
-                } else {
-                    // SAFETY: the reference taken above, unused.
-                    unsafe { ffi::Py_DECREF(top) };
-                    return Err(self.internal("bad memo slot"));
-                }
-            }
-            Instr::Get(slot) => {
-                let Some(&p) = self.memo.get(slot as usize) else {
-                    return Err(self.internal("empty memo slot"));
-                };
-                self.push_ref(p);
-            }
-            Instr::Pop(n) => {
-                let at = self.split(n as usize)?;
-                self.drop_from(at);
-            }
-            Instr::Dup => {
-                let Some(&top) = self.stack.last() else {
-                    return Err(self.internal("DUP"));
-                };
-                self.push_ref(top);
-            }
-            Instr::Global(g) => {
-                let obj = match g {
-                    Global::Class(c, _) => self.class(c)?.cls.clone().into_any(),
-                    Global::Extra(c) => match self.res.extras.get(c as usize) {
-                        Some(o) => o.clone(),
-                        None => return Err(self.internal("unknown allow= index")),
-                    },
-                    g => self
-                        .table_object(g)
-                        .unwrap_or_else(|| py.None().into_bound(py)),
-                };
-                self.stack.push(obj.into_ptr());
-            }
-            Instr::Call(call) => {
-                let args = self.pop()?;
-                let callable = self.pop()?;
-                let v = self.call(call, callable, args)?;
-                self.stack.push(v.into_ptr());
-            }
-            Instr::Build(build) => {
-                if let Build::Fields(c) = build {
-                    if self.build_fast(c, false)? {
-                        return Ok(());
-                    }
-                }
-                let state = self.pop()?;
-                let obj = self.top()?;
-                let r = match build {
-                    Build::Fields(c) => {
-                        let info = &self.class(c)?.info;
-                        self.lcfg.set_state.bind(py).call1((info, obj, state))
-                    }
-                    Build::Uuid => self.lcfg.uuid_state.bind(py).call1((obj, state)),
-                };
-                let what = match build {
-                    Build::Fields(_) => "an instance",
-                    Build::Uuid => "uuid.UUID",
-                };
-                self.wrap(what, r)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// BUILD of a plain `__dict__` class whose state is a dict of exactly its declared
-    /// fields (or any non-dunder str keys when it declares none): written straight into
-    /// the instance `__dict__`, as pickle does, and the state popped. No code runs. `false`
-    /// (nothing done) sends it to the general path.
-    fn build_fast(&mut self, c: u32, streaming: bool) -> PyResult<bool> {
-        let py = self.py;
-        let Some(Some(fields)) = self.res.found.get_mut(c as usize).map(|f| &mut f.fields) else {
-            return Ok(false);
-        };
-        let n = self.stack.len();
-        if n < 2 {
-            return Ok(false);
-        }
-        let (obj, state) = (self.stack[n - 2], self.stack[n - 1]);
-        // SAFETY: a live object; only its type is read.
-        if unsafe { ffi::PyDict_CheckExact(state) } == 0 {
-            return Ok(false);
-        }
-        // SAFETY: state is live (owned by the stack) and an exact dict.
-        let state = unsafe { Bound::from_borrowed_ptr(py, state) };
-        let state = state.cast::<PyDict>()?;
-        let fits = match fields {
-            DictFields::Any => state_keys(state, |k| {
-                let Ok(k) = k.cast::<PyString>() else {
-                    return Ok(false);
-                };
-                let Ok(k) = k.to_str() else {
-                    return Ok(false);
-                };
-                Ok(!(k.len() >= 4 && k.starts_with("__") && k.ends_with("__")))
-            })?,
-            DictFields::Named(decl) => {
-                let set = set_declared_fields(obj, state, decl, streaming);
-                if !set.map_err(|e| self.wrap_err("an instance", e))? {
-                    return Ok(false);
-                }
-                self.drop_from(n - 1);
-                return Ok(true);
-            }
-            DictFields::Set(len, set) => {
-                state.len() == *len && state_keys(state, |k| set.contains(k))?
-            }
-        };
-        if !fits {
-            return Ok(false);
-        }
-        // SAFETY: obj is a live instance of a class with a __dict__ (kind checked by
-        // describe); the generic getter returns a new reference to it, creating it if needed.
-        let dict = unsafe { ffi::PyObject_GenericGetDict(obj, std::ptr::null_mut()) };
-        if dict.is_null() {
-            return Err(self.fetch("an instance"));
-        }
-        // SAFETY: a new reference, owned by this Bound.
-        let dict = unsafe { Bound::from_owned_ptr(py, dict) };
-        // SAFETY: both are live dicts; the keys are exact strs, so no code runs.
-        if unsafe { ffi::PyDict_Update(dict.as_ptr(), state.as_ptr()) } < 0 {
-            return Err(self.fetch("an instance"));
-        }
-        drop(dict);
-        let at = n - 1;
-        self.drop_from(at);
-        Ok(true)
-    }
-
-    fn call(
-        &self,
-        call: Call,
-        callable: Bound<'py, PyAny>,
-        args: Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let py = self.py;
-        let Ok(args) = args.cast_into::<PyTuple>() else {
-            return Err(self.internal("call arguments are not a tuple"));
-        };
-        match call {
-            Call::Std(g) => {
-                let name = core::machine::global_name(g);
-                let r = callable.call1(args);
-                self.wrap(&name, r)
-            }
-            Call::ZoneInfoUnpickle => {
-                let zi = self
-                    .table_object(Global::ZoneInfo)
-                    .ok_or_else(|| self.internal("ZoneInfo"))?;
-                self.wrap("zoneinfo.ZoneInfo", zi.getattr("_unpickle"))
-            }
-            Call::Latin1 => {
-                let text = args.get_item(0)?;
-                // SAFETY: the machine checked the argument is a str.
-                let p = unsafe { ffi::PyUnicode_AsLatin1String(text.as_ptr()) };
-                if p.is_null() {
-                    return Err(self.fetch("bytes (latin-1)"));
-                }
-                // SAFETY: a new reference.
-                Ok(unsafe { Bound::from_owned_ptr(py, p) })
-            }
-            Call::Blank(c) => self.blank(&self.class(c)?.cls),
-            Call::BlankUuid => {
-                let uuid = self
-                    .table_object(Global::Uuid)
-                    .ok_or_else(|| self.internal("UUID"))?;
-                let Ok(ty) = uuid.cast_into::<PyType>() else {
-                    return Err(self.internal("not a class"));
-                };
-                self.blank(&ty)
-            }
-            Call::NamedTuple(c) | Call::NamedTupleFromState(c) => {
-                let found = self.class(c)?;
-                let fields = if matches!(call, Call::NamedTuple(_)) {
-                    args.into_any()
-                } else {
-                    args.get_item(2)?
-                };
-                let r = self
-                    .lcfg
-                    .new_tuple
-                    .bind(py)
-                    .call1((&found.info, &found.cls, fields));
-                self.wrap("a named tuple", r)
-            }
-            Call::EnumMember(c) => {
-                let cls = &self.class(c)?.cls;
-                let r = self
-                    .lcfg
-                    .enum_member
-                    .bind(py)
-                    .call1((cls, args.get_item(0)?));
-                self.wrap("an enum member", r)
-            }
-            Call::Extra(_) => {
-                let r = callable.call1(args);
-                self.wrap("an allow= constructor", r)
-            }
-        }
     }
 }

@@ -1,0 +1,151 @@
+//! Resolving the names a pickle uses beyond the fixed table: `classes=` and `allow=`.
+
+use bytewright_pickle_reader::{self as core, ClassKind, Global};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+
+use crate::graph::classes::AllowedClasses;
+use crate::graph::config::Config;
+use crate::graph::infocache;
+
+const KIND_DICT: u8 = 1;
+const KIND_TUPLE: u8 = 3;
+const KIND_ENUM: u8 = 4;
+
+/// Classes with at most this many declared fields are matched one by one (no set).
+pub(super) const FEW_FIELDS: usize = 16;
+
+/// Which `BUILD` states of a plain `__dict__` class go straight into the instance dict.
+pub(super) enum DictFields<'py> {
+    /// Any str keys that are not dunder names (the class declares no fields).
+    Any,
+    /// Exactly its declared fields, compared one by one.
+    Named(Declared<'py>),
+    /// Exactly the fields of its `field_set`, of this size.
+    Set(usize, Bound<'py, PyAny>),
+}
+
+/// The declared fields of a plain `__dict__` class, and what this call learnt of them.
+pub(super) struct Declared<'py> {
+    pub(super) names: Vec<Bound<'py, PyString>>,
+    /// Key objects met in states (a memoized key comes back for every instance) and the
+    /// field each one is; held, so their addresses are never reused meanwhile.
+    pub(super) seen: Vec<(Bound<'py, PyAny>, usize)>,
+    /// No name is a data descriptor of the class: checked while no code could run, so it
+    /// holds for as long as none runs (while the stream is still being checked).
+    pub(super) plain: bool,
+}
+
+/// A class from `classes=` that the pickle names.
+pub(super) struct Found<'py> {
+    pub(super) cls: Bound<'py, PyType>,
+    pub(super) info: Bound<'py, PyAny>,
+    pub(super) kind: ClassKind,
+    /// `Some` when its state may be written straight into the instance `__dict__`.
+    pub(super) fields: Option<DictFields<'py>>,
+    /// Its instances run no code when dropped (no `__del__`), so a blank one may be made
+    /// while the rest of the stream is still being checked.
+    pub(super) quiet: bool,
+}
+
+/// Resolves `classes=` and `allow=` names for the machine, lazily and without imports.
+pub(super) struct Resolver<'py> {
+    pub(super) cfg: &'static Config,
+    pub(super) classes: AllowedClasses<'py>,
+    pub(super) allow: Option<Bound<'py, PyDict>>,
+    pub(super) found: Vec<Found<'py>>,
+    pub(super) names: Vec<String>,
+    pub(super) extras: Vec<Bound<'py, PyAny>>,
+    pub(super) extra_names: Vec<String>,
+    pub(super) error: Option<PyErr>,
+}
+
+impl<'py> Resolver<'py> {
+    pub(super) fn new(
+        py: Python<'py>,
+        cfg: &'static Config,
+        classes: Option<Bound<'py, PyAny>>,
+        allow: Option<Bound<'py, PyDict>>,
+    ) -> Self {
+        Self {
+            cfg,
+            classes: AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any())),
+            allow: allow.filter(|a| !a.is_empty()),
+            found: Vec::new(),
+            names: Vec::new(),
+            extras: Vec::new(),
+            extra_names: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn lookup(&mut self, full: String) -> PyResult<Option<Global>> {
+        // A name read again (protocols 0-1 repeat GLOBAL) is resolved once per call.
+        if let Some(i) = self.names.iter().position(|n| *n == full) {
+            return Ok(Some(Global::Class(i as u32, self.found[i].kind)));
+        }
+        if let Some(i) = self.extra_names.iter().position(|n| *n == full) {
+            return Ok(Some(Global::Extra(i as u32)));
+        }
+        if let Some(cls) = self.classes.get(self.cfg, &full)? {
+            let d = infocache::describe(self.cfg, &cls)?;
+            let kind = match d.kind {
+                KIND_TUPLE => ClassKind::Tuple,
+                KIND_ENUM => ClassKind::Enum,
+                _ => ClassKind::Object,
+            };
+            let fields = if d.kind == KIND_DICT {
+                Some(match d.declared {
+                    None => DictFields::Any,
+                    Some(names) if names.len() <= FEW_FIELDS => DictFields::Named(Declared {
+                        names,
+                        seen: Vec::new(),
+                        plain: false,
+                    }),
+                    Some(names) => DictFields::Set(names.len(), d.info.getattr("field_set")?),
+                })
+            } else {
+                None
+            };
+            // SAFETY: a live type object; reading two slots.
+            let quiet = unsafe {
+                let t = cls.as_type_ptr();
+                (*t).tp_finalize.is_none() && (*t).tp_del.is_none()
+            };
+            self.found.push(Found {
+                cls,
+                info: d.info,
+                kind,
+                fields,
+                quiet,
+            });
+            self.names.push(full);
+            return Ok(Some(Global::Class(self.found.len() as u32 - 1, kind)));
+        }
+        if let Some(allow) = &self.allow {
+            if let Some(obj) = allow.get_item(&full)? {
+                self.extras.push(obj);
+                self.extra_names.push(full);
+                return Ok(Some(Global::Extra(self.extras.len() as u32 - 1)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl core::Resolve for Resolver<'_> {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, core::ResolveFailed> {
+        self.lookup(format!("{module}.{name}")).map_err(|e| {
+            self.error = Some(e);
+            core::ResolveFailed
+        })
+    }
+
+    fn name_of(&self, global: Global) -> Option<String> {
+        match global {
+            Global::Class(i, _) => self.names.get(i as usize).cloned(),
+            Global::Extra(i) => self.extra_names.get(i as usize).cloned(),
+            _ => None,
+        }
+    }
+}
