@@ -6,6 +6,8 @@ usual argument errors are checked here, as is a load nested inside another load.
 
 import dataclasses
 import pickle as std_pickle
+import subprocess
+import sys
 
 import pytest
 from bytewright import pickle
@@ -59,3 +61,24 @@ def test_a_load_nested_in_a_migration_gets_its_own_working_storage():
 
     back = pickle.loads(old, classes=[Box])
     assert back == [Box(inner=[list(range(40)), {"k": "v"}] * 3), list(range(100)), "after"]
+
+
+def test_native_functions_import_what_they_need_on_first_use():
+    """The native module imports the Python objects it uses by name (nothing is configured
+    from Python), so it works whichever module a process imports first."""
+    code = (
+        "from bytewright import _native\n"
+        "import pickle, datetime\n"
+        "value = {'a': [1, 2.5, 'x'], 'when': datetime.date(2024, 5, 6)}\n"
+        "assert _native.pickle_loads(_native.pickle_dumps(value)) == value\n"
+        "assert _native.loads_pickle(pickle.dumps(value)) == value\n"
+        "assert _native.check_pickle(pickle.dumps(len)) is not None\n"
+        "try:\n"
+        "    _native.pickle_loads(b'not a record')\n"
+        "except Exception as exc:\n"
+        "    from bytewright.pickle import UnpicklingError\n"
+        "    assert isinstance(exc, UnpicklingError), exc\n"
+        "else:\n"
+        "    raise AssertionError('accepted')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
