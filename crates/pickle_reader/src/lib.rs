@@ -8,6 +8,7 @@
 
 pub mod globals;
 pub mod machine;
+pub mod opcodes;
 pub mod ops;
 
 pub use bytewright_graph::{ErrorKind, Limits, ReadError};

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use crate::globals::{self, Builtin, ClassKind, Global};
+use crate::opcodes::*;
 use crate::ops::{trim, Decoder, Op};
 use crate::Limits;
 use crate::ReadError;
@@ -316,6 +317,17 @@ fn describe(kind: Kind) -> &'static str {
     }
 }
 
+/// What an `APPEND`-like opcode adds to the container below its values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Adds {
+    /// `APPEND`/`APPENDS`: items of a list or deque.
+    Items,
+    /// `SETITEM`/`SETITEMS`: key/value pairs of a dict or mapping.
+    Pairs,
+    /// `ADDITEMS`: members of a set.
+    Members,
+}
+
 /// Dense memo slots for pickle's memo keys (small keys in a vector, others hashed).
 #[derive(Default)]
 struct Memo {
@@ -621,13 +633,8 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
     }
 
     /// Items appended to the container just below them, after checking its kind.
-    fn extend(&mut self, start: usize, what: &'static str) -> Res<()> {
-        // The opcode's name says what it adds (one byte tells them apart).
-        let (pairs, into) = match what.as_bytes()[0] {
-            b'S' => (true, b'S'),
-            b'A' if what.as_bytes()[1] == b'D' => (false, b'D'),
-            _ => (false, b'A'),
-        };
+    fn extend(&mut self, start: usize, what: &'static str, adds: Adds) -> Res<()> {
+        let pairs = adds == Adds::Pairs;
         if start == 0 || start <= self.marks.last().copied().unwrap_or(0) {
             return Err(self.bad(format!("{what} has no container to add to")));
         }
@@ -638,12 +645,12 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         let depth = self.values_from(start, what)?;
         let target = self.stack[start - 1];
         let count = if pairs { n / 2 } else { n } as u32;
-        let instr = match (target.kind, into) {
-            (Kind::List, b'A') => Instr::Append(count),
-            (Kind::Deque, b'A') => Instr::AppendDeque(count),
-            (Kind::Dict, b'S') => Instr::SetItems(count),
-            (Kind::Mapping, b'S') => Instr::SetItemsMapping(count),
-            (Kind::Set, b'D') => Instr::AddItems(count),
+        let instr = match (target.kind, adds) {
+            (Kind::List, Adds::Items) => Instr::Append(count),
+            (Kind::Deque, Adds::Items) => Instr::AppendDeque(count),
+            (Kind::Dict, Adds::Pairs) => Instr::SetItems(count),
+            (Kind::Mapping, Adds::Pairs) => Instr::SetItemsMapping(count),
+            (Kind::Set, Adds::Members) => Instr::AddItems(count),
             (kind, _) => {
                 return Err(self.reject(format!(
                     "{what} on a {} is not allowed (only on lists, dicts, sets and the allowed collections)",
@@ -1103,15 +1110,15 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                 }};
             }
             match code {
-                b'(' => {
+                MARK => {
                     if self.marks.len() as u64 >= self.limits.max_depth {
                         break;
                     }
                     self.marks.push(self.stack.len());
                     pos = at + 1;
                 }
-                0x94 | b'q' => {
-                    let (key, len) = if code == 0x94 {
+                MEMOIZE | BINPUT => {
+                    let (key, len) = if code == MEMOIZE {
                         (self.memo.items.len(), 1)
                     } else {
                         let Some(&[k]) = args(at, 1) else { break };
@@ -1127,8 +1134,8 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         break;
                     }
                 }
-                b'h' | b'j' => {
-                    let (key, len) = if code == b'h' {
+                BINGET | LONG_BINGET => {
+                    let (key, len) = if code == BINGET {
                         let Some(&[k]) = args(at, 1) else { break };
                         (usize::from(k), 2)
                     } else {
@@ -1144,8 +1151,8 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     };
                     push!(item, Instr::Get(slot), len);
                 }
-                0x8c | b'X' => {
-                    let (n, head) = if code == 0x8c {
+                SHORT_BINUNICODE | BINUNICODE => {
+                    let (n, head) = if code == SHORT_BINUNICODE {
                         let Some(&[n]) = args(at, 1) else { break };
                         (usize::from(n), 2)
                     } else {
@@ -1161,7 +1168,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     };
                     push!(Item::str(span, false), Instr::Str(span), head + n);
                 }
-                b'C' => {
+                SHORT_BINBYTES => {
                     let Some(&[n]) = args(at, 1) else { break };
                     let n = usize::from(n);
                     if n as u64 > max_bytes || data.len() - at < 2 + n {
@@ -1173,21 +1180,21 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     };
                     push!(Item::of(Kind::Bytes), Instr::Bytes(span), 2 + n);
                 }
-                b'K' => {
+                BININT1 => {
                     let Some(&[v]) = args(at, 1) else { break };
                     push!(Item::of(Kind::Int), Instr::Int(i64::from(v)), 2);
                 }
-                b'M' => {
+                BININT2 => {
                     let Some(v) = args(at, 2) else { break };
                     let v = u16::from_le_bytes([v[0], v[1]]);
                     push!(Item::of(Kind::Int), Instr::Int(i64::from(v)), 3);
                 }
-                b'J' => {
+                BININT => {
                     let Some(v) = args(at, 4) else { break };
                     let v = i32::from_le_bytes([v[0], v[1], v[2], v[3]]);
                     push!(Item::of(Kind::Int), Instr::Int(i64::from(v)), 5);
                 }
-                b'G' => {
+                BINFLOAT => {
                     let Some(v) = args(at, 8) else { break };
                     let mut b = [0u8; 8];
                     b.copy_from_slice(v);
@@ -1197,11 +1204,11 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         9
                     );
                 }
-                b'N' => push!(Item::of(Kind::None), Instr::None, 1),
-                0x88 => push!(Item::of(Kind::Bool), Instr::Bool(true), 1),
-                0x89 => push!(Item::of(Kind::Bool), Instr::Bool(false), 1),
-                b']' => push!(Item::of(Kind::List), Instr::EmptyList, 1),
-                b'}' => {
+                NONE => push!(Item::of(Kind::None), Instr::None, 1),
+                NEWTRUE => push!(Item::of(Kind::Bool), Instr::Bool(true), 1),
+                NEWFALSE => push!(Item::of(Kind::Bool), Instr::Bool(false), 1),
+                EMPTY_LIST => push!(Item::of(Kind::List), Instr::EmptyList, 1),
+                EMPTY_DICT => {
                     let item = Item::of(Kind::Dict);
                     if !self.room_for(item) {
                         break;
@@ -1213,7 +1220,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         break;
                     }
                 }
-                b'e' | b'u' => {
+                APPENDS | SETITEMS => {
                     let Some(&mark) = self.marks.last() else {
                         break;
                     };
@@ -1221,7 +1228,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         n if n >= 2 => self.marks[n - 2],
                         _ => 0,
                     };
-                    let Some(instr) = self.fast_extend(mark, floor, code == b'u') else {
+                    let Some(instr) = self.fast_extend(mark, floor, code == SETITEMS) else {
                         break;
                     };
                     self.marks.pop();
@@ -1230,9 +1237,9 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         break;
                     }
                 }
-                b'a' | b's' => {
+                APPEND | SETITEM => {
                     let floor = self.marks.last().copied().unwrap_or(0);
-                    let pairs = code == b's';
+                    let pairs = code == SETITEM;
                     let Some(start) = self.stack.len().checked_sub(1 + usize::from(pairs)) else {
                         break;
                     };
@@ -1438,7 +1445,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         return Err(self.bad("APPEND needs a list and a value"));
                     }
                     let at = self.stack.len() - 1;
-                    self.extend(at, "APPEND")?;
+                    self.extend(at, "APPEND", Adds::Items)?;
                 }
                 Op::SetItem => {
                     let floor = self.marks.last().copied().unwrap_or(0);
@@ -1446,16 +1453,16 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                         return Err(self.bad("SETITEM needs a dict, a key and a value"));
                     }
                     let at = self.stack.len() - 2;
-                    self.extend(at, "SETITEM")?;
+                    self.extend(at, "SETITEM", Adds::Pairs)?;
                 }
                 Op::Appends | Op::SetItems | Op::AddItems => {
-                    let what = match op {
-                        Op::Appends => "APPENDS",
-                        Op::SetItems => "SETITEMS",
-                        _ => "ADDITEMS",
+                    let (what, adds) = match op {
+                        Op::Appends => ("APPENDS", Adds::Items),
+                        Op::SetItems => ("SETITEMS", Adds::Pairs),
+                        _ => ("ADDITEMS", Adds::Members),
                     };
                     let mark = self.pop_mark(what)?;
-                    self.extend(mark, what)?;
+                    self.extend(mark, what, adds)?;
                 }
                 Op::Get(key) => {
                     let Some(slot) = self.memo.slot(key) else {

@@ -1,5 +1,6 @@
 //! The opcode decoder: one bounds-checked pickle opcode at a time, borrowing from the input.
 
+use crate::opcodes::*;
 use crate::ReadError;
 
 /// One decoded opcode of protocols 0 to 5. Text arguments are the raw line, without `\n`.
@@ -96,11 +97,11 @@ impl<'a> Decoder<'a> {
     #[inline(always)]
     pub fn next_put(&mut self) -> Option<Option<u8>> {
         match self.data.get(self.pos) {
-            Some(0x94) => {
+            Some(&MEMOIZE) => {
                 self.pos += 1;
                 Some(None)
             }
-            Some(b'q') if self.pos + 1 < self.data.len() => {
+            Some(&BINPUT) if self.pos + 1 < self.data.len() => {
                 let key = self.data[self.pos + 1];
                 self.pos += 2;
                 Some(Some(key))
@@ -185,124 +186,124 @@ impl<'a> Decoder<'a> {
             }
         };
         let op = match code {
-            b'(' => Op::Mark,
-            b'.' => Op::Stop,
-            b'0' => Op::Pop,
-            b'1' => Op::PopMark,
-            b'2' => Op::Dup,
-            b'F' => Op::FloatText(self.line("FLOAT")?),
-            b'I' => Op::IntText(self.line("INT")?),
-            b'L' => Op::LongText(self.line("LONG")?),
-            b'J' => Op::Int(i64::from(i32::from_le_bytes(self.fixed("BININT")?))),
-            b'K' => Op::Int(i64::from(self.fixed::<1>("BININT1")?[0])),
-            b'M' => Op::Int(i64::from(u16::from_le_bytes(self.fixed("BININT2")?))),
-            b'N' => Op::None,
-            b'P' => Op::PersId,
-            b'Q' => Op::BinPersId,
-            b'R' => Op::Reduce,
-            b'S' => Op::StringText,
-            b'T' => {
+            MARK => Op::Mark,
+            STOP => Op::Stop,
+            POP => Op::Pop,
+            POP_MARK => Op::PopMark,
+            DUP => Op::Dup,
+            FLOAT => Op::FloatText(self.line("FLOAT")?),
+            INT => Op::IntText(self.line("INT")?),
+            LONG => Op::LongText(self.line("LONG")?),
+            BININT => Op::Int(i64::from(i32::from_le_bytes(self.fixed("BININT")?))),
+            BININT1 => Op::Int(i64::from(self.fixed::<1>("BININT1")?[0])),
+            BININT2 => Op::Int(i64::from(u16::from_le_bytes(self.fixed("BININT2")?))),
+            NONE => Op::None,
+            PERSID => Op::PersId,
+            BINPERSID => Op::BinPersId,
+            REDUCE => Op::Reduce,
+            STRING => Op::StringText,
+            BINSTRING => {
                 let n = u64::from(u32::from_le_bytes(self.fixed("BINSTRING")?));
                 check(n, limits_str, "BINSTRING")?;
                 Op::String8(self.take(n, "BINSTRING")?)
             }
-            b'U' => {
+            SHORT_BINSTRING => {
                 let n = u64::from(self.fixed::<1>("SHORT_BINSTRING")?[0]);
                 check(n, limits_str, "SHORT_BINSTRING")?;
                 Op::String8(self.take(n, "SHORT_BINSTRING")?)
             }
-            b'V' => {
+            UNICODE => {
                 let line = self.line("UNICODE")?;
                 check(line.len() as u64, limits_str, "UNICODE")?;
                 Op::UnicodeText(line)
             }
-            b'X' => {
+            BINUNICODE => {
                 let n = u64::from(u32::from_le_bytes(self.fixed("BINUNICODE")?));
                 check(n, limits_str, "BINUNICODE")?;
                 Op::Unicode(self.take(n, "BINUNICODE")?)
             }
-            0x8c => {
+            SHORT_BINUNICODE => {
                 let n = u64::from(self.fixed::<1>("SHORT_BINUNICODE")?[0]);
                 check(n, limits_str, "SHORT_BINUNICODE")?;
                 Op::Unicode(self.take(n, "SHORT_BINUNICODE")?)
             }
-            0x8d => {
+            BINUNICODE8 => {
                 let n = u64::from_le_bytes(self.fixed("BINUNICODE8")?);
                 check(n, limits_str, "BINUNICODE8")?;
                 Op::Unicode(self.take(n, "BINUNICODE8")?)
             }
-            b'B' => {
+            BINBYTES => {
                 let n = u64::from(u32::from_le_bytes(self.fixed("BINBYTES")?));
                 check(n, limits_bytes, "BINBYTES")?;
                 Op::Bytes(self.take(n, "BINBYTES")?)
             }
-            b'C' => {
+            SHORT_BINBYTES => {
                 let n = u64::from(self.fixed::<1>("SHORT_BINBYTES")?[0]);
                 check(n, limits_bytes, "SHORT_BINBYTES")?;
                 Op::Bytes(self.take(n, "SHORT_BINBYTES")?)
             }
-            0x8e => {
+            BINBYTES8 => {
                 let n = u64::from_le_bytes(self.fixed("BINBYTES8")?);
                 check(n, limits_bytes, "BINBYTES8")?;
                 Op::Bytes(self.take(n, "BINBYTES8")?)
             }
-            0x96 => {
+            BYTEARRAY8 => {
                 let n = u64::from_le_bytes(self.fixed("BYTEARRAY8")?);
                 check(n, limits_bytes, "BYTEARRAY8")?;
                 Op::ByteArray(self.take(n, "BYTEARRAY8")?)
             }
-            b'a' => Op::Append,
-            b'e' => Op::Appends,
-            b'b' => Op::Build,
-            b'c' => Op::Global(self.line("GLOBAL")?, self.line("GLOBAL")?),
-            b'i' => Op::Inst(self.line("INST")?, self.line("INST")?),
-            0x93 => Op::StackGlobal,
-            b'd' => Op::Dict,
-            b'}' => Op::EmptyDict,
-            b's' => Op::SetItem,
-            b'u' => Op::SetItems,
-            b'g' => {
+            APPEND => Op::Append,
+            APPENDS => Op::Appends,
+            BUILD => Op::Build,
+            GLOBAL => Op::Global(self.line("GLOBAL")?, self.line("GLOBAL")?),
+            INST => Op::Inst(self.line("INST")?, self.line("INST")?),
+            STACK_GLOBAL => Op::StackGlobal,
+            DICT => Op::Dict,
+            EMPTY_DICT => Op::EmptyDict,
+            SETITEM => Op::SetItem,
+            SETITEMS => Op::SetItems,
+            GET => {
                 let line = self.line("GET")?;
                 Op::Get(self.decimal(line, "GET")?)
             }
-            b'h' => Op::Get(u64::from(self.fixed::<1>("BINGET")?[0])),
-            b'j' => Op::Get(u64::from(u32::from_le_bytes(self.fixed("LONG_BINGET")?))),
-            b'p' => {
+            BINGET => Op::Get(u64::from(self.fixed::<1>("BINGET")?[0])),
+            LONG_BINGET => Op::Get(u64::from(u32::from_le_bytes(self.fixed("LONG_BINGET")?))),
+            PUT => {
                 let line = self.line("PUT")?;
                 Op::Put(self.decimal(line, "PUT")?)
             }
-            b'q' => Op::Put(u64::from(self.fixed::<1>("BINPUT")?[0])),
-            b'r' => Op::Put(u64::from(u32::from_le_bytes(self.fixed("LONG_BINPUT")?))),
-            0x94 => Op::Memoize,
-            b'l' => Op::List,
-            b']' => Op::EmptyList,
-            b'o' => Op::Obj,
-            b't' => Op::Tuple,
-            b')' => Op::EmptyTuple,
-            0x85 => Op::TupleN(1),
-            0x86 => Op::TupleN(2),
-            0x87 => Op::TupleN(3),
-            b'G' => Op::Float(f64::from_be_bytes(self.fixed("BINFLOAT")?)),
-            0x80 => Op::Proto(self.fixed::<1>("PROTO")?[0]),
-            0x81 => Op::NewObj,
-            0x92 => Op::NewObjEx,
-            0x82 => Op::Ext(u32::from(self.fixed::<1>("EXT1")?[0])),
-            0x83 => Op::Ext(u32::from(u16::from_le_bytes(self.fixed("EXT2")?))),
-            0x84 => Op::Ext(u32::from_le_bytes(self.fixed("EXT4")?)),
-            0x88 => Op::Bool(true),
-            0x89 => Op::Bool(false),
-            0x8a => {
+            BINPUT => Op::Put(u64::from(self.fixed::<1>("BINPUT")?[0])),
+            LONG_BINPUT => Op::Put(u64::from(u32::from_le_bytes(self.fixed("LONG_BINPUT")?))),
+            MEMOIZE => Op::Memoize,
+            LIST => Op::List,
+            EMPTY_LIST => Op::EmptyList,
+            OBJ => Op::Obj,
+            TUPLE => Op::Tuple,
+            EMPTY_TUPLE => Op::EmptyTuple,
+            TUPLE1 => Op::TupleN(1),
+            TUPLE2 => Op::TupleN(2),
+            TUPLE3 => Op::TupleN(3),
+            BINFLOAT => Op::Float(f64::from_be_bytes(self.fixed("BINFLOAT")?)),
+            PROTO => Op::Proto(self.fixed::<1>("PROTO")?[0]),
+            NEWOBJ => Op::NewObj,
+            NEWOBJ_EX => Op::NewObjEx,
+            EXT1 => Op::Ext(u32::from(self.fixed::<1>("EXT1")?[0])),
+            EXT2 => Op::Ext(u32::from(u16::from_le_bytes(self.fixed("EXT2")?))),
+            EXT4 => Op::Ext(u32::from_le_bytes(self.fixed("EXT4")?)),
+            NEWTRUE => Op::Bool(true),
+            NEWFALSE => Op::Bool(false),
+            LONG1 => {
                 let n = u64::from(self.fixed::<1>("LONG1")?[0]);
                 Op::LongBytes(self.take(n, "LONG1")?)
             }
-            0x8b => {
+            LONG4 => {
                 let n = u64::from(u32::from_le_bytes(self.fixed("LONG4")?));
                 Op::LongBytes(self.take(n, "LONG4")?)
             }
-            0x8f => Op::EmptySet,
-            0x90 => Op::AddItems,
-            0x91 => Op::FrozenSet,
-            0x95 => {
+            EMPTY_SET => Op::EmptySet,
+            ADDITEMS => Op::AddItems,
+            FROZENSET => Op::FrozenSet,
+            FRAME => {
                 let n = u64::from_le_bytes(self.fixed("FRAME")?);
                 let left = (self.data.len() - self.pos) as u64;
                 if n > left {
@@ -313,8 +314,8 @@ impl<'a> Decoder<'a> {
                 }
                 Op::Frame(n)
             }
-            0x97 => Op::NextBuffer,
-            0x98 => Op::ReadOnlyBuffer,
+            NEXT_BUFFER => Op::NextBuffer,
+            READONLY_BUFFER => Op::ReadOnlyBuffer,
             other => {
                 return Err(ReadError::malformed(
                     at,
