@@ -112,31 +112,109 @@ pub struct Reader<'a> {
     after_replace: bool,
 }
 
-/// Encoded length of each fixed-size atom by tag (0: not a fixed-size atom).
-const ATOM_LEN: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i <= SMALL_INT_MAX as usize {
-        t[i] = 1;
-        i += 1;
+/// The fixed-size atom at the front of `bytes` (its tag first): its encoded length and its
+/// event. `None` for any other tag, an encoding cut short, or a short str longer than
+/// `max_str`. Every lane of the reader takes fixed-size atoms through here.
+#[inline(always)]
+fn fixed_atom(bytes: &[u8], max_str: u64) -> Option<(usize, Event<'_>)> {
+    let tag = *bytes.first()?;
+    let len = fixed_len(tag);
+    let event = match tag {
+        SHORT_STR..=SHORT_STR_LAST => {
+            if (len - 1) as u64 > max_str {
+                return None;
+            }
+            Event::Str(bytes.get(1..len)?)
+        }
+        NONE => Event::None,
+        FALSE => Event::Bool(false),
+        TRUE => Event::Bool(true),
+        FLOAT64 | FLOAT32 => Event::Float(float_value(tag, bytes)?),
+        _ => Event::Int(int_value(tag, bytes)?),
+    };
+    Some((len, event))
+}
+
+/// The floats [`Reader::float_run`] took: their encodings, each a `FLOAT64` or `FLOAT32`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FloatRun<'a>(&'a [u8]);
+
+impl<'a> FloatRun<'a> {
+    /// The encodings, as read.
+    pub fn bytes(self) -> &'a [u8] {
+        self.0
     }
-    let mut n = 0;
-    while n <= SHORT_STR_MAX_LEN {
-        t[SHORT_STR as usize + n] = 1 + n as u8;
-        n += 1;
+
+    pub fn is_empty(self) -> bool {
+        self.0.is_empty()
     }
-    t[NONE as usize] = 1;
-    t[TRUE as usize] = 1;
-    t[FALSE as usize] = 1;
-    t[UINT8 as usize] = 2;
-    t[NEG8 as usize] = 2;
-    t[UINT16 as usize] = 3;
-    t[NEG16 as usize] = 3;
-    t[INT32 as usize] = 5;
-    t[FLOAT64 as usize] = 9;
-    t[FLOAT32 as usize] = 5;
-    t
-};
+
+    /// Hands each float to `f`, in order, until it fails.
+    #[inline(always)]
+    pub fn try_for_each<E>(self, mut f: impl FnMut(f64) -> Result<(), E>) -> Result<(), E> {
+        let mut rest = self.0;
+        // The next float's position is known from its tag alone, so the loop starts each
+        // float without waiting for the previous one's value.
+        while let Some(&tag) = rest.first() {
+            let (value, len) = if tag == FLOAT32 {
+                (float_value(FLOAT32, rest), fixed_len(FLOAT32))
+            } else {
+                (float_value(FLOAT64, rest), fixed_len(FLOAT64))
+            };
+            let Some(value) = value else {
+                break; // not reached: a run holds whole encodings only
+            };
+            rest = &rest[len..];
+            f(value)?;
+        }
+        Ok(())
+    }
+}
+
+/// The ints [`Reader::int_run`] took: encodings of one width, all of `tag`'s encoding
+/// (`SMALL_INT_MAX` stands for every small int).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IntRun<'a> {
+    tag: u8,
+    bytes: &'a [u8],
+}
+
+impl<'a> IntRun<'a> {
+    /// The encoding the ints share, and their encodings as read.
+    pub fn parts(self) -> (u8, &'a [u8]) {
+        (self.tag, self.bytes)
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Hands each int to `f`, in order, until it fails: one loop per encoding, each
+    /// decoding a known width.
+    #[inline(always)]
+    pub fn try_for_each<E>(self, f: impl FnMut(i64) -> Result<(), E>) -> Result<(), E> {
+        #[inline(always)]
+        fn each<E, const TAG: u8>(
+            bytes: &[u8],
+            mut f: impl FnMut(i64) -> Result<(), E>,
+        ) -> Result<(), E> {
+            for enc in bytes.chunks_exact(fixed_len(TAG)) {
+                if let Some(v) = int_value(TAG, enc) {
+                    f(v)?;
+                }
+            }
+            Ok(())
+        }
+        match self.tag {
+            UINT8 => each::<E, UINT8>(self.bytes, f),
+            NEG8 => each::<E, NEG8>(self.bytes, f),
+            UINT16 => each::<E, UINT16>(self.bytes, f),
+            NEG16 => each::<E, NEG16>(self.bytes, f),
+            INT32 => each::<E, INT32>(self.bytes, f),
+            _ => each::<E, SMALL_INT_MAX>(self.bytes, f),
+        }
+    }
+}
 
 /// A reader's working storage, kept between records so that small records allocate nothing.
 #[derive(Default)]
@@ -235,40 +313,31 @@ impl<'a> Reader<'a> {
                         break;
                     }
                     let at = r.offset();
-                    let mut floats = r.float_run();
-                    while let Some((&tag, rest)) = floats.split_first() {
-                        let n = if tag == FLOAT32 { 4 } else { 8 };
-                        let mut a = [0u8; 8];
-                        a[..n].copy_from_slice(&rest[..n]);
-                        let v = if n == 4 {
-                            f64::from(f32::from_le_bytes([a[0], a[1], a[2], a[3]]))
-                        } else {
-                            f64::from_le_bytes(a)
-                        };
+                    let floats = r.float_run();
+                    let _ = floats.try_for_each(|v| {
                         out.push(show(&Event::Float(v)));
-                        floats = &rest[n..];
+                        Ok::<(), ()>(())
+                    });
+                    let ints = r.int_run();
+                    let (tag, encodings) = ints.parts();
+                    let len = fixed_len(tag);
+                    if encodings.len() % len.max(1) != 0 {
+                        return Err(format!("a run of {tag:#x} cut inside an int"));
                     }
-                    let (tag, ints) = r.int_run();
-                    let len = match tag {
-                        SMALL_INT_MAX => 1,
-                        UINT8 | NEG8 => 2,
-                        UINT16 | NEG16 => 3,
-                        _ => 5,
-                    };
-                    for e in ints.chunks_exact(len) {
-                        if tag != SMALL_INT_MAX && e[0] != tag {
+                    for e in encodings.chunks_exact(len.max(1)) {
+                        let same = if tag == SMALL_INT_MAX {
+                            e[0] <= SMALL_INT_MAX
+                        } else {
+                            e[0] == tag
+                        };
+                        if !same {
                             return Err(format!("tag {:#x} in a run of {tag:#x}", e[0]));
                         }
-                        let mut a = [0u8; 8];
-                        a[..len - 1].copy_from_slice(&e[1..]);
-                        let v = i64::from_le_bytes(a);
-                        out.push(show(&Event::Int(match tag {
-                            SMALL_INT_MAX => i64::from(e[0]),
-                            NEG8 | NEG16 => -1 - v,
-                            INT32 => i64::from(v as u32 as i32),
-                            _ => v,
-                        })));
                     }
+                    let _ = ints.try_for_each(|v| {
+                        out.push(show(&Event::Int(v)));
+                        Ok::<(), ()>(())
+                    });
                     r.atom_run_to_number(|e| {
                         match e {
                             Event::SharedStr(s) => {
@@ -316,7 +385,7 @@ impl<'a> Reader<'a> {
             let Some(&tag) = buf.get(pos) else {
                 break;
             };
-            let len = usize::from(ATOM_LEN[usize::from(tag)]);
+            let len = fixed_len(tag);
             if len == 0
                 || (check_str
                     && usize::from(tag.wrapping_sub(SHORT_STR)) <= SHORT_STR_MAX_LEN
@@ -600,42 +669,6 @@ impl<'a> Reader<'a> {
                 self.pos += 1;
                 return Some(Event::Share);
             }
-            0..=SMALL_INT_MAX => (1, Event::Int(i64::from(tag))),
-            UINT8 => (2, Event::Int(i64::from(*data.first()?))),
-            INT32 => (
-                5,
-                Event::Int(i64::from(i32::from_le_bytes(
-                    data.get(..4)?.try_into().ok()?,
-                ))),
-            ),
-            UINT16 => (
-                3,
-                Event::Int(i64::from(u16::from_le_bytes(
-                    data.get(..2)?.try_into().ok()?,
-                ))),
-            ),
-            NEG8 => (2, Event::Int(-1 - i64::from(*data.first()?))),
-            NEG16 => (
-                3,
-                Event::Int(-1 - i64::from(u16::from_le_bytes(data.get(..2)?.try_into().ok()?))),
-            ),
-            FLOAT64 => (
-                9,
-                Event::Float(f64::from_le_bytes(data.get(..8)?.try_into().ok()?)),
-            ),
-            FLOAT32 => (
-                5,
-                Event::Float(f64::from(f32::from_le_bytes(
-                    data.get(..4)?.try_into().ok()?,
-                ))),
-            ),
-            0x40..=0x5f => {
-                let n = usize::from(tag - SHORT_STR);
-                if n as u64 > self.limits.max_str_len {
-                    return None;
-                }
-                (1 + n, Event::Str(data.get(..n)?))
-            }
             REF if !self.pending_share => {
                 let mut pos = self.pos + 1;
                 let slot = varint::get(self.buf, &mut pos)?;
@@ -644,10 +677,7 @@ impl<'a> Reader<'a> {
                 }
                 (pos - self.pos, Event::Ref(slot as usize))
             }
-            NONE => (1, Event::None),
-            TRUE => (1, Event::Bool(true)),
-            FALSE => (1, Event::Bool(false)),
-            _ => return None,
+            _ => fixed_atom(rest, self.limits.max_str_len)?,
         };
         top.remaining -= 1;
         self.items += 1;
@@ -696,81 +726,26 @@ impl<'a> Reader<'a> {
         let mut pos = self.pos;
         let mut n = 0u64;
         while n < budget {
-            let Some((&tag, data)) = buf.get(pos..).and_then(<[u8]>::split_first) else {
+            let Some(rest) = buf.get(pos..) else {
                 break;
             };
-            if STOP_AT_NUMBER
-                && (tag == FLOAT64
-                    || tag == FLOAT32
-                    || tag <= SMALL_INT_MAX
-                    || (UINT8..=INT32).contains(&tag))
-            {
+            let Some((&tag, data)) = rest.split_first() else {
+                break;
+            };
+            if STOP_AT_NUMBER && is_fixed_number(tag) {
                 break;
             }
             let (len, event) = match tag {
-                0..=SMALL_INT_MAX => (1, Event::Int(i64::from(tag))),
-                UINT8 => match data.first() {
-                    Some(&b) => (2, Event::Int(i64::from(b))),
-                    None => break,
-                },
-                NEG8 => match data.first() {
-                    Some(&b) => (2, Event::Int(-1 - i64::from(b))),
-                    None => break,
-                },
-                UINT16 | NEG16 => match data.get(..2) {
-                    Some(d) => {
-                        let v = i64::from(u16::from_le_bytes([d[0], d[1]]));
-                        (3, Event::Int(if tag == NEG16 { -1 - v } else { v }))
-                    }
-                    None => break,
-                },
-                INT32 => match data.get(..4) {
-                    Some(d) => (
-                        5,
-                        Event::Int(i64::from(i32::from_le_bytes([d[0], d[1], d[2], d[3]]))),
-                    ),
-                    None => break,
-                },
-                FLOAT64 => match data.get(..8).and_then(|d| <[u8; 8]>::try_from(d).ok()) {
-                    Some(a) => (9, Event::Float(f64::from_le_bytes(a))),
-                    None => break,
-                },
-                FLOAT32 => match data.get(..4) {
-                    Some(d) => (
-                        5,
-                        Event::Float(f64::from(f32::from_le_bytes([d[0], d[1], d[2], d[3]]))),
-                    ),
-                    None => break,
-                },
-                0x40..=0x5f => {
-                    let n = usize::from(tag - SHORT_STR);
-                    if n as u64 > max_str {
-                        break;
-                    }
-                    match data.get(..n) {
-                        Some(s) => (1 + n, Event::Str(s)),
-                        None => break,
-                    }
-                }
-                NONE => (1, Event::None),
-                TRUE => (1, Event::Bool(true)),
-                FALSE => (1, Event::Bool(false)),
                 // A shared short str (dict keys, mostly): the marker and the str together,
                 // as one `SharedStr`.
-                SHARE => match *data {
-                    [t, ref rest @ ..] if (SHORT_STR..=SHORT_STR + 31).contains(&t) => {
-                        let n = usize::from(t - SHORT_STR);
-                        if n as u64 > max_str {
-                            break;
+                SHARE => match data.first() {
+                    Some(SHORT_STR..=SHORT_STR_LAST) => match fixed_atom(data, max_str) {
+                        Some((n, Event::Str(s))) => {
+                            self.memo.push(true);
+                            (1 + n, Event::SharedStr(s))
                         }
-                        match rest.get(..n) {
-                            Some(s) => {
-                                self.memo.push(true);
-                                (2 + n, Event::SharedStr(s))
-                            }
-                            None => break,
-                        }
-                    }
+                        _ => break,
+                    },
                     _ => break,
                 },
                 // A reference to a finished value, with a one- or two-byte slot number;
@@ -788,7 +763,10 @@ impl<'a> Reader<'a> {
                     }
                     (len, Event::Ref(slot))
                 }
-                _ => break,
+                _ => match fixed_atom(rest, max_str) {
+                    Some(atom) => atom,
+                    None => break,
+                },
             };
             n += 1;
             pos += len;
@@ -799,13 +777,13 @@ impl<'a> Reader<'a> {
         self.end_run(n, pos);
     }
 
-    /// The floats at the front of the innermost open container, consumed: their encodings
-    /// (each a FLOAT64 or FLOAT32 tag, then the little-endian value), with the same bounds
-    /// as `atom_run`. Empty when the next child is anything else.
+    /// The floats at the front of the innermost open container, consumed (each a FLOAT64
+    /// or FLOAT32), with the same bounds as `atom_run`. Empty when the next child is
+    /// anything else.
     #[inline]
-    pub fn float_run(&mut self) -> &'a [u8] {
+    pub fn float_run(&mut self) -> FloatRun<'a> {
         let Some(budget) = self.run_budget() else {
-            return &[];
+            return FloatRun::default();
         };
         let buf = self.buf;
         let start = self.pos;
@@ -813,36 +791,38 @@ impl<'a> Reader<'a> {
         let mut n = 0u64;
         while n < budget {
             match buf.get(pos) {
-                Some(&FLOAT64) if buf.len() - pos >= 9 => pos += 9,
-                Some(&FLOAT32) if buf.len() - pos >= 5 => pos += 5,
+                Some(&FLOAT64) if buf.len() - pos >= fixed_len(FLOAT64) => {
+                    pos += fixed_len(FLOAT64)
+                }
+                Some(&FLOAT32) if buf.len() - pos >= fixed_len(FLOAT32) => {
+                    pos += fixed_len(FLOAT32)
+                }
                 _ => break,
             }
             n += 1;
         }
         self.end_run(n, pos);
-        &buf[start..pos]
+        FloatRun(&buf[start..pos])
     }
 
-    /// The ints at the front of the innermost open container that share one encoding,
-    /// consumed: that tag (`SMALL_INT_MAX` stands for every one-byte small int) and their
-    /// encodings, each `int_len(tag)` bytes, with the same bounds as `atom_run`. Empty
-    /// when the next child is not such an int.
+    /// The ints at the front of the innermost open container that share one encoding
+    /// (every one-byte small int counts as one), consumed, with the same bounds as
+    /// `atom_run`. Empty when the next child is not such an int.
     #[inline]
-    pub fn int_run(&mut self) -> (u8, &'a [u8]) {
+    pub fn int_run(&mut self) -> IntRun<'a> {
         let buf = self.buf;
         let start = self.pos;
         let Some(&first) = buf.get(start) else {
-            return (0, &[]);
+            return IntRun::default();
         };
-        let (tag, len) = match first {
-            0..=SMALL_INT_MAX => (SMALL_INT_MAX, 1),
-            UINT8 | NEG8 => (first, 2),
-            UINT16 | NEG16 => (first, 3),
-            INT32 => (first, 5),
-            _ => return (0, &[]),
+        let tag = match first {
+            0..=SMALL_INT_MAX => SMALL_INT_MAX,
+            UINT8..=INT32 => first,
+            _ => return IntRun::default(),
         };
+        let len = fixed_len(tag);
         let Some(budget) = self.run_budget() else {
-            return (0, &[]);
+            return IntRun::default();
         };
         let mut pos = start;
         let mut n = 0u64;
@@ -858,7 +838,10 @@ impl<'a> Reader<'a> {
             }
         }
         self.end_run(n, pos);
-        (tag, &buf[start..pos])
+        IntRun {
+            tag,
+            bytes: &buf[start..pos],
+        }
     }
 
     #[inline(never)]
@@ -902,17 +885,28 @@ impl<'a> Reader<'a> {
             ));
         }
         let event = match tag {
-            0..=SMALL_INT_MAX => self.atom(Event::Int(i64::from(tag))),
-            0x40..=0x5f => {
-                let n = tag - SHORT_STR;
-                if u64::from(n) > self.limits.max_str_len {
-                    return Err(ReadError::limit(
-                        offset,
-                        format!("str of {n} bytes exceeds the limit"),
-                    ));
+            0..=SMALL_INT_MAX
+            | SHORT_STR..=SHORT_STR_LAST
+            | NONE
+            | FALSE
+            | TRUE
+            | UINT8..=INT32
+            | FLOAT64
+            | FLOAT32 => {
+                if let SHORT_STR..=SHORT_STR_LAST = tag {
+                    let n = tag - SHORT_STR;
+                    if u64::from(n) > self.limits.max_str_len {
+                        return Err(ReadError::limit(
+                            offset,
+                            format!("str of {n} bytes exceeds the limit"),
+                        ));
+                    }
                 }
-                let s = self.take(usize::from(n))?;
-                self.atom(Event::Str(s))
+                let Some((len, event)) = fixed_atom(&self.buf[offset..], u64::MAX) else {
+                    return Err(self.truncated());
+                };
+                self.pos = offset + len;
+                self.atom(event)
             }
             0x60..=0x6f => {
                 let n = usize::from(tag - SHORT_LIST);
@@ -932,30 +926,7 @@ impl<'a> Reader<'a> {
                 self.open(2 * n as u64, true)?;
                 Event::Dict(n)
             }
-            NONE => self.atom(Event::None),
-            FALSE => self.atom(Event::Bool(false)),
-            TRUE => self.atom(Event::Bool(true)),
             ELLIPSIS => self.atom(Event::Ellipsis),
-            UINT8 => {
-                let v = self.byte()?;
-                self.atom(Event::Int(i64::from(v)))
-            }
-            NEG8 => {
-                let v = self.byte()?;
-                self.atom(Event::Int(-1 - i64::from(v)))
-            }
-            UINT16 => {
-                let v = u16::from_le_bytes(self.array()?);
-                self.atom(Event::Int(i64::from(v)))
-            }
-            NEG16 => {
-                let v = u16::from_le_bytes(self.array()?);
-                self.atom(Event::Int(-1 - i64::from(v)))
-            }
-            INT32 => {
-                let v = i32::from_le_bytes(self.array()?);
-                self.atom(Event::Int(i64::from(v)))
-            }
             BIGINT => {
                 let max = self.limits.max_int_bytes();
                 let n = self.varint()?;
@@ -980,14 +951,6 @@ impl<'a> Reader<'a> {
                 } else {
                     self.atom(Event::BigInt(s))
                 }
-            }
-            FLOAT64 => {
-                let v = f64::from_le_bytes(self.array()?);
-                self.atom(Event::Float(v))
-            }
-            FLOAT32 => {
-                let v = f32::from_le_bytes(self.array()?);
-                self.atom(Event::Float(f64::from(v)))
             }
             COMPLEX => {
                 let re = f64::from_le_bytes(self.array()?);
@@ -1451,7 +1414,7 @@ mod tests {
         };
         let mut r = Reader::new(&b, limits);
         assert_eq!(r.next_event().unwrap(), Some(Event::List(20)));
-        assert_eq!(r.float_run().len(), 9);
+        assert_eq!(r.float_run().bytes().len(), 9);
     }
 
     #[test]
@@ -1517,6 +1480,35 @@ mod tests {
         assert_eq!(r.class(0).unwrap().version, 2);
         let b = body(|w| w.class_new(OBJECT, b"m.P", 1, [&b"__dict__"[..]].into_iter()));
         assert!(events(&b).unwrap_err().message.contains("dunder"));
+    }
+
+    #[test]
+    fn fixed_atoms_are_decoded_by_one_function_in_every_lane() {
+        // For every tag: the fixed-size atoms (and only they) decode, to the length the
+        // table gives, and to the event the general path gives; cut short, none decodes.
+        let payload = b"\x85\x01\xfe\x7f\x40\x09\x21\xfb\x54\x44\x2d, and text up to 31 bytes";
+        for tag in 0..=255u8 {
+            let mut enc = vec![tag];
+            enc.extend_from_slice(payload);
+            let len = fixed_len(tag);
+            match fixed_atom(&enc, u64::MAX) {
+                Some((n, event)) => {
+                    assert_eq!(n, len, "tag {tag:#x}");
+                    let show = |e: Option<Event<'_>>| match e {
+                        Some(Event::Float(f)) => format!("Float({:x})", f.to_bits()),
+                        e => format!("{e:?}"),
+                    };
+                    let mut r = Reader::new(&enc[..n], Limits::default());
+                    assert_eq!(show(r.next_event_general().unwrap()), show(Some(event)));
+                    assert!(fixed_atom(&enc[..n - 1], u64::MAX).is_none());
+                    assert_eq!(
+                        is_fixed_number(tag),
+                        matches!(event, Event::Int(_) | Event::Float(_))
+                    );
+                }
+                None => assert_eq!(len, 0, "tag {tag:#x}"),
+            }
+        }
     }
 
     #[test]

@@ -1,10 +1,15 @@
 //! One-byte value tags. `docs/format.md` gives the meaning of each.
+//!
+//! [`FIXED_LEN`], [`int_value`] and [`float_value`] are the one place the fixed-size atoms
+//! (small ints, `UINT8`..`INT32`, `FLOAT64`, `FLOAT32`, short strs, `None`, `False`,
+//! `True`) are decoded: every lane of the reader and the builder's runs go through them.
 
 /// `0x00..=0x3f`: the int `tag` itself.
 pub const SMALL_INT_MAX: u8 = 0x3f;
 /// `0x40..=0x5f`: a str of `tag - 0x40` UTF-8 bytes.
 pub const SHORT_STR: u8 = 0x40;
 pub const SHORT_STR_MAX_LEN: usize = 31;
+pub const SHORT_STR_LAST: u8 = SHORT_STR + SHORT_STR_MAX_LEN as u8;
 /// `0x60..=0x6f`: a list of `tag - 0x60` items.
 pub const SHORT_LIST: u8 = 0x60;
 /// `0x70..=0x7f`: a tuple of `tag - 0x70` items.
@@ -49,3 +54,68 @@ pub const OBJECT: u8 = 0xb0;
 pub const ENUM: u8 = 0xb1;
 /// Highest defined tag; everything above is reserved and rejected.
 pub const LAST: u8 = ENUM;
+
+/// Encoded length (tag included) of each fixed-size atom, by tag; 0 for every other tag.
+pub const FIXED_LEN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i <= SMALL_INT_MAX as usize {
+        t[i] = 1;
+        i += 1;
+    }
+    let mut n = 0;
+    while n <= SHORT_STR_MAX_LEN {
+        t[SHORT_STR as usize + n] = 1 + n as u8;
+        n += 1;
+    }
+    t[NONE as usize] = 1;
+    t[TRUE as usize] = 1;
+    t[FALSE as usize] = 1;
+    t[UINT8 as usize] = 2;
+    t[NEG8 as usize] = 2;
+    t[UINT16 as usize] = 3;
+    t[NEG16 as usize] = 3;
+    t[INT32 as usize] = 5;
+    t[FLOAT64 as usize] = 9;
+    t[FLOAT32 as usize] = 5;
+    t
+};
+
+/// The encoded length of a fixed-size atom tag (0 for other tags).
+#[inline(always)]
+pub fn fixed_len(tag: u8) -> usize {
+    usize::from(FIXED_LEN[usize::from(tag)])
+}
+
+/// Whether `tag` starts a fixed-size int (a small int, `UINT8`..`INT32`) or float.
+#[inline(always)]
+pub fn is_fixed_number(tag: u8) -> bool {
+    tag <= SMALL_INT_MAX || (UINT8..=INT32).contains(&tag) || tag == FLOAT64 || tag == FLOAT32
+}
+
+/// The int of the fixed-size int encoding at the front of `enc` (tag first), read as the
+/// encoding of `tag` (`SMALL_INT_MAX` stands for every small int, whose value is its tag).
+/// `None` when `enc` ends inside the encoding or `tag` is not an int tag.
+#[inline(always)]
+pub fn int_value(tag: u8, enc: &[u8]) -> Option<i64> {
+    Some(match tag {
+        0..=SMALL_INT_MAX => i64::from(*enc.first()?),
+        UINT8 => i64::from(*enc.get(1)?),
+        NEG8 => -1 - i64::from(*enc.get(1)?),
+        UINT16 => i64::from(u16::from_le_bytes(enc.get(1..3)?.try_into().ok()?)),
+        NEG16 => -1 - i64::from(u16::from_le_bytes(enc.get(1..3)?.try_into().ok()?)),
+        INT32 => i64::from(i32::from_le_bytes(enc.get(1..5)?.try_into().ok()?)),
+        _ => return None,
+    })
+}
+
+/// The float of the `FLOAT64` or `FLOAT32` encoding at the front of `enc` (tag first),
+/// read as the encoding of `tag`; `None` when `enc` ends inside it or `tag` is neither.
+#[inline(always)]
+pub fn float_value(tag: u8, enc: &[u8]) -> Option<f64> {
+    Some(match tag {
+        FLOAT64 => f64::from_le_bytes(enc.get(1..9)?.try_into().ok()?),
+        FLOAT32 => f64::from(f32::from_le_bytes(enc.get(1..5)?.try_into().ok()?)),
+        _ => return None,
+    })
+}

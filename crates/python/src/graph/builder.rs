@@ -6,7 +6,7 @@
 
 use std::ptr::addr_of_mut;
 
-use bytewright_graph::tags::{FLOAT32, INT32, NEG16, NEG8, UINT16, UINT8};
+use bytewright_graph::reader::{FloatRun, IntRun};
 use bytewright_graph::{ClassDef, Event, Limits, Reader, ReaderBuffers};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -120,21 +120,9 @@ fn fill_list_with_floats(
     py: Python<'_>,
     list: *mut ffi::PyObject,
     filled: &mut isize,
-    floats: &[u8],
+    floats: FloatRun<'_>,
 ) -> PyResult<()> {
-    let mut rest = floats;
-    while let Some((&tag, data)) = rest.split_first() {
-        let value = if tag == FLOAT32 && data.len() >= 4 {
-            rest = &data[4..];
-            f64::from(f32::from_le_bytes([data[0], data[1], data[2], data[3]]))
-        } else if data.len() >= 8 {
-            rest = &data[8..];
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&data[..8]);
-            f64::from_le_bytes(a)
-        } else {
-            break; // not reached: float_run gives whole encodings only
-        };
+    floats.try_for_each(|value| {
         // SAFETY: plain constructor; a new reference or NULL with an exception set.
         let item = unsafe { ffi::PyFloat_FromDouble(value) };
         if item.is_null() {
@@ -144,56 +132,30 @@ fn fill_list_with_floats(
         if unsafe { push_to_list(list, filled, item) }.is_err() {
             return Err(PyErr::fetch(py));
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
-/// Appends the ints of a `Reader::int_run` (all encoded as `tag`) to a list being filled.
+/// Appends the ints of a `Reader::int_run` to a list being filled in place.
 #[inline(never)]
 fn fill_list_with_ints(
     py: Python<'_>,
     list: *mut ffi::PyObject,
     filled: &mut isize,
-    tag: u8,
-    run: &[u8],
+    ints: IntRun<'_>,
 ) -> PyResult<()> {
-    #[inline(always)]
-    fn each(
-        py: Python<'_>,
-        list: *mut ffi::PyObject,
-        filled: &mut isize,
-        run: &[u8],
-        len: usize,
-        value: impl Fn(&[u8]) -> std::os::raw::c_long,
-    ) -> PyResult<()> {
-        for enc in run.chunks_exact(len) {
-            // SAFETY: plain constructor; a new reference or NULL with an exception set.
-            let item = unsafe { ffi::PyLong_FromLong(value(enc)) };
-            if item.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            // SAFETY: the list is live and `item` a new reference.
-            if unsafe { push_to_list(list, filled, item) }.is_err() {
-                return Err(PyErr::fetch(py));
-            }
+    ints.try_for_each(|value| {
+        // SAFETY: plain constructor; a new reference or NULL with an exception set.
+        let item = unsafe { ffi::PyLong_FromLong(value as std::os::raw::c_long) };
+        if item.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: the list is live and `item` a new reference.
+        if unsafe { push_to_list(list, filled, item) }.is_err() {
+            return Err(PyErr::fetch(py));
         }
         Ok(())
-    }
-    type L = std::os::raw::c_long;
-    match tag {
-        UINT8 => each(py, list, filled, run, 2, |e| L::from(e[1])),
-        NEG8 => each(py, list, filled, run, 2, |e| -1 - L::from(e[1])),
-        UINT16 => each(py, list, filled, run, 3, |e| {
-            L::from(u16::from_le_bytes([e[1], e[2]]))
-        }),
-        NEG16 => each(py, list, filled, run, 3, |e| {
-            -1 - L::from(u16::from_le_bytes([e[1], e[2]]))
-        }),
-        INT32 => each(py, list, filled, run, 5, |e| {
-            L::from(i32::from_le_bytes([e[1], e[2], e[3], e[4]]))
-        }),
-        _ => each(py, list, filled, run, 1, |e| L::from(e[0])),
-    }
+    })
 }
 
 /// Lists at least this long take runs of floats through `fill_list_with_floats`.
@@ -804,9 +766,9 @@ impl<'py, 'a> Builder<'py, 'a> {
                                 break;
                             }
                         }
-                        let (tag, ints) = reader.int_run();
+                        let ints = reader.int_run();
                         if !ints.is_empty() {
-                            if let Err(e) = fill_list_with_ints(py, list, filled, tag, ints) {
+                            if let Err(e) = fill_list_with_ints(py, list, filled, ints) {
                                 failed = Some(("int", e));
                                 break;
                             }
