@@ -27,8 +27,12 @@ lint: venv
 test-rust:
 	cargo test --workspace --exclude bytewright-python
 
+# The suite runs twice: on the fast paths this interpreter allows, then with every CPython
+# fast path replaced by its portable fallback (docs/architecture.md), as 3.12+ and other
+# interpreters run it.
 test-python: build bench-deps
 	pytest
+	BYTEWRIGHT_PORTABLE=1 pytest
 
 # pytest runs last, so its summary closes the output.
 test: lint test-rust fuzz-graph fuzz-pickle-reader test-python

@@ -6,6 +6,7 @@ __all__ = [
     "__version__",
     "check_pickle",
     "checksum_names",
+    "fast_paths",
     "graph_record_len",
     "loads_pickle",
     "loads_pickle_at",
@@ -13,6 +14,9 @@ __all__ = [
     "pickle_loads",
 ]
 __version__: str
+
+# --- CPython fast paths and their portable fallbacks (crates/python/src/cpython.rs) ---
+def fast_paths() -> dict[str, bool]: ...
 
 # --- wire codecs (crates/python/src/wire) ---
 def checksum_names() -> list[str]: ...

@@ -16,16 +16,16 @@
 
 use pyo3::prelude::*;
 
+mod cpython;
 mod fastcall;
 mod graph;
 mod pickle_reader;
-mod pyint;
 mod wire;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    pyint::init(m.py())?;
+    cpython::init(m)?;
     wire::register(m)?;
     graph::register(m)?;
     pickle_reader::register(m)?;

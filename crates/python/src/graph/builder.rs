@@ -16,11 +16,7 @@ use super::classes::AllowedClasses;
 use super::config::Config;
 use super::errors::{read_error, unpickling};
 use super::infocache;
-
-extern "C" {
-    // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items.
-    fn _PyDict_NewPresized(n: ffi::Py_ssize_t) -> *mut ffi::PyObject;
-}
+use crate::cpython::{self, list_push};
 
 const KIND_DICT: u8 = 1;
 const KIND_TUPLE: u8 = 3;
@@ -33,15 +29,8 @@ const KIND_ENUM: u8 = 4;
 #[inline(always)]
 fn new_str(s: &[u8]) -> *mut ffi::PyObject {
     if s.len() >= 2 && s.is_ascii() {
-        // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte data
-        // area is exactly s.len() bytes long; s is ASCII, so it is valid content.
-        unsafe {
-            let p = ffi::PyUnicode_New(s.len() as ffi::Py_ssize_t, 127);
-            if !p.is_null() {
-                std::ptr::copy_nonoverlapping(s.as_ptr(), ffi::PyUnicode_1BYTE_DATA(p), s.len());
-            }
-            return p;
-        }
+        // SAFETY: s is ASCII.
+        return unsafe { cpython::new_ascii_str(s) };
     }
     new_str_general(s)
 }
@@ -114,9 +103,9 @@ fn new_atom<'py>(
     }
 }
 
-/// Appends the floats of a `Reader::float_run` to a list being filled in place.
+/// Appends the floats of a `Reader::float_run` to a list being filled.
 #[inline(never)]
-fn fill_list_with_floats(
+fn fill_list_with_floats<const IN_PLACE: bool>(
     py: Python<'_>,
     list: *mut ffi::PyObject,
     filled: &mut isize,
@@ -129,16 +118,16 @@ fn fill_list_with_floats(
             return Err(PyErr::fetch(py));
         }
         // SAFETY: the list is live and `item` a new reference.
-        if unsafe { push_to_list(list, filled, item) }.is_err() {
+        if unsafe { list_push::<IN_PLACE>(list, filled, item) }.is_err() {
             return Err(PyErr::fetch(py));
         }
         Ok(())
     })
 }
 
-/// Appends the ints of a `Reader::int_run` to a list being filled in place.
+/// Appends the ints of a `Reader::int_run` to a list being filled.
 #[inline(never)]
-fn fill_list_with_ints(
+fn fill_list_with_ints<const IN_PLACE: bool>(
     py: Python<'_>,
     list: *mut ffi::PyObject,
     filled: &mut isize,
@@ -151,7 +140,7 @@ fn fill_list_with_ints(
             return Err(PyErr::fetch(py));
         }
         // SAFETY: the list is live and `item` a new reference.
-        if unsafe { push_to_list(list, filled, item) }.is_err() {
+        if unsafe { list_push::<IN_PLACE>(list, filled, item) }.is_err() {
             return Err(PyErr::fetch(py));
         }
         Ok(())
@@ -160,35 +149,6 @@ fn fill_list_with_ints(
 
 /// Lists at least this long take runs of floats through `fill_list_with_floats`.
 const FLOAT_RUN_FROM: isize = 16;
-
-/// Appends `item` (a new reference, always consumed) to a list being filled; `Err` with
-/// the exception set when the list cannot grow.
-///
-/// # Safety
-/// `list` is a live list and `item` a new reference to a live object.
-#[inline(always)]
-unsafe fn push_to_list(
-    list: *mut ffi::PyObject,
-    filled: &mut isize,
-    item: *mut ffi::PyObject,
-) -> Result<(), ()> {
-    // When nothing else has touched the list the next slot is written in place (taking our
-    // reference); otherwise a checked append takes its own and ours is released.
-    let raw = list.cast::<ffi::PyListObject>();
-    if ffi::Py_SIZE(list) == *filled && *filled < (*raw).allocated {
-        *(*raw).ob_item.offset(*filled) = item;
-        *filled += 1;
-        (*list.cast::<ffi::PyVarObject>()).ob_size = *filled;
-        return Ok(());
-    }
-    let rc = ffi::PyList_Append(list, item);
-    ffi::Py_DECREF(item);
-    if rc < 0 {
-        return Err(());
-    }
-    *filled += 1;
-    Ok(())
-}
 
 /// Gives the next memo slot to a shared atom of a run (kept out of line so the run's
 /// loop stays small enough to inline).
@@ -204,6 +164,87 @@ fn remember<'py>(
     memo.push(Some(unsafe { Bound::from_borrowed_ptr(py, item) }));
 }
 
+/// What failed while a run was taken into a container, and its error.
+type RunFailure = Option<(&'static str, PyErr)>;
+
+/// Fills a list straight from the reader's runs of atoms (`room` items still to come):
+/// `IN_PLACE` writes its slots directly ([`cpython::internals`] said so, checked once per
+/// run rather than per item).
+#[inline(always)]
+fn fill_list<'py, const IN_PLACE: bool>(
+    py: Python<'py>,
+    reader: &mut Reader<'_>,
+    memo: &mut Vec<Option<Bound<'py, PyAny>>>,
+    list: *mut ffi::PyObject,
+    filled: &mut isize,
+    room: isize,
+    failed: &mut RunFailure,
+) {
+    // The same sink at both call sites below, each its own closure (the float loop reads
+    // `filled` and `failed` between runs).
+    macro_rules! sink {
+        () => {
+            |event| {
+                let (item, what) = new_atom(py, event, memo);
+                if item.is_null() {
+                    *failed = Some((what, PyErr::fetch(py)));
+                    return false;
+                }
+                // SAFETY: the list is live and `item` a new reference.
+                match unsafe { list_push::<IN_PLACE>(list, filled, item) } {
+                    Ok(()) => true,
+                    Err(()) => {
+                        *failed = Some(("a list", PyErr::fetch(py)));
+                        false
+                    }
+                }
+            }
+        };
+    }
+    if room < FLOAT_RUN_FROM {
+        reader.atom_run(sink!());
+        return;
+    }
+    // Long lists: runs of floats and same-width ints go through loops of their own, which
+    // start each number without waiting to decode the previous tag.
+    loop {
+        let floats = reader.float_run();
+        if !floats.is_empty() {
+            if let Err(e) = fill_list_with_floats::<IN_PLACE>(py, list, filled, floats) {
+                *failed = Some(("float", e));
+                break;
+            }
+        }
+        let ints = reader.int_run();
+        if !ints.is_empty() {
+            if let Err(e) = fill_list_with_ints::<IN_PLACE>(py, list, filled, ints) {
+                *failed = Some(("int", e));
+                break;
+            }
+        }
+        let at = reader.offset();
+        reader.atom_run_to_number(sink!());
+        if failed.is_some() || reader.offset() == at {
+            break;
+        }
+    }
+}
+
+/// [`fill_list`] through the public list API only (the portable path).
+#[cold]
+#[inline(never)]
+fn fill_list_portable<'py>(
+    py: Python<'py>,
+    reader: &mut Reader<'_>,
+    memo: &mut Vec<Option<Bound<'py, PyAny>>>,
+    list: *mut ffi::PyObject,
+    filled: &mut isize,
+    room: isize,
+    failed: &mut RunFailure,
+) {
+    fill_list::<false>(py, reader, memo, list, filled, room, failed);
+}
+
 enum Collect {
     Range,
     Slice,
@@ -215,6 +256,8 @@ enum Frame<'py> {
     List {
         obj: Bound<'py, PyAny>,
         filled: isize,
+        /// How many items the record declares.
+        len: isize,
     },
     Tuple {
         obj: Bound<'py, PyAny>,
@@ -484,20 +527,23 @@ impl<'py, 'a> Builder<'py, 'a> {
                     v
                 }
                 Event::List(n) => {
-                    // SAFETY: a fresh list of n NULL slots; its size is then set to 0 and
-                    // grows as slots are filled, so it is a valid list at every moment.
-                    let obj = self.owned("list", unsafe { ffi::PyList_New(n as isize) })?;
-                    unsafe { (*obj.as_ptr().cast::<ffi::PyVarObject>()).ob_size = 0 };
+                    // An empty list that grows as its items are delivered, so it is a valid
+                    // list at every moment.
+                    let obj = self.owned("list", cpython::new_list_to_fill(n))?;
                     self.share_now(&obj);
                     if n > 0 {
-                        self.frames.push(Frame::List { obj, filled: 0 });
+                        self.frames.push(Frame::List {
+                            obj,
+                            filled: 0,
+                            len: n as isize,
+                        });
                         continue;
                     }
                     obj
                 }
                 Event::Dict(n) => {
-                    // SAFETY: plain constructor; n is bounded by the body length.
-                    let obj = self.owned("dict", unsafe { _PyDict_NewPresized(n as isize) })?;
+                    // n is bounded by the body length.
+                    let obj = self.owned("dict", cpython::new_dict(n))?;
                     self.share_now(&obj);
                     if n > 0 {
                         self.frames.push(Frame::Dict { obj, key: None });
@@ -542,9 +588,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                     v
                 }
                 Event::BigInt(le) => {
-                    // SAFETY: le is a live slice of at least one byte.
-                    let p = unsafe { ffi::_PyLong_FromByteArray(le.as_ptr(), le.len(), 1, 1) };
-                    let v = self.owned("int", p)?;
+                    let v = self.owned("int", cpython::int_from_le_bytes(py, le))?;
                     self.share_now(&v);
                     v
                 }
@@ -728,57 +772,12 @@ impl<'py, 'a> Builder<'py, 'a> {
             ..
         } = self;
         match frames.last_mut() {
-            Some(Frame::List { obj, filled }) => {
-                let list = obj.as_ptr();
-                // The same sink at both call sites below, each its own closure (the
-                // float loop reads `filled` and `failed` between runs).
-                macro_rules! sink {
-                    () => {
-                        |event| {
-                            let (item, what) = new_atom(py, event, memo);
-                            if item.is_null() {
-                                failed = Some((what, PyErr::fetch(py)));
-                                return false;
-                            }
-                            // SAFETY: the list is live and `item` a new reference.
-                            match unsafe { push_to_list(list, filled, item) } {
-                                Ok(()) => true,
-                                Err(()) => {
-                                    failed = Some(("a list", PyErr::fetch(py)));
-                                    false
-                                }
-                            }
-                        }
-                    };
-                }
-                // SAFETY: a live list being filled.
-                let room = unsafe { (*list.cast::<ffi::PyListObject>()).allocated } - *filled;
-                if room < FLOAT_RUN_FROM {
-                    reader.atom_run(sink!());
+            Some(Frame::List { obj, filled, len }) => {
+                let (list, room) = (obj.as_ptr(), *len - *filled);
+                if cpython::internals() {
+                    fill_list::<true>(py, reader, memo, list, filled, room, &mut failed);
                 } else {
-                    // Long lists: runs of floats go through a loop of their own, which
-                    // starts each float without waiting to decode the previous tag.
-                    loop {
-                        let floats = reader.float_run();
-                        if !floats.is_empty() {
-                            if let Err(e) = fill_list_with_floats(py, list, filled, floats) {
-                                failed = Some(("float", e));
-                                break;
-                            }
-                        }
-                        let ints = reader.int_run();
-                        if !ints.is_empty() {
-                            if let Err(e) = fill_list_with_ints(py, list, filled, ints) {
-                                failed = Some(("int", e));
-                                break;
-                            }
-                        }
-                        let at = reader.offset();
-                        reader.atom_run_to_number(sink!());
-                        if failed.is_some() || reader.offset() == at {
-                            break;
-                        }
-                    }
+                    fill_list_portable(py, reader, memo, list, filled, room, &mut failed);
                 }
             }
             Some(Frame::Tuple { obj, filled, .. }) => {
@@ -1104,22 +1103,18 @@ impl<'py, 'a> Builder<'py, 'a> {
             return Ok(Some(value));
         };
         match top {
-            Frame::List { obj, filled } => {
+            Frame::List { obj, filled, .. } => {
                 let list = obj.as_ptr();
-                // SAFETY: the list is live. When nothing else has touched it (size equals
-                // what we filled and room remains) the next slot is written in place;
-                // otherwise we fall back to a checked append.
-                unsafe {
-                    let raw = list.cast::<ffi::PyListObject>();
-                    if ffi::Py_SIZE(list) == *filled && *filled < (*raw).allocated {
-                        *(*raw).ob_item.offset(*filled) = value.into_ptr();
-                        *filled += 1;
-                        (*list.cast::<ffi::PyVarObject>()).ob_size = *filled;
-                    } else if ffi::PyList_Append(list, value.as_ptr()) < 0 {
-                        return Err(PyErr::fetch(self.py));
+                // SAFETY: the list is live and the pushed reference is ours.
+                let pushed = unsafe {
+                    if cpython::internals() {
+                        list_push::<true>(list, filled, value.into_ptr())
                     } else {
-                        *filled += 1;
+                        list_push::<false>(list, filled, value.into_ptr())
                     }
+                };
+                if pushed.is_err() {
+                    return Err(PyErr::fetch(self.py));
                 }
             }
             Frame::Tuple { obj, filled, .. } => {

@@ -18,6 +18,7 @@ use super::errors::{EncodeError, Step};
 use super::infocache;
 use super::memo::Memo;
 use super::ptrmap::PtrMap;
+use crate::cpython;
 
 /// Deepest nesting the encoder writes; well inside the decoder's default `max_depth`.
 pub const MAX_DEPTH: u32 = 1000;
@@ -38,11 +39,6 @@ const KIND_DICT: u8 = 1;
 const KIND_SLOTS: u8 = 2;
 const KIND_TUPLE: u8 = 3;
 const KIND_ENUM: u8 = 4;
-
-extern "C" {
-    // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): bit length of an int.
-    fn _PyLong_NumBits(v: *mut ffi::PyObject) -> usize;
-}
 
 type R = Result<(), EncodeError>;
 
@@ -92,10 +88,6 @@ fn type_name(obj: *mut ffi::PyObject) -> String {
             .to_string_lossy()
             .into_owned()
     }
-}
-
-fn py_err(py: Python<'_>) -> PyErr {
-    PyErr::fetch(py)
 }
 
 fn is_dunder(name: &[u8]) -> bool {
@@ -371,7 +363,7 @@ impl<'py> Encoder<'py> {
     #[inline(always)]
     fn int(&mut self, obj: *mut ffi::PyObject) -> R {
         // SAFETY: obj is a live exact int and the GIL is held.
-        if let Some(v) = unsafe { crate::pyint::small_i64(obj) } {
+        if let Some(v) = unsafe { cpython::small_i64(obj) } {
             self.w.int(v);
             return Ok(());
         }
@@ -383,11 +375,8 @@ impl<'py> Encoder<'py> {
                 self.w.int(v);
                 return Ok(());
             }
-            let nbytes = _PyLong_NumBits(obj) / 8 + 1;
-            let mut buf = vec![0u8; nbytes];
-            if ffi::_PyLong_AsByteArray(obj.cast(), buf.as_mut_ptr(), nbytes, 1, 1) < 0 {
-                return Err(EncodeError::caused("cannot convert int", py_err(self.py)));
-            }
+            let buf = cpython::int_to_le_bytes(self.py, obj)
+                .map_err(|e| EncodeError::caused("cannot convert int", e))?;
             self.w.bigint(minimal_le(&buf));
         }
         Ok(())

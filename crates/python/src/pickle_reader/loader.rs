@@ -4,38 +4,23 @@
 use std::ptr::addr_of_mut;
 
 use bytewright_pickle_reader::{self as core, Build, Call, Global, Instr, Step};
-use pyo3::exceptions::PyMemoryError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::resolver::{Declared, DictFields, Found, Resolver, FEW_FIELDS};
 use super::{table_object, Buffers, Helpers};
+use crate::cpython;
 use crate::graph::config::Config;
 use crate::graph::errors::unpickling;
-
-extern "C" {
-    // Exported by CPython 3.11/3.12 (not wrapped by pyo3-ffi): a dict sized for n items,
-    // and the attribute of a type found along its MRO (borrowed, NULL if none; no code
-    // runs and no exception is set).
-    fn _PyDict_NewPresized(n: ffi::Py_ssize_t) -> *mut ffi::PyObject;
-    fn _PyType_Lookup(ty: *mut ffi::PyTypeObject, name: *mut ffi::PyObject) -> *mut ffi::PyObject;
-}
 
 /// A new str of ASCII text: one compact string and one copy. Shorter than 2 bytes, the
 /// decoder hands out CPython's cached strings. NULL with an exception set on failure.
 #[inline]
 fn ascii_str(s: &[u8]) -> *mut ffi::PyObject {
     if s.len() >= 2 {
-        // SAFETY: a fresh compact ASCII string of s.len() characters, whose 1-byte data
-        // area is exactly s.len() bytes long; the caller checked s is ASCII.
-        unsafe {
-            let p = ffi::PyUnicode_New(s.len() as ffi::Py_ssize_t, 127);
-            if !p.is_null() {
-                std::ptr::copy_nonoverlapping(s.as_ptr(), ffi::PyUnicode_1BYTE_DATA(p), s.len());
-            }
-            return p;
-        }
+        // SAFETY: the caller checked s is ASCII.
+        return unsafe { cpython::new_ascii_str(s) };
     }
     // SAFETY: s is a live slice of ASCII bytes.
     unsafe { ffi::PyUnicode_DecodeASCII(s.as_ptr().cast(), s.len() as isize, c"strict".as_ptr()) }
@@ -131,8 +116,7 @@ fn set_declared_fields(
     let mut value: *mut ffi::PyObject = std::ptr::null_mut();
     // SAFETY: iterating a live dict that nothing changes meanwhile; keys and values are
     // borrowed from it, and it stays alive (on the value stack) until the writes are done.
-    // obj is a live instance; _PyType_Lookup returns a borrowed reference (or NULL)
-    // without running code.
+    // obj is a live instance; looking its class's attributes up runs no code.
     unsafe {
         let ty = ffi::Py_TYPE(obj);
         while ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
@@ -142,11 +126,10 @@ fn set_declared_fields(
             let Some(i) = field_index(decl, key) else {
                 return Ok(false);
             };
-            if check {
-                let attr = _PyType_Lookup(ty, decl.names[i].as_ptr());
-                if !attr.is_null() && (*ffi::Py_TYPE(attr)).tp_descr_set.is_some() {
-                    return Ok(false);
-                }
+            // A data descriptor would run code when set (and where the class cannot be
+            // looked up without running code, neither is assumed safe).
+            if check && cpython::has_data_descriptor(ty, decl.names[i].as_ptr()) != Some(false) {
+                return Ok(false);
             }
             fields[n] = (i, value);
             n += 1;
@@ -532,28 +515,10 @@ impl<'py> Loader<'py> {
             return Ok(());
         }
         // SAFETY: list is an exact list (checked above) that only this call can see
-        // change meanwhile (no Python code runs here). Its item array is grown with
-        // the allocator lists use, then the n references move from the stack into the
-        // new slots (the stack forgets them below), and only then does its size grow.
+        // change meanwhile (no Python code runs here); the stack owns the n references,
+        // and forgets them once the list took them.
         unsafe {
-            let l = list.cast::<ffi::PyListObject>();
-            let size = ffi::Py_SIZE(list) as usize;
-            let need = size + n;
-            if need > (*l).allocated as usize {
-                let cap = need + (need >> 3) + 6;
-                let bytes = cap
-                    .checked_mul(std::mem::size_of::<*mut ffi::PyObject>())
-                    .filter(|b| *b <= isize::MAX as usize)
-                    .ok_or_else(|| PyMemoryError::new_err("list too large"))?;
-                let items = ffi::PyMem_Realloc((*l).ob_item.cast(), bytes);
-                if items.is_null() {
-                    return Err(PyMemoryError::new_err("list too large"));
-                }
-                (*l).ob_item = items.cast();
-                (*l).allocated = cap as ffi::Py_ssize_t;
-            }
-            std::ptr::copy_nonoverlapping(self.stack.as_ptr().add(at), (*l).ob_item.add(size), n);
-            (*list.cast::<ffi::PyVarObject>()).ob_size = need as ffi::Py_ssize_t;
+            cpython::list_extend(self.py, list, &self.stack[at..])?;
             self.stack.set_len(at);
         }
         Ok(())
@@ -578,9 +543,7 @@ impl<'py> Loader<'py> {
                 self.push_new("int", unsafe { ffi::PyLong_FromLongLong(v) })?;
             }
             Instr::LongBytes(b) => {
-                let b = b.of(input);
-                // SAFETY: b is a live slice of b.len() bytes.
-                let p = unsafe { ffi::_PyLong_FromByteArray(b.as_ptr(), b.len(), 1, 1) };
+                let p = cpython::int_from_le_bytes(py, b.of(input));
                 self.push_new("int", p)?;
             }
             Instr::LongText(t) => {
@@ -673,8 +636,7 @@ impl<'py> Loader<'py> {
             }
             Instr::Dict(n) => {
                 let at = self.split(2 * n as usize)?;
-                // SAFETY: plain constructor.
-                let dict = unsafe { _PyDict_NewPresized(n as isize) };
+                let dict = cpython::new_dict(n as usize);
                 if dict.is_null() {
                     return Err(self.fetch("dict"));
                 }

@@ -6,13 +6,7 @@ use pyo3::prelude::*;
 
 use bytewright_wire::host::{Full, Output};
 
-extern "C" {
-    // Public C API (bytesobject.h); pyo3-ffi keeps its declaration crate-private.
-    fn _PyBytes_Resize(
-        bytes: *mut *mut ffi::PyObject,
-        newsize: ffi::Py_ssize_t,
-    ) -> std::os::raw::c_int;
-}
+use crate::cpython::_PyBytes_Resize;
 
 /// A borrowed view of a Python buffer, released on drop.
 pub struct InBuf {

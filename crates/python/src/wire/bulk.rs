@@ -86,7 +86,7 @@ impl FlatInts {
                 if ffi::PyLong_CheckExact(v) == 0 {
                     return false;
                 }
-                let x = match crate::pyint::small_int(v) {
+                let x = match crate::cpython::small_int(v) {
                     Some(x) => x,
                     None => match long_to_i128(v) {
                         Some(x) => x,

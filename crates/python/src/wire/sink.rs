@@ -8,11 +8,6 @@ use pyo3::types::PyType;
 use super::structs::StructInfo;
 use bytewright_wire::host::Sink;
 
-extern "C" {
-    // Exported by CPython 3.8+ (cpython/dictobject.h); pyo3-ffi leaves it out as private.
-    fn _PyDict_NewPresized(minused: ffi::Py_ssize_t) -> *mut ffi::PyObject;
-}
-
 static EXT_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// `bytewright.types.ExtType`, the Python form of a MessagePack extension value.
@@ -105,19 +100,8 @@ impl<'py> Sink for PySink<'_, 'py> {
     #[inline]
     fn str(&mut self, v: &str, ascii: bool) -> PyResult<Self::Value> {
         if ascii {
-            // SAFETY: PyUnicode_New(n, 127) makes a compact ASCII string whose data holds n bytes;
-            // the VM validated that every byte is ASCII.
-            unsafe {
-                let s = ffi::PyUnicode_New(v.len() as ffi::Py_ssize_t, 127);
-                if !s.is_null() {
-                    std::ptr::copy_nonoverlapping(
-                        v.as_ptr(),
-                        ffi::PyUnicode_DATA(s).cast::<u8>(),
-                        v.len(),
-                    );
-                }
-                return self.own(s);
-            }
+            // SAFETY: the VM validated that every byte is ASCII.
+            return self.own(unsafe { crate::cpython::new_ascii_str(v.as_bytes()) });
         }
         // SAFETY: valid UTF-8 slice.
         self.own(unsafe {
@@ -146,8 +130,7 @@ impl<'py> Sink for PySink<'_, 'py> {
                 // built; tp_alloc zero-fills every slot.
                 self.own(unsafe { ((*tp).tp_alloc.expect("heap types have tp_alloc"))(tp, 0) })?
             }
-            // SAFETY: plain constructor call.
-            _ => self.own(unsafe { _PyDict_NewPresized(info.keys.len() as ffi::Py_ssize_t) })?,
+            _ => self.own(crate::cpython::new_dict(info.keys.len()))?,
         };
         Ok(PyStruct { obj, sid })
     }

@@ -76,11 +76,6 @@ unsafe fn str_eq(a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> bool {
     std::slice::from_raw_parts(pa, bytes) == std::slice::from_raw_parts(pb, bytes)
 }
 
-extern "C" {
-    // Exported by CPython (cpython/longobject.h); pyo3-ffi leaves it out.
-    fn _PyLong_NumBits(v: *mut ffi::PyObject) -> usize;
-}
-
 /// An exact `int`'s value when it fits 64 bits (signed or unsigned), without the slow
 /// byte-array path for values above 2**63.
 ///
@@ -90,7 +85,7 @@ extern "C" {
 #[inline]
 pub(crate) unsafe fn long_to_i128(p: *mut ffi::PyObject) -> Option<i128> {
     if ffi::PyLong_CheckExact(p) != 0 {
-        if let Some(v) = crate::pyint::small_int(p) {
+        if let Some(v) = crate::cpython::small_int(p) {
             // Up to 90 bits: what does not fit 64 is "out of range", as below.
             return (i128::from(i64::MIN)..=i128::from(u64::MAX))
                 .contains(&v)
@@ -105,9 +100,8 @@ pub(crate) unsafe fn long_to_i128(p: *mut ffi::PyObject) -> Option<i128> {
         }
         return Some(i128::from(x));
     }
-    if overflow > 0 && _PyLong_NumBits(p) <= 64 {
-        // Positive and at most 64 bits: the mask is the value.
-        return Some(i128::from(ffi::PyLong_AsUnsignedLongLongMask(p)));
+    if overflow > 0 {
+        return crate::cpython::u64_of_large(p).map(i128::from);
     }
     None
 }

@@ -1,0 +1,388 @@
+//! The one place that knows CPython internals, each next to its portable fallback.
+//!
+//! # Assumptions, stated once
+//!
+//! - **Int digits** (`small_i64`, `small_int`): on CPython 3.11 built with 30-bit digits an
+//!   `int` is a `PyVarObject` whose `ob_size` is its sign times its digit count, followed by
+//!   that many `u32` digits. 3.12 changed the layout, so only 3.11 reads them.
+//! - **List internals** (`new_list_to_fill`, `list_push`, `list_extend`): `PyListObject`
+//!   holds `ob_item` and `allocated` after its `PyVarObject` header, items are allocated
+//!   with `PyMem_*`, and `ob_size` is the length. True of CPython 3.11 to 3.13 with the GIL
+//!   (not of the free-threaded build).
+//! - **Private functions** (`new_dict`, `int_from_le_bytes`, `int_to_le_bytes`,
+//!   `u64_of_large`, `has_data_descriptor`): `_PyDict_NewPresized`, `_PyType_Lookup`,
+//!   `_PyLong_NumBits` and `_PyLong_FromByteArray` are exported with the signatures below by
+//!   CPython 3.11 to 3.13; `_PyLong_AsByteArray` gained an argument in 3.13, so only 3.11
+//!   and 3.12 call it.
+//!
+//! Which of these hold is decided once, when `bytewright._native` is imported ([`init`]).
+//! On any other interpreter or version, and whenever the environment holds
+//! `BYTEWRIGHT_PORTABLE=1` at that moment, every helper here takes its portable path, which
+//! uses only the public C API (`make test` runs the Python suite both ways). The results
+//! are the same either way; only speed differs.
+//!
+//! `_PyBytes_Resize` is documented public API despite its name (every version has it); it is
+//! declared here because pyo3 keeps its own declaration private. The public, non-limited
+//! API (type slots such as `tp_flags`, `PyUnicode_New` with `PyUnicode_1BYTE_DATA`,
+//! `PyTuple_SET_ITEM`, member slot offsets) is used where it is needed.
+
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pyo3::exceptions::PyMemoryError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyInt};
+
+extern "C" {
+    fn _PyDict_NewPresized(minused: ffi::Py_ssize_t) -> *mut ffi::PyObject;
+    fn _PyType_Lookup(ty: *mut ffi::PyTypeObject, name: *mut ffi::PyObject) -> *mut ffi::PyObject;
+    fn _PyLong_NumBits(v: *mut ffi::PyObject) -> usize;
+    fn _PyLong_FromByteArray(
+        bytes: *const u8,
+        n: usize,
+        little_endian: c_int,
+        is_signed: c_int,
+    ) -> *mut ffi::PyObject;
+    // The 3.11/3.12 signature (3.13 added `with_exceptions`).
+    fn _PyLong_AsByteArray(
+        v: *mut ffi::PyObject,
+        bytes: *mut u8,
+        n: usize,
+        little_endian: c_int,
+        is_signed: c_int,
+    ) -> c_int;
+    /// Public C API (bytesobject.h): resizes a bytes object only its creator references.
+    pub fn _PyBytes_Resize(bytes: *mut *mut ffi::PyObject, newsize: ffi::Py_ssize_t) -> c_int;
+}
+
+/// Ints are read from their 30-bit digits.
+static INT_DIGITS: AtomicBool = AtomicBool::new(false);
+/// List internals are written and the private functions above (but `_PyLong_AsByteArray`)
+/// are called.
+static INTERNALS: AtomicBool = AtomicBool::new(false);
+/// `_PyLong_AsByteArray` is called with its 3.11/3.12 signature.
+static INT_TO_BYTES: AtomicBool = AtomicBool::new(false);
+
+/// The environment variable that forces every portable path.
+pub const PORTABLE_ENV: &str = "BYTEWRIGHT_PORTABLE";
+
+/// Decides, once at import, which fast paths this interpreter allows.
+pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let portable = std::env::var_os(PORTABLE_ENV).is_some_and(|v| !v.is_empty() && v != "0");
+    let sys = py.import("sys")?;
+    let cpython = sys
+        .getattr("implementation")?
+        .getattr("name")?
+        .extract::<String>()?
+        == "cpython";
+    let free_threaded = sys
+        .getattr("abiflags")
+        .and_then(|f| f.extract::<String>())
+        .is_ok_and(|f| f.contains('t'));
+    let version = py.version_info();
+    let (minor, known) = (
+        version.minor,
+        version.major == 3 && cpython && !free_threaded,
+    );
+    let digits_30 = sys
+        .getattr("int_info")?
+        .getattr("bits_per_digit")?
+        .extract::<u32>()?
+        == 30;
+    let fast = known && !portable;
+    INT_DIGITS.store(fast && minor == 11 && digits_30, Ordering::Relaxed);
+    INTERNALS.store(fast && (11..=13).contains(&minor), Ordering::Relaxed);
+    INT_TO_BYTES.store(fast && (11..=12).contains(&minor), Ordering::Relaxed);
+    m.add_function(wrap_pyfunction!(fast_paths, m)?)?;
+    Ok(())
+}
+
+/// Which CPython fast paths this process uses (all `False` on the portable paths).
+#[pyfunction]
+fn fast_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("int_digits", INT_DIGITS.load(Ordering::Relaxed))?;
+    d.set_item("list_internals", internals())?;
+    d.set_item("private_functions", internals())?;
+    d.set_item("int_to_bytes", INT_TO_BYTES.load(Ordering::Relaxed))?;
+    Ok(d)
+}
+
+/// Whether list internals may be written and the private functions called.
+#[inline(always)]
+pub fn internals() -> bool {
+    INTERNALS.load(Ordering::Relaxed)
+}
+
+// ---- ints ----
+
+/// The value of an exact int of at most two 30-bit digits (magnitude below 2**60), read
+/// from its digits; `None` for larger ints or on the portable path (read it another way).
+///
+/// # Safety
+/// `p` is a live exact `int` and the GIL is held.
+#[inline(always)]
+pub unsafe fn small_i64(p: *mut ffi::PyObject) -> Option<i64> {
+    if !INT_DIGITS.load(Ordering::Relaxed) {
+        return None;
+    }
+    // Only digits that ob_size says exist are read.
+    let size = (*p.cast::<ffi::PyVarObject>()).ob_size;
+    let digits = digits_of(p);
+    let magnitude = match size.unsigned_abs() {
+        0 => 0,
+        1 => i64::from(*digits),
+        2 => i64::from(*digits) | (i64::from(*digits.add(1)) << 30),
+        _ => return None,
+    };
+    Some(if size < 0 { -magnitude } else { magnitude })
+}
+
+/// [`small_i64`] extended to three digits (magnitude below 2**90).
+///
+/// # Safety
+/// `p` is a live exact `int` and the GIL is held.
+#[inline(always)]
+pub unsafe fn small_int(p: *mut ffi::PyObject) -> Option<i128> {
+    if let Some(v) = small_i64(p) {
+        return Some(i128::from(v));
+    }
+    if !INT_DIGITS.load(Ordering::Relaxed) {
+        return None;
+    }
+    let size = (*p.cast::<ffi::PyVarObject>()).ob_size;
+    if size.unsigned_abs() != 3 {
+        return None;
+    }
+    let digits = digits_of(p);
+    let d = |i: usize| i128::from(*digits.add(i));
+    let magnitude = d(0) | (d(1) << 30) | (d(2) << 60);
+    Some(if size < 0 { -magnitude } else { magnitude })
+}
+
+/// The digit array of a 3.11 int (right after its PyVarObject header).
+#[inline(always)]
+unsafe fn digits_of(p: *mut ffi::PyObject) -> *const u32 {
+    p.cast::<u8>()
+        .add(std::mem::size_of::<ffi::PyVarObject>())
+        .cast::<u32>()
+}
+
+/// The value of a positive int above `i64::MAX` when it fits 64 bits; `None` (no exception
+/// set) when it does not.
+///
+/// # Safety
+/// `p` is a live `int` greater than `i64::MAX` and the GIL is held.
+pub unsafe fn u64_of_large(p: *mut ffi::PyObject) -> Option<u64> {
+    if internals() {
+        // Positive and at most 64 bits: the mask is the value.
+        return (_PyLong_NumBits(p) <= 64).then(|| ffi::PyLong_AsUnsignedLongLongMask(p));
+    }
+    let v = ffi::PyLong_AsUnsignedLongLong(p);
+    if v == u64::MAX && !ffi::PyErr_Occurred().is_null() {
+        ffi::PyErr_Clear();
+        return None;
+    }
+    Some(v)
+}
+
+/// A new int from little-endian two's complement bytes (NULL with an exception set on
+/// failure).
+pub fn int_from_le_bytes(py: Python<'_>, bytes: &[u8]) -> *mut ffi::PyObject {
+    if internals() {
+        // SAFETY: `bytes` is a live slice of bytes.len() bytes.
+        return unsafe { _PyLong_FromByteArray(bytes.as_ptr(), bytes.len(), 1, 1) };
+    }
+    let r = (|| -> PyResult<Bound<'_, PyAny>> {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("signed", true)?;
+        py.get_type::<PyInt>().call_method(
+            "from_bytes",
+            (PyBytes::new(py, bytes), "little"),
+            Some(&kwargs),
+        )
+    })();
+    match r {
+        Ok(v) => v.into_ptr(),
+        Err(e) => {
+            e.restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// The little-endian two's complement bytes of an int, one sign bit to spare (as many as
+/// `int.to_bytes(bit_length // 8 + 1, "little", signed=True)` gives).
+///
+/// # Safety
+/// `p` is a live exact `int` and the GIL is held.
+pub unsafe fn int_to_le_bytes(py: Python<'_>, p: *mut ffi::PyObject) -> PyResult<Vec<u8>> {
+    if INT_TO_BYTES.load(Ordering::Relaxed) {
+        let n = _PyLong_NumBits(p) / 8 + 1;
+        let mut buf = vec![0u8; n];
+        if _PyLong_AsByteArray(p, buf.as_mut_ptr(), n, 1, 1) < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        return Ok(buf);
+    }
+    let int = Bound::from_borrowed_ptr(py, p);
+    let bits: usize = int.call_method0("bit_length")?.extract()?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("signed", true)?;
+    let bytes = int.call_method("to_bytes", (bits / 8 + 1, "little"), Some(&kwargs))?;
+    Ok(bytes.cast_into::<PyBytes>()?.as_bytes().to_vec())
+}
+
+// ---- dicts and types ----
+
+/// A new empty dict with room for `n` items (NULL with an exception set on failure).
+#[inline]
+pub fn new_dict(n: usize) -> *mut ffi::PyObject {
+    // SAFETY: plain constructors.
+    unsafe {
+        if internals() {
+            _PyDict_NewPresized(n as ffi::Py_ssize_t)
+        } else {
+            ffi::PyDict_New()
+        }
+    }
+}
+
+/// Whether `ty` or a base class has a data descriptor called `name`, found without running
+/// any code; `None` when that cannot be told without running code (the portable path), so
+/// the caller must assume it may.
+///
+/// # Safety
+/// `ty` is a live type and `name` a live exact str; the GIL is held.
+#[inline]
+pub unsafe fn has_data_descriptor(
+    ty: *mut ffi::PyTypeObject,
+    name: *mut ffi::PyObject,
+) -> Option<bool> {
+    if !internals() {
+        return None;
+    }
+    // A borrowed reference (or NULL) found along the MRO; no code runs, no exception is set.
+    let attr = _PyType_Lookup(ty, name);
+    Some(!attr.is_null() && (*ffi::Py_TYPE(attr)).tp_descr_set.is_some())
+}
+
+// ---- lists ----
+
+/// A new empty list to be filled with `n` items: with room for them already allocated
+/// where list internals may be written (NULL with an exception set on failure).
+#[inline]
+pub fn new_list_to_fill(n: usize) -> *mut ffi::PyObject {
+    if !internals() {
+        // SAFETY: plain constructor.
+        return unsafe { ffi::PyList_New(0) };
+    }
+    // SAFETY: a fresh list of n NULL slots; its length is set to 0 at once, so it is a
+    // valid empty list with n slots allocated.
+    unsafe {
+        let list = ffi::PyList_New(n as ffi::Py_ssize_t);
+        if !list.is_null() {
+            (*list.cast::<ffi::PyVarObject>()).ob_size = 0;
+        }
+        list
+    }
+}
+
+/// Appends `item` (a new reference, always consumed) to a list being filled, which holds
+/// `*filled` items when nothing else has touched it; `Err` with the exception set when the
+/// list cannot grow. With `IN_PLACE` (the caller checked [`internals`]) the next slot is
+/// written directly when nothing else has touched the list and room remains.
+///
+/// # Safety
+/// `list` is a live list and `item` a new reference to a live object; the GIL is held.
+#[inline(always)]
+pub unsafe fn list_push<const IN_PLACE: bool>(
+    list: *mut ffi::PyObject,
+    filled: &mut isize,
+    item: *mut ffi::PyObject,
+) -> Result<(), ()> {
+    if IN_PLACE {
+        let raw = list.cast::<ffi::PyListObject>();
+        if ffi::Py_SIZE(list) == *filled && *filled < (*raw).allocated {
+            *(*raw).ob_item.offset(*filled) = item;
+            *filled += 1;
+            (*list.cast::<ffi::PyVarObject>()).ob_size = *filled;
+            return Ok(());
+        }
+    }
+    let rc = ffi::PyList_Append(list, item);
+    ffi::Py_DECREF(item);
+    if rc < 0 {
+        return Err(());
+    }
+    *filled += 1;
+    Ok(())
+}
+
+/// Moves the references in `items` to the end of the exact list `list`, growing it once:
+/// on `Ok` the list owns them (the caller forgets them), on `Err` the caller still does.
+///
+/// # Safety
+/// `list` is a live exact list that nothing else changes meanwhile (no Python code runs
+/// here) and each item is an owned reference to a live object; the GIL is held.
+pub unsafe fn list_extend(
+    py: Python<'_>,
+    list: *mut ffi::PyObject,
+    items: &[*mut ffi::PyObject],
+) -> PyResult<()> {
+    let n = items.len();
+    if n == 0 {
+        return Ok(());
+    }
+    if !internals() {
+        for &item in items {
+            if ffi::PyList_Append(list, item) < 0 {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        // The list took references of its own; the ones handed over are released.
+        for &item in items {
+            ffi::Py_DECREF(item);
+        }
+        return Ok(());
+    }
+    // The item array grows with the allocator lists use; only then are the n references
+    // moved into the new slots and the size grown.
+    let l = list.cast::<ffi::PyListObject>();
+    let size = ffi::Py_SIZE(list) as usize;
+    let need = size + n;
+    if need > (*l).allocated as usize {
+        let cap = need + (need >> 3) + 6;
+        let bytes = cap
+            .checked_mul(std::mem::size_of::<*mut ffi::PyObject>())
+            .filter(|b| *b <= isize::MAX as usize)
+            .ok_or_else(|| PyMemoryError::new_err("list too large"))?;
+        let grown = ffi::PyMem_Realloc((*l).ob_item.cast(), bytes);
+        if grown.is_null() {
+            return Err(PyMemoryError::new_err("list too large"));
+        }
+        (*l).ob_item = grown.cast();
+        (*l).allocated = cap as ffi::Py_ssize_t;
+    }
+    std::ptr::copy_nonoverlapping(items.as_ptr(), (*l).ob_item.add(size), n);
+    (*list.cast::<ffi::PyVarObject>()).ob_size = need as ffi::Py_ssize_t;
+    Ok(())
+}
+
+// ---- strs ----
+
+/// A new compact ASCII str holding `s` (NULL with an exception set on failure): one
+/// allocation and one copy into its 1-byte data area.
+///
+/// # Safety
+/// `s` is ASCII (checked by the caller); the GIL is held.
+#[inline(always)]
+pub unsafe fn new_ascii_str(s: &[u8]) -> *mut ffi::PyObject {
+    let p = ffi::PyUnicode_New(s.len() as ffi::Py_ssize_t, 127);
+    if !p.is_null() {
+        std::ptr::copy_nonoverlapping(s.as_ptr(), ffi::PyUnicode_1BYTE_DATA(p), s.len());
+    }
+    p
+}
