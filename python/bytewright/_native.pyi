@@ -3,6 +3,10 @@ from typing import Any, final
 
 __all__ = [
     "Codec",
+    "KIND_DICT",
+    "KIND_ENUM",
+    "KIND_SLOTS",
+    "KIND_TUPLE",
     "__version__",
     "check_pickle",
     "checksum_names",
@@ -46,6 +50,12 @@ class Codec:
     def iter_unpack(self, data: Any) -> list[Any]: ...
 
 # --- bytewright.pickle (crates/python/src/graph) ---
+# Where a class keeps its state (ClassInfo.kind).
+KIND_DICT: int
+KIND_SLOTS: int
+KIND_TUPLE: int
+KIND_ENUM: int
+
 def pickle_dumps(
     obj: Any,
     protocol: int | None = None,

@@ -6,16 +6,14 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+# Where a class keeps its state (ClassInfo.kind): defined once, by the native code that
+# reads it. KIND_DICT: the instance __dict__; KIND_SLOTS: slots (and maybe a __dict__
+# too); KIND_TUPLE: namedtuple / typing.NamedTuple; KIND_ENUM: enum members, by name.
+from bytewright._native import KIND_DICT, KIND_ENUM, KIND_SLOTS, KIND_TUPLE
 from bytewright.pickle._errors import UnpicklingError
 from bytewright.pickle._migrations import upgrade
 
 _HEAPTYPE = 1 << 9
-
-# Kinds shared with the native encoder/builder.
-KIND_DICT = 1  # state lives in the instance __dict__
-KIND_SLOTS = 2  # state lives in slots (and maybe a __dict__ too)
-KIND_TUPLE = 3  # namedtuple / typing.NamedTuple
-KIND_ENUM = 4  # enum members, written by name
 
 _MISSING = object()
 

@@ -15,12 +15,8 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use super::classes::AllowedClasses;
 use super::config::Config;
 use super::errors::{read_error, unpickling};
-use super::infocache;
+use super::infocache::{self, KIND_DICT, KIND_ENUM, KIND_TUPLE};
 use crate::cpython::{self, list_push};
-
-const KIND_DICT: u8 = 1;
-const KIND_TUPLE: u8 = 3;
-const KIND_ENUM: u8 = 4;
 
 /// A new str from strict UTF-8 (NULL with an exception set on failure). ASCII text (the
 /// common case) is checked with a word-wide scan and then copied with one memcpy into a

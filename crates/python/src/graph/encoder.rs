@@ -15,7 +15,7 @@ use pyo3::types::{PyString, PyTuple};
 
 use super::config::Config;
 use super::errors::{EncodeError, Step};
-use super::infocache;
+use super::infocache::{self, KIND_DICT, KIND_ENUM, KIND_SLOTS, KIND_TUPLE};
 use super::memo::Memo;
 use super::ptrmap::PtrMap;
 use crate::cpython;
@@ -34,11 +34,6 @@ pub struct Chunk<'py> {
     pub len: usize,
     pub _owner: Bound<'py, PyAny>,
 }
-
-const KIND_DICT: u8 = 1;
-const KIND_SLOTS: u8 = 2;
-const KIND_TUPLE: u8 = 3;
-const KIND_ENUM: u8 = 4;
 
 type R = Result<(), EncodeError>;
 

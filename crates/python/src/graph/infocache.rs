@@ -15,6 +15,26 @@ use super::config::Config;
 
 const CAPACITY: usize = 32;
 
+// Where a class keeps its state: `ClassInfo.kind`. Defined here only; `_native` exports
+// them and `bytewright.pickle._classes` imports them from there.
+/// In the instance `__dict__`.
+pub const KIND_DICT: u8 = 1;
+/// In slots (and maybe a `__dict__` too).
+pub const KIND_SLOTS: u8 = 2;
+/// A namedtuple / `typing.NamedTuple`.
+pub const KIND_TUPLE: u8 = 3;
+/// Enum members, written by name.
+pub const KIND_ENUM: u8 = 4;
+
+/// Adds the kinds to the module, for `bytewright.pickle._classes`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("KIND_DICT", KIND_DICT)?;
+    m.add("KIND_SLOTS", KIND_SLOTS)?;
+    m.add("KIND_TUPLE", KIND_TUPLE)?;
+    m.add("KIND_ENUM", KIND_ENUM)?;
+    Ok(())
+}
+
 /// The parts of a ClassInfo the native code reads.
 pub struct Described<'py> {
     pub info: Bound<'py, PyAny>,

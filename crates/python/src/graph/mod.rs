@@ -28,6 +28,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
     LOADS.add_to(m, loads_trampoline)?;
     m.add_function(wrap_pyfunction!(graph_record_len, m)?)?;
+    infocache::register(m)?;
     Ok(())
 }
 

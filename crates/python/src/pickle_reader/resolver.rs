@@ -6,11 +6,7 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use crate::graph::classes::AllowedClasses;
 use crate::graph::config::Config;
-use crate::graph::infocache;
-
-const KIND_DICT: u8 = 1;
-const KIND_TUPLE: u8 = 3;
-const KIND_ENUM: u8 = 4;
+use crate::graph::infocache::{self, KIND_DICT, KIND_ENUM, KIND_TUPLE};
 
 /// Classes with at most this many declared fields are matched one by one (no set).
 pub(super) const FEW_FIELDS: usize = 16;
