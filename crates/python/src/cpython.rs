@@ -170,6 +170,17 @@ unsafe fn digits_of(p: *mut ffi::PyObject) -> *const u32 {
         .cast::<u32>()
 }
 
+/// Whether an int is below zero, through the public API (3.12+ no longer keep an int's
+/// sign in `ob_size`).
+///
+/// # Safety
+/// `p` is a live `int` and the GIL is held.
+pub unsafe fn int_is_negative(p: *mut ffi::PyObject) -> bool {
+    let mut overflow: c_int = 0;
+    let v = ffi::PyLong_AsLongLongAndOverflow(p, &mut overflow);
+    overflow < 0 || (overflow == 0 && v < 0)
+}
+
 /// The value of a positive int above `i64::MAX` when it fits 64 bits; `None` (no exception
 /// set) when it does not.
 ///

@@ -273,7 +273,7 @@ impl<'py> Source for PySource<'_, 'py> {
                 None if !ffi::PyErr_Occurred().is_null() => return Err(self.host()),
                 None => {}
             }
-            if ffi::Py_SIZE(p) > 0 {
+            if !crate::cpython::int_is_negative(p) {
                 return Err(SourceError::Type(
                     "integer too large (more than 64 bits)".into(),
                 ));
