@@ -2,6 +2,7 @@
 
 import collections
 import math
+import pathlib
 import pickle
 import pickletools
 
@@ -243,3 +244,13 @@ def test_inst_then_put_memoizes_the_instance():
     data = b"(lp0\n(i" + cls + b"p1\n(dp2\nVa\np3\nI5\nsbag1\na."
     got = loads_pickle(data, classes=[Plain])
     assert got[0] is got[1] and type(got[0]) is Plain and got[0].a == 5
+
+
+@pytest.mark.parametrize("module", ["pathlib", "pathlib._local"])
+def test_pathlib_classes_under_the_module_python_3_13_names(module):
+    """CPython 3.13 defines the pathlib classes in pathlib._local, and its pickles say so."""
+    for name in ("PurePosixPath", "PureWindowsPath"):
+        data = f"c{module}\n{name}\n(Va/b\ntR.".encode()
+        value = loads_pickle(data)
+        assert type(value) is getattr(pathlib, name)
+        assert value == getattr(pathlib, name)("a/b")

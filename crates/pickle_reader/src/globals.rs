@@ -74,6 +74,7 @@ pub enum Global {
 }
 
 /// (module, name, global); `__builtin__`, `copy_reg` and `xrange` are protocol 0-2 spellings.
+/// The first entry of a global is its canonical name (see [`canonical`]).
 pub const TABLE: &[(&str, &str, Global)] = &[
     ("builtins", "Ellipsis", Global::Ellipsis),
     ("builtins", "list", Global::Builtin(Builtin::List)),
@@ -112,6 +113,11 @@ pub const TABLE: &[(&str, &str, Global)] = &[
     ("pathlib", "PureWindowsPath", Global::PureWindowsPath),
     ("pathlib", "PosixPath", Global::PosixPath),
     ("pathlib", "WindowsPath", Global::WindowsPath),
+    // Where CPython 3.13+ defines them (and so names them in its pickles).
+    ("pathlib._local", "PurePosixPath", Global::PurePosixPath),
+    ("pathlib._local", "PureWindowsPath", Global::PureWindowsPath),
+    ("pathlib._local", "PosixPath", Global::PosixPath),
+    ("pathlib._local", "WindowsPath", Global::WindowsPath),
     ("ipaddress", "IPv4Address", Global::IPv4Address),
     ("ipaddress", "IPv6Address", Global::IPv6Address),
     ("ipaddress", "IPv4Network", Global::IPv4Network),

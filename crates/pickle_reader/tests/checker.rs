@@ -46,6 +46,21 @@ fn allowed_reduce_becomes_a_fixed_call() {
 }
 
 #[test]
+fn pathlib_classes_read_under_the_module_python_3_13_names() {
+    for module in ["pathlib", "pathlib._local"] {
+        let data = format!("c{module}\nPurePosixPath\n(Va/b\ntR.");
+        assert_eq!(
+            ok(data.as_bytes()).last(),
+            Some(&Instr::Call(Call::Std(Global::PurePosixPath)))
+        );
+    }
+    assert_eq!(
+        bytewright_pickle_reader::globals::canonical(Global::PosixPath),
+        Some(("pathlib", "PosixPath"))
+    );
+}
+
+#[test]
 fn unknown_globals_are_rejected_with_their_name() {
     assert!(rejected(b"cos\nsystem\n(Vid\ntR.").contains("os.system"));
     assert!(rejected(b"\x80\x04\x8c\x08builtins\x8c\x04eval\x93.").contains("builtins.eval"));
