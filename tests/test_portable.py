@@ -122,3 +122,17 @@ def test_both_ways_give_the_same_bytes_and_values():
         assert std_pickle.loads(child) == here
     for value, (_, loaded, *read) in zip(VALUES, here, strict=False):
         assert loaded == repr(value) == read[0] == read[1]
+
+
+def test_an_int_beyond_64_bits_is_named_too_large_or_too_small():
+    # The sign is read through the public API (3.12+ keep no sign in an int's ob_size).
+    class Wide(bw.Struct, byteorder="little"):
+        v: bw.I64
+
+    for value, side in ((2**64, "too large"), (-(2**64) - 5, "too small"), (2**200, "too large")):
+        try:
+            Wide(v=value).pack()
+        except bw.PackError as exc:
+            assert side in str(exc), exc
+        else:
+            raise AssertionError(f"{value} packed")
