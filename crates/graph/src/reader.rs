@@ -112,27 +112,60 @@ pub struct Reader<'a> {
     after_replace: bool,
 }
 
-/// The fixed-size atom at the front of `bytes` (its tag first): its encoded length and its
-/// event. `None` for any other tag, an encoding cut short, or a short str longer than
-/// `max_str`. Every lane of the reader takes fixed-size atoms through here.
-#[inline(always)]
-fn fixed_atom(bytes: &[u8], max_str: u64) -> Option<(usize, Event<'_>)> {
-    let tag = *bytes.first()?;
-    let len = fixed_len(tag);
-    let event = match tag {
-        SHORT_STR..=SHORT_STR_LAST => {
-            if (len - 1) as u64 > max_str {
-                return None;
-            }
-            Event::Str(bytes.get(1..len)?)
+/// Decodes the fixed-size atom whose tag, `$tag`, starts `$enc` into its encoded length and
+/// its event, or evaluates `$miss` (`break`, `return None`) for any other tag, an encoding
+/// cut short, or a short str longer than `$max_str`. Every lane of the reader decodes
+/// fixed-size atoms through this one definition. It is a macro so that each lane's match
+/// stays one level deep: whatever consumes the event then sees its variant in each arm and
+/// compiles to one straight path per tag (through a function returning an `Option`, each
+/// atom cost a second dispatch on the event).
+macro_rules! fixed_atom {
+    ($tag:expr, $enc:expr, $max_str:expr, else $miss:expr) => {{
+        let (tag, enc): (u8, &[u8]) = ($tag, $enc);
+        macro_rules! int {
+            ($t:expr) => {
+                match int_value($t, enc) {
+                    Some(v) => (fixed_len($t), Event::Int(v)),
+                    None => $miss,
+                }
+            };
         }
-        NONE => Event::None,
-        FALSE => Event::Bool(false),
-        TRUE => Event::Bool(true),
-        FLOAT64 | FLOAT32 => Event::Float(float_value(tag, bytes)?),
-        _ => Event::Int(int_value(tag, bytes)?),
-    };
-    Some((len, event))
+        macro_rules! float {
+            ($t:expr) => {
+                match float_value($t, enc) {
+                    Some(v) => (fixed_len($t), Event::Float(v)),
+                    None => $miss,
+                }
+            };
+        }
+        match tag {
+            0..=SMALL_INT_MAX => (fixed_len(0), Event::Int(i64::from(tag))),
+            SHORT_STR..=SHORT_STR_LAST => {
+                let len = fixed_len(tag);
+                match enc.get(1..len) {
+                    Some(s) if (len - 1) as u64 <= $max_str => (len, Event::Str(s)),
+                    _ => $miss,
+                }
+            }
+            NONE => (fixed_len(NONE), Event::None),
+            FALSE => (fixed_len(FALSE), Event::Bool(false)),
+            TRUE => (fixed_len(TRUE), Event::Bool(true)),
+            UINT8 => int!(UINT8),
+            NEG8 => int!(NEG8),
+            UINT16 => int!(UINT16),
+            NEG16 => int!(NEG16),
+            INT32 => int!(INT32),
+            FLOAT64 => float!(FLOAT64),
+            FLOAT32 => float!(FLOAT32),
+            _ => $miss,
+        }
+    }};
+}
+
+/// [`fixed_atom!`] as a function: `None` for anything but a whole fixed-size atom.
+#[inline(always)]
+fn fixed_atom(tag: u8, enc: &[u8], max_str: u64) -> Option<(usize, Event<'_>)> {
+    Some(fixed_atom!(tag, enc, max_str, else return None))
 }
 
 /// The floats [`Reader::float_run`] took: their encodings, each a `FLOAT64` or `FLOAT32`.
@@ -385,7 +418,7 @@ impl<'a> Reader<'a> {
             let Some(&tag) = buf.get(pos) else {
                 break;
             };
-            let len = fixed_len(tag);
+            let len = usize::from(FIXED_LEN[usize::from(tag)]);
             if len == 0
                 || (check_str
                     && usize::from(tag.wrapping_sub(SHORT_STR)) <= SHORT_STR_MAX_LEN
@@ -677,7 +710,7 @@ impl<'a> Reader<'a> {
                 }
                 (pos - self.pos, Event::Ref(slot as usize))
             }
-            _ => fixed_atom(rest, self.limits.max_str_len)?,
+            _ => fixed_atom!(tag, rest, self.limits.max_str_len, else return None),
         };
         top.remaining -= 1;
         self.items += 1;
@@ -739,13 +772,15 @@ impl<'a> Reader<'a> {
                 // A shared short str (dict keys, mostly): the marker and the str together,
                 // as one `SharedStr`.
                 SHARE => match data.first() {
-                    Some(SHORT_STR..=SHORT_STR_LAST) => match fixed_atom(data, max_str) {
-                        Some((n, Event::Str(s))) => {
-                            self.memo.push(true);
-                            (1 + n, Event::SharedStr(s))
+                    Some(&t @ SHORT_STR..=SHORT_STR_LAST) => {
+                        match fixed_atom!(t, data, max_str, else break) {
+                            (n, Event::Str(s)) => {
+                                self.memo.push(true);
+                                (1 + n, Event::SharedStr(s))
+                            }
+                            _ => break,
                         }
-                        _ => break,
-                    },
+                    }
                     _ => break,
                 },
                 // A reference to a finished value, with a one- or two-byte slot number;
@@ -763,10 +798,7 @@ impl<'a> Reader<'a> {
                     }
                     (len, Event::Ref(slot))
                 }
-                _ => match fixed_atom(rest, max_str) {
-                    Some(atom) => atom,
-                    None => break,
-                },
+                _ => fixed_atom!(tag, rest, max_str, else break),
             };
             n += 1;
             pos += len;
@@ -902,7 +934,7 @@ impl<'a> Reader<'a> {
                         ));
                     }
                 }
-                let Some((len, event)) = fixed_atom(&self.buf[offset..], u64::MAX) else {
+                let Some((len, event)) = fixed_atom(tag, &self.buf[offset..], u64::MAX) else {
                     return Err(self.truncated());
                 };
                 self.pos = offset + len;
@@ -1484,14 +1516,15 @@ mod tests {
 
     #[test]
     fn fixed_atoms_are_decoded_by_one_function_in_every_lane() {
-        // For every tag: the fixed-size atoms (and only they) decode, to the length the
-        // table gives, and to the event the general path gives; cut short, none decodes.
+        // For every tag: the fixed-size atoms (and only they) decode, to the length
+        // `fixed_len` and the table give, and to the event the general path gives; with a
+        // payload cut short, none decodes.
         let payload = b"\x85\x01\xfe\x7f\x40\x09\x21\xfb\x54\x44\x2d, and text up to 31 bytes";
         for tag in 0..=255u8 {
             let mut enc = vec![tag];
             enc.extend_from_slice(payload);
             let len = fixed_len(tag);
-            match fixed_atom(&enc, u64::MAX) {
+            match fixed_atom(tag, &enc, u64::MAX) {
                 Some((n, event)) => {
                     assert_eq!(n, len, "tag {tag:#x}");
                     let show = |e: Option<Event<'_>>| match e {
@@ -1500,7 +1533,10 @@ mod tests {
                     };
                     let mut r = Reader::new(&enc[..n], Limits::default());
                     assert_eq!(show(r.next_event_general().unwrap()), show(Some(event)));
-                    assert!(fixed_atom(&enc[..n - 1], u64::MAX).is_none());
+                    if n > 1 {
+                        assert!(fixed_atom(tag, &enc[..n - 1], u64::MAX).is_none());
+                    }
+                    assert_eq!(usize::from(FIXED_LEN[usize::from(tag)]), n);
                     assert_eq!(
                         is_fixed_number(tag),
                         matches!(event, Event::Int(_) | Event::Float(_))

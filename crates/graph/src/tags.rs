@@ -55,37 +55,30 @@ pub const ENUM: u8 = 0xb1;
 /// Highest defined tag; everything above is reserved and rejected.
 pub const LAST: u8 = ENUM;
 
-/// Encoded length (tag included) of each fixed-size atom, by tag; 0 for every other tag.
+/// The encoded length (tag included) of a fixed-size atom; 0 for every other tag.
+#[inline(always)]
+pub const fn fixed_len(tag: u8) -> usize {
+    match tag {
+        0..=SMALL_INT_MAX | NONE | FALSE | TRUE => 1,
+        SHORT_STR..=SHORT_STR_LAST => 1 + (tag - SHORT_STR) as usize,
+        UINT8 | NEG8 => 2,
+        UINT16 | NEG16 => 3,
+        INT32 | FLOAT32 => 5,
+        FLOAT64 => 9,
+        _ => 0,
+    }
+}
+
+/// [`fixed_len`] of every tag, for the lanes that skip atoms by table.
 pub const FIXED_LEN: [u8; 256] = {
     let mut t = [0u8; 256];
-    let mut i = 0;
-    while i <= SMALL_INT_MAX as usize {
-        t[i] = 1;
-        i += 1;
+    let mut tag = 0;
+    while tag < 256 {
+        t[tag] = fixed_len(tag as u8) as u8;
+        tag += 1;
     }
-    let mut n = 0;
-    while n <= SHORT_STR_MAX_LEN {
-        t[SHORT_STR as usize + n] = 1 + n as u8;
-        n += 1;
-    }
-    t[NONE as usize] = 1;
-    t[TRUE as usize] = 1;
-    t[FALSE as usize] = 1;
-    t[UINT8 as usize] = 2;
-    t[NEG8 as usize] = 2;
-    t[UINT16 as usize] = 3;
-    t[NEG16 as usize] = 3;
-    t[INT32 as usize] = 5;
-    t[FLOAT64 as usize] = 9;
-    t[FLOAT32 as usize] = 5;
     t
 };
-
-/// The encoded length of a fixed-size atom tag (0 for other tags).
-#[inline(always)]
-pub fn fixed_len(tag: u8) -> usize {
-    usize::from(FIXED_LEN[usize::from(tag)])
-}
 
 /// Whether `tag` starts a fixed-size int (a small int, `UINT8`..`INT32`) or float.
 #[inline(always)]

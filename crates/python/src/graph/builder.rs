@@ -107,18 +107,22 @@ fn fill_list_with_floats<const IN_PLACE: bool>(
     filled: &mut isize,
     floats: FloatRun<'_>,
 ) -> PyResult<()> {
-    floats.try_for_each(|value| {
-        // SAFETY: plain constructor; a new reference or NULL with an exception set.
-        let item = unsafe { ffi::PyFloat_FromDouble(value) };
-        if item.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        // SAFETY: the list is live and `item` a new reference.
-        if unsafe { list_push::<IN_PLACE>(list, filled, item) }.is_err() {
-            return Err(PyErr::fetch(py));
-        }
-        Ok(())
-    })
+    // Inlined into the run's loop (a call per float would cost more than the float).
+    floats.try_for_each(
+        #[inline(always)]
+        |value| {
+            // SAFETY: plain constructor; a new reference or NULL with an exception set.
+            let item = unsafe { ffi::PyFloat_FromDouble(value) };
+            if item.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            // SAFETY: the list is live and `item` a new reference.
+            if unsafe { list_push::<IN_PLACE>(list, filled, item) }.is_err() {
+                return Err(PyErr::fetch(py));
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Appends the ints of a `Reader::int_run` to a list being filled.
@@ -129,18 +133,22 @@ fn fill_list_with_ints<const IN_PLACE: bool>(
     filled: &mut isize,
     ints: IntRun<'_>,
 ) -> PyResult<()> {
-    ints.try_for_each(|value| {
-        // SAFETY: plain constructor; a new reference or NULL with an exception set.
-        let item = unsafe { ffi::PyLong_FromLong(value as std::os::raw::c_long) };
-        if item.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        // SAFETY: the list is live and `item` a new reference.
-        if unsafe { list_push::<IN_PLACE>(list, filled, item) }.is_err() {
-            return Err(PyErr::fetch(py));
-        }
-        Ok(())
-    })
+    // Inlined into each width's loop (a call per int would cost more than the int).
+    ints.try_for_each(
+        #[inline(always)]
+        |value| {
+            // SAFETY: plain constructor; a new reference or NULL with an exception set.
+            let item = unsafe { ffi::PyLong_FromLong(value as std::os::raw::c_long) };
+            if item.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            // SAFETY: the list is live and `item` a new reference.
+            if unsafe { list_push::<IN_PLACE>(list, filled, item) }.is_err() {
+                return Err(PyErr::fetch(py));
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Lists at least this long take runs of floats through `fill_list_with_floats`.
