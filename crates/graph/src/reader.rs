@@ -112,15 +112,18 @@ pub struct Reader<'a> {
     after_replace: bool,
 }
 
-/// Decodes the fixed-size atom whose tag, `$tag`, starts `$enc` into its encoded length and
-/// its event, or evaluates `$miss` (`break`, `return None`) for any other tag, an encoding
-/// cut short, or a short str longer than `$max_str`. Every lane of the reader decodes
-/// fixed-size atoms through this one definition. It is a macro so that each lane's match
-/// stays one level deep: whatever consumes the event then sees its variant in each arm and
-/// compiles to one straight path per tag (through a function returning an `Option`, each
-/// atom cost a second dispatch on the event).
+/// A `match` on the tag `$tag` of the value at the front of `$enc` (tag first): first the
+/// arms the lane passes after `else $miss`, then one arm per fixed-size atom tag, each giving
+/// the atom's encoded length and event, and `$miss` (`break`, `return None`) for any other
+/// tag, an encoding cut short, or a short str longer than `$max_str`. Every lane of the
+/// reader decodes fixed-size atoms through this one definition. It is a macro so that each
+/// lane keeps a single match (one dispatch per value) whose arms also tell the consumer each
+/// event's variant: a function returning an `Option` cost two more dispatches per atom.
 macro_rules! fixed_atom {
-    ($tag:expr, $enc:expr, $max_str:expr, else $miss:expr) => {{
+    (
+        $tag:expr, $enc:expr, $max_str:expr, else $miss:expr
+        $(, $pat:pat $(if $guard:expr)? => $arm:expr)* $(,)?
+    ) => {{
         let (tag, enc): (u8, &[u8]) = ($tag, $enc);
         macro_rules! int {
             ($t:expr) => {
@@ -139,12 +142,16 @@ macro_rules! fixed_atom {
             };
         }
         match tag {
+            $($pat $(if $guard)? => $arm,)*
             0..=SMALL_INT_MAX => (fixed_len(0), Event::Int(i64::from(tag))),
             SHORT_STR..=SHORT_STR_LAST => {
-                let len = fixed_len(tag);
-                match enc.get(1..len) {
-                    Some(s) if (len - 1) as u64 <= $max_str => (len, Event::Str(s)),
-                    _ => $miss,
+                let n = usize::from(tag - SHORT_STR);
+                if n as u64 > $max_str {
+                    $miss
+                }
+                match enc.get(1..1 + n) {
+                    Some(s) => (1 + n, Event::Str(s)),
+                    None => $miss,
                 }
             }
             NONE => (fixed_len(NONE), Event::None),
@@ -676,7 +683,7 @@ impl<'a> Reader<'a> {
         let rest = self.buf.get(self.pos..)?;
         let (&tag, data) = rest.split_first()?;
         let mut open = 0u64;
-        let (len, event) = match tag {
+        let (len, event) = fixed_atom!(tag, rest, self.limits.max_str_len, else return None,
             // Short lists and dicts (filled in place, so their memo slot is usable at
             // once); every bound the general path checks is checked here too.
             0x60..=0x6f | 0x80..=0x8f => {
@@ -695,13 +702,13 @@ impl<'a> Reader<'a> {
                     Event::Dict(n as usize)
                 };
                 (1, event)
-            }
+            },
             SHARE if !self.pending_share => {
                 // A prefix, not a value: no child or item is counted.
                 self.pending_share = true;
                 self.pos += 1;
                 return Some(Event::Share);
-            }
+            },
             REF if !self.pending_share => {
                 let mut pos = self.pos + 1;
                 let slot = varint::get(self.buf, &mut pos)?;
@@ -709,9 +716,8 @@ impl<'a> Reader<'a> {
                     return None;
                 }
                 (pos - self.pos, Event::Ref(slot as usize))
-            }
-            _ => fixed_atom!(tag, rest, self.limits.max_str_len, else return None),
-        };
+            },
+        );
         top.remaining -= 1;
         self.items += 1;
         self.pos += len;
@@ -768,7 +774,7 @@ impl<'a> Reader<'a> {
             if STOP_AT_NUMBER && is_fixed_number(tag) {
                 break;
             }
-            let (len, event) = match tag {
+            let (len, event) = fixed_atom!(tag, rest, max_str, else break,
                 // A shared short str (dict keys, mostly): the marker and the str together,
                 // as one `SharedStr`.
                 SHARE => match data.first() {
@@ -797,9 +803,8 @@ impl<'a> Reader<'a> {
                         break;
                     }
                     (len, Event::Ref(slot))
-                }
-                _ => fixed_atom!(tag, rest, max_str, else break),
-            };
+                },
+            );
             n += 1;
             pos += len;
             if !sink(event) {
@@ -812,7 +817,7 @@ impl<'a> Reader<'a> {
     /// The floats at the front of the innermost open container, consumed (each a FLOAT64
     /// or FLOAT32), with the same bounds as `atom_run`. Empty when the next child is
     /// anything else.
-    #[inline]
+    #[inline(always)]
     pub fn float_run(&mut self) -> FloatRun<'a> {
         let Some(budget) = self.run_budget() else {
             return FloatRun::default();
@@ -840,7 +845,7 @@ impl<'a> Reader<'a> {
     /// The ints at the front of the innermost open container that share one encoding
     /// (every one-byte small int counts as one), consumed, with the same bounds as
     /// `atom_run`. Empty when the next child is not such an int.
-    #[inline]
+    #[inline(always)]
     pub fn int_run(&mut self) -> IntRun<'a> {
         let buf = self.buf;
         let start = self.pos;

@@ -282,11 +282,12 @@ pub unsafe fn has_data_descriptor(
 
 // ---- lists ----
 
-/// A new empty list to be filled with `n` items: with room for them already allocated
-/// where list internals may be written (NULL with an exception set on failure).
+/// A new empty list to be filled with `n` items: with room for them already allocated when
+/// it will be filled `in_place` (the caller read [`internals`]); NULL with an exception set
+/// on failure.
 #[inline]
-pub fn new_list_to_fill(n: usize) -> *mut ffi::PyObject {
-    if !internals() {
+pub fn new_list_to_fill(n: usize, in_place: bool) -> *mut ffi::PyObject {
+    if !in_place {
         // SAFETY: plain constructor.
         return unsafe { ffi::PyList_New(0) };
     }

@@ -344,6 +344,8 @@ pub struct Builder<'py, 'a> {
     frames: Vec<Frame<'py>>,
     resolved: Vec<Option<Resolved<'py>>>,
     empty_tuple: Bound<'py, PyTuple>,
+    /// Lists are filled in place ([`cpython::internals`], read once per call).
+    in_place: bool,
 }
 
 impl Drop for Builder<'_, '_> {
@@ -394,6 +396,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             frames,
             resolved: Vec::new(),
             empty_tuple: PyTuple::empty(py),
+            in_place: cpython::internals(),
         }
     }
 
@@ -533,7 +536,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                 Event::List(n) => {
                     // An empty list that grows as its items are delivered, so it is a valid
                     // list at every moment.
-                    let obj = self.owned("list", cpython::new_list_to_fill(n))?;
+                    let obj = self.owned("list", cpython::new_list_to_fill(n, self.in_place))?;
                     self.share_now(&obj);
                     if n > 0 {
                         self.frames.push(Frame::List {
@@ -759,7 +762,7 @@ impl<'py, 'a> Builder<'py, 'a> {
     }
 
     /// A str from strict UTF-8.
-    #[inline]
+    #[inline(always)]
     fn str(&self, s: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         self.owned("str", new_str(s))
     }
@@ -773,12 +776,13 @@ impl<'py, 'a> Builder<'py, 'a> {
             reader,
             frames,
             memo,
+            in_place,
             ..
         } = self;
         match frames.last_mut() {
             Some(Frame::List { obj, filled, len }) => {
                 let (list, room) = (obj.as_ptr(), *len - *filled);
-                if cpython::internals() {
+                if *in_place {
                     fill_list::<true>(py, reader, memo, list, filled, room, &mut failed);
                 } else {
                     fill_list_portable(py, reader, memo, list, filled, room, &mut failed);
@@ -1111,7 +1115,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                 let list = obj.as_ptr();
                 // SAFETY: the list is live and the pushed reference is ours.
                 let pushed = unsafe {
-                    if cpython::internals() {
+                    if self.in_place {
                         list_push::<true>(list, filled, value.into_ptr())
                     } else {
                         list_push::<false>(list, filled, value.into_ptr())
