@@ -221,10 +221,7 @@ impl Compiler {
                 return Err(self.err(field, "bit fields can only be fields of a struct"))
             }
             TypeDesc::Varint { zigzag } => Node::Varint { zigzag: *zigzag },
-            TypeDesc::Msgpack => Node::Msgpack,
-            TypeDesc::Dnsname { compress } => Node::DnsName {
-                compress: *compress,
-            },
+            TypeDesc::Kind(k) => Node::Kind(k.clone()),
             TypeDesc::Ref { id } => match self.in_progress.iter().rev().find(|(d, _)| d == id) {
                 Some((_, index)) => Node::Struct(*index),
                 None => return Err(self.err(field, format!("reference to unknown struct id {id}"))),
@@ -1010,7 +1007,8 @@ pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
             .map(|n| node_min(n, structs))
             .min()
             .unwrap_or(0),
-        Node::Varint { .. } | Node::DnsName { .. } | Node::Msgpack => 1,
+        Node::Varint { .. } => 1,
+        Node::Kind(k) => k.min_size(),
     }
 }
 
@@ -1023,8 +1021,7 @@ pub(crate) fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> 
         | Node::Union { .. }
         | Node::Registry { .. }
         | Node::Varint { .. }
-        | Node::DnsName { .. }
-        | Node::Msgpack => None,
+        | Node::Kind(_) => None,
         Node::Struct(i) => structs.get(*i as usize)?.static_size,
         Node::Array {
             item,

@@ -63,8 +63,8 @@ pub struct Scratch {
     pub(crate) slots: Slots,
     /// Window-derived fields written as placeholders: (absolute slot, position, given value).
     pub(crate) pending: Vec<(usize, usize, Option<i128>)>,
-    /// DNS names written so far in the message being packed.
-    pub(crate) names: crate::dnsname::Table,
+    /// The field kinds' state for the message being packed.
+    pub(crate) kinds: crate::kinds::PackState,
 }
 
 impl Scratch {
@@ -76,6 +76,6 @@ impl Scratch {
     pub(crate) fn reset(&mut self) {
         self.slots.clear();
         self.pending.clear();
-        self.names.clear();
+        self.kinds.clear();
     }
 }

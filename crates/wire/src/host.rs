@@ -7,12 +7,23 @@ use std::borrow::Cow;
 use crate::program::Encoding;
 
 /// Builds decoded values. Every method may fail with a host error (e.g. out of memory).
+///
+/// Three groups of methods: values (scalars, structs, lists), self-describing values (used
+/// by field kinds such as MessagePack, see [`crate::kinds`]), and layout notifications (where
+/// each field and item sits, for sinks that follow the layout: the column builders and
+/// `explain`). Layout notifications default to no-ops, which compile away for object sinks.
 pub trait Sink {
     type Value;
     type Struct;
     type List;
     type Map;
     type Error;
+
+    /// Whether the sink keeps what it is given. A sink that only finds where messages end
+    /// (`false`) lets the VM skip what cannot change a message's size: scalar values, text
+    /// validation, constants, checksums and the inside of windows. Its output is the end
+    /// offset alone; a decode that keeps values then checks everything.
+    const KEEPS_VALUES: bool = true;
 
     fn uint(&mut self, v: u64) -> Result<Self::Value, Self::Error>;
     fn int(&mut self, v: i64) -> Result<Self::Value, Self::Error>;
@@ -35,11 +46,13 @@ pub trait Sink {
     fn absent_field(&mut self, s: &mut Self::Struct, field: u16) -> Result<(), Self::Error>;
     fn end_struct(&mut self, s: Self::Struct) -> Result<Self::Value, Self::Error>;
 
-    /// `None` (a MessagePack nil).
+    // --- Self-describing values (field kinds that carry their own types) ---
+
+    /// The null value.
     fn none(&mut self) -> Result<Self::Value, Self::Error>;
-    /// An extension value: a type code and its bytes (MessagePack ext).
+    /// An extension value: a type code and its bytes (e.g. a MessagePack ext).
     fn ext(&mut self, code: i8, data: &[u8]) -> Result<Self::Value, Self::Error>;
-    /// Self-describing maps (MessagePack); `cap` is bounded by the remaining input.
+    /// A self-describing map; `cap` is bounded by the remaining input.
     fn begin_map(&mut self, cap: usize) -> Result<Self::Map, Self::Error>;
     fn map_insert(
         &mut self,
@@ -53,6 +66,31 @@ pub trait Sink {
     fn begin_list(&mut self, cap: usize) -> Result<Self::List, Self::Error>;
     fn push(&mut self, l: &mut Self::List, v: Self::Value) -> Result<(), Self::Error>;
     fn end_list(&mut self, l: Self::List) -> Result<Self::Value, Self::Error>;
+
+    // --- Layout notifications (no-ops by default) ---
+
+    /// Field `field` of the struct `s` is present and starts at `at` (after its condition
+    /// held and its alignment padding). Its value follows, then [`Sink::leave_field`], then
+    /// [`Sink::set_field`].
+    #[inline(always)]
+    fn enter_field(&mut self, _s: &mut Self::Struct, _field: u16, _at: usize) {}
+    /// The field entered last in `s` ends at `end`. Not called when decoding fails inside it.
+    #[inline(always)]
+    fn leave_field(&mut self, _s: &mut Self::Struct, _field: u16, _end: usize) {}
+    /// Item `index` of the list `l` starts at `at`; its value follows, then
+    /// [`Sink::leave_item`], then [`Sink::push`].
+    #[inline(always)]
+    fn enter_item(&mut self, _l: &mut Self::List, _index: usize, _at: usize) {}
+    /// The item entered last in `l` ends at `end`.
+    #[inline(always)]
+    fn leave_item(&mut self, _l: &mut Self::List, _index: usize, _end: usize) {}
+    /// A tagged union or registry chose its case, whose value starts at `at`: an index into
+    /// its cases, or the number of cases for its default.
+    #[inline(always)]
+    fn choose(&mut self, _case: usize, _at: usize) {}
+    /// `n` bytes of padding (declared or for alignment) at `at` in the struct `s`.
+    #[inline(always)]
+    fn padding(&mut self, _s: &mut Self::Struct, _at: usize, _n: usize) {}
 }
 
 /// Why a source value could not be read.

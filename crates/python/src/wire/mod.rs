@@ -61,6 +61,16 @@ pub struct Codec {
 }
 
 impl Codec {
+    /// The root struct's name, for messages.
+    fn root_name(&self) -> String {
+        match &self.prog.root {
+            bytewright_wire::program::Node::Struct(i) => {
+                self.prog.structs[*i as usize].name.to_string()
+            }
+            _ => "value".into(),
+        }
+    }
+
     fn unpack_at<'py>(
         &self,
         py: Python<'py>,
@@ -315,8 +325,9 @@ impl Codec {
             Ok((_, end)) => Err(errors::decode_error(
                 py,
                 format!(
-                    "{} trailing bytes after the message ends at offset {end}",
-                    bytes.len() - end
+                    "{} trailing bytes after the {} message ends at offset {end} (unpack_from reads a message followed by other data)",
+                    bytes.len() - end,
+                    self.root_name()
                 ),
                 "",
                 end,
@@ -356,12 +367,7 @@ impl Codec {
     }
 
     fn __repr__(&self) -> String {
-        let root = match &self.prog.root {
-            bytewright_wire::program::Node::Struct(i) => {
-                self.prog.structs[*i as usize].name.to_string()
-            }
-            _ => "value".into(),
-        };
+        let root = self.root_name();
         format!(
             "<bytewright.Codec {root} ({})>",
             if self.typed { "typed" } else { "dicts" }

@@ -9,6 +9,57 @@
 
 use std::fmt::Write as _;
 
+use serde::Deserialize;
+
+use super::{Column, FieldKind};
+use crate::error::{Error, Result as VmResult};
+use crate::host::{Output, Sink, Source};
+use crate::pack::Enc;
+use crate::program::Encoding;
+use crate::unpack::Dec;
+
+/// A DNS domain name, compressed on pack when `compress` is set.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct DnsName {
+    #[serde(default)]
+    pub compress: bool,
+}
+
+impl FieldKind for DnsName {
+    const NAME: &'static str = "dnsname";
+
+    fn min_size(&self) -> usize {
+        1
+    }
+
+    fn column(&self) -> Column {
+        Column::Text
+    }
+
+    fn decode<S: Sink>(&self, d: &mut Dec<'_, '_, '_, S>) -> VmResult<S::Value, S::Error> {
+        match decode(d.buf, d.base, d.pos, d.end) {
+            Ok((text, end)) => {
+                d.pos = end;
+                d.sink.str(&text, true).map_err(|e| d.host(e))
+            }
+            Err(DecodeFail::Short { need, .. }) => Err(d.short(need)),
+            Err(DecodeFail::Invalid(m, at)) => Err(Error::invalid(m, at)),
+        }
+    }
+
+    fn encode<S: Source, O: Output>(
+        &self,
+        e: &mut Enc<'_, '_, '_, '_, S, O>,
+        v: &S::Value,
+    ) -> VmResult<(), S::Error> {
+        let t = e.src.text(v, Encoding::Ascii).map_err(|x| e.src_err(x))?;
+        let (wire, starts) = encode(&t).map_err(|m| e.invalid(m))?;
+        let at = e.out.pos() - e.base;
+        let bytes = e.kinds.dnsname.compress(&wire, &starts, at, self.compress);
+        e.put(&bytes)
+    }
+}
+
 /// Longest name on the wire, terminating zero included (RFC 1035 section 3.1).
 pub const MAX_WIRE: usize = 255;
 /// Most labels a name of at most 255 bytes can hold (each at least two bytes).
