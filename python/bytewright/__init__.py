@@ -1,6 +1,6 @@
 """bytewright: declarative binary codecs and safe pickling, with a Rust core."""
 
-from bytewright._native import __version__
+from bytewright._native import Column, Table, TableSchema, __version__
 from bytewright.errors import DecodeError, Error, Incomplete, PackError, SchemaError
 from bytewright.fields import (
     CHECKSUMS,
@@ -65,6 +65,7 @@ __all__ = [
     "Bytes",
     "CStr",
     "Codec",
+    "Column",
     "Crc",
     "DecodeError",
     "DnsName",
@@ -76,6 +77,8 @@ __all__ = [
     "SchemaError",
     "Str",
     "Struct",
+    "Table",
+    "TableSchema",
     "VarInt",
     "VarUInt",
     "__version__",

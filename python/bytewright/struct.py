@@ -10,10 +10,11 @@ import keyword
 import re
 import sys
 import typing
+from collections.abc import Iterator
 from typing import Any, ClassVar, TypeVar
 from weakref import WeakSet
 
-from bytewright._native import Codec
+from bytewright._native import Codec, Table, TableSchema
 from bytewright.errors import SchemaError
 from bytewright.fields import MISSING, FieldSpec, Limits, bits, enum, field, flag, suggest
 from bytewright.schema import StructField, describe, normalize_byteorder
@@ -25,6 +26,7 @@ _CLASS_KEYWORDS = ("byteorder", "bitorder", "align", "limits", "registry", "tag"
 _BITORDERS = ("msb", "lsb")
 _RESERVED = frozenset(
     {"pack", "pack_into", "unpack", "unpack_from", "parse", "iter_unpack", "pack_many", "reader"}
+    | {"unpack_table", "iter_tables", "pack_table", "pack_table_into", "table_schema"}
     | {n for n in dir(object)}
 )
 
@@ -65,6 +67,22 @@ class _LazyCodec:
 
     def pack_many(self, items: Any) -> bytes:
         return self._real().pack_many(items)
+
+    def unpack_table(self, data: Any, **options: Any) -> Any:
+        return self._real().unpack_table(data, **options)
+
+    def iter_tables(self, source: Any, **options: Any) -> Any:
+        return self._real().iter_tables(source, **options)
+
+    def pack_table(self, table: Any) -> bytes:
+        return self._real().pack_table(table)
+
+    def pack_table_into(self, buffer: Any, offset: int, table: Any) -> int:
+        return self._real().pack_table_into(buffer, offset, table)
+
+    @property
+    def table_schema(self) -> Any:
+        return self._real().table_schema
 
 
 def _resolve_fields(cls: type) -> tuple[StructField, ...]:
@@ -375,6 +393,47 @@ class Struct(metaclass=StructMeta):
     def pack_many(cls, items: typing.Iterable[Any]) -> bytes:
         """Packs many messages (instances, mappings or tuples in field order) into one buffer."""
         return cls.__bw_codec__.pack_many(items)  # type: ignore[no-any-return]
+
+    @classmethod
+    def unpack_table(
+        cls,
+        data: Any,
+        *,
+        count: int | None = None,
+        offset: int = 0,
+        threads: int | None = None,
+    ) -> Table:
+        """Decodes back-to-back messages into a ``bw.Table``, one column per field, with no
+        Python object per record (see docs/columns.md)."""
+        return cls.__bw_codec__.unpack_table(  # type: ignore[no-any-return]
+            data, count=count, offset=offset, threads=threads
+        )
+
+    @classmethod
+    def iter_tables(
+        cls, source: Any, *, rows: int = 65536, threads: int | None = None
+    ) -> Iterator[Table]:
+        """Yields ``bw.Table`` batches of at most ``rows`` rows from a path, a binary file
+        object or an iterable of bytes chunks, in bounded memory."""
+        return cls.__bw_codec__.iter_tables(  # type: ignore[no-any-return]
+            source, rows=rows, threads=threads
+        )
+
+    @classmethod
+    def pack_table(cls, table: Any) -> bytes:
+        """Packs every row of a table (Arrow, pandas, or a mapping of columns) back to back,
+        byte-identical to packing each row with ``cls(**row).pack()``."""
+        return cls.__bw_codec__.pack_table(table)  # type: ignore[no-any-return]
+
+    @classmethod
+    def pack_table_into(cls, buffer: Any, offset: int, table: Any) -> int:
+        """Packs every row of a table into a writable buffer at ``offset``; returns the end."""
+        return cls.__bw_codec__.pack_table_into(buffer, offset, table)  # type: ignore[no-any-return]
+
+    @classmethod
+    def table_schema(cls) -> TableSchema:
+        """The Arrow schema of the tables ``unpack_table`` gives (no data needed)."""
+        return cls.__bw_codec__.table_schema  # type: ignore[no-any-return]
 
     @classmethod
     def reader(cls) -> Reader:

@@ -243,6 +243,23 @@ impl Cols {
         b.build()
     }
 
+    /// The finished variant column of the union `union` (its case of each row, by name).
+    pub fn finish_variant(
+        &mut self,
+        layout: &Layout,
+        union: NodeId,
+    ) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        let node = layout.node(union);
+        let Shape::Union { names } = &node.shape else {
+            unreachable!("only unions have a variant column")
+        };
+        Ok(make_array(self.variant_data(
+            layout,
+            node.children[0],
+            names,
+        )?))
+    }
+
     /// A union's variant column: the case index of each row, as a dictionary of case names.
     fn variant_data(
         &mut self,

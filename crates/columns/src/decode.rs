@@ -14,14 +14,14 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
-use bytewright_wire::error::{Error, Seg};
+use bytewright_wire::error::{Error, Kind, Seg};
+use bytewright_wire::host::Discard;
 use bytewright_wire::unpack::unpack_with;
 use bytewright_wire::{Program, Scratch};
 
 use crate::builders::Cols;
 use crate::fixed::{self, Plan};
 use crate::layout::Layout;
-use crate::scan::{Check, Scan};
 use crate::sink::ColumnSink;
 
 /// Why a table could not be built.
@@ -29,8 +29,9 @@ use crate::sink::ColumnSink;
 pub enum Failure {
     /// Bad or short input; the path starts with the row index, the offset is absolute.
     Decode(Box<Error<Infallible>>),
-    /// Arrow refused the columns (a bug: report it).
+    /// Arrow refused the columns, or a value had no column (a bug: report it).
     Arrow(ArrowError),
+    Bug(String),
 }
 
 impl From<ArrowError> for Failure {
@@ -85,12 +86,12 @@ fn scan_one(
     input: &[u8],
     pos: usize,
 ) -> Result<usize, Box<Error<Infallible>>> {
-    unpack_with(prog, scratch, &mut Scan, input, pos).map(|(_, end)| end)
+    unpack_with(prog, scratch, &mut Discard::<false>, input, pos).map(|(_, end)| end)
 }
 
 /// The error of the message at `pos` (checked fully), with its row.
 fn error_at(prog: &Program, input: &[u8], pos: usize, row: usize) -> Failure {
-    match unpack_with(prog, &mut Scratch::new(), &mut Check, input, pos) {
+    match unpack_with(prog, &mut Scratch::new(), &mut Discard::<true>, input, pos) {
         Err(e) => at_row(e, row),
         Ok((_, end)) if end == pos => zero_size(pos, row),
         // The scan or the strided copy found a problem the full check does not: never
@@ -100,6 +101,25 @@ fn error_at(prog: &Program, input: &[u8], pos: usize, row: usize) -> Failure {
             row,
         ),
     }
+}
+
+/// A decode error of the column sink: its own errors are bugs, the rest keep their path.
+fn host_free(e: Error<crate::sink::Bug>, row: usize) -> Failure {
+    let kind = match e.kind {
+        Kind::Host(b) => return Failure::Bug(b.0),
+        Kind::Short { need, left, at_end } => Kind::Short { need, left, at_end },
+        Kind::Invalid(m) => Kind::Invalid(m),
+        Kind::Full { need, cap } => Kind::Full { need, cap },
+    };
+    at_row(
+        Box::new(Error {
+            kind,
+            offset: e.offset,
+            rev_path: e.rev_path,
+            skip: e.skip,
+        }),
+        row,
+    )
 }
 
 fn zero_size(pos: usize, row: usize) -> Failure {
@@ -162,6 +182,35 @@ impl Columnar {
         }
     }
 
+    /// How many whole messages `input[offset..]` holds, at most `max_rows`, and where the
+    /// last of them ends. A message cut off by the end of the input is left out (more data
+    /// may complete it); a malformed one is an error.
+    pub fn whole(
+        &self,
+        input: &[u8],
+        offset: usize,
+        max_rows: usize,
+    ) -> DecodeResult<(usize, usize)> {
+        let avail = input.len().saturating_sub(offset);
+        if let Some(size) = self.prog.static_size.filter(|&s| s > 0) {
+            let rows = (avail / size).min(max_rows);
+            return Ok((rows, offset + rows * size));
+        }
+        let mut scratch = Scratch::new();
+        let mut pos = offset;
+        let mut rows = 0;
+        while rows < max_rows && pos < input.len() {
+            match scan_one(&self.prog, &mut scratch, input, pos) {
+                Ok(end) if end > pos => pos = end,
+                Ok(_) => return Err(zero_size(pos, rows)),
+                Err(e) if e.is_incomplete() => break,
+                Err(_) => return Err(error_at(&self.prog, input, pos, rows)),
+            }
+            rows += 1;
+        }
+        Ok((rows, pos))
+    }
+
     fn decode_fixed(&self, input: &[u8], req: Request, size: usize) -> DecodeResult<Table> {
         let avail = input.len() - req.offset;
         let rows = match req.count {
@@ -182,6 +231,9 @@ impl Columnar {
         };
         if let Some(plan) = &self.plan {
             return match fixed::run(plan, input, req.offset, rows, req.threads) {
+                Err(fixed::Stop::Panicked) => {
+                    Err(Failure::Bug("a decoding thread panicked".into()))
+                }
                 Ok(bufs) => {
                     let cols = fixed::arrays(plan, &self.layout, bufs, rows)?;
                     let schema = self.schema(&vec![false; self.layout.nodes.len()]);
@@ -190,7 +242,9 @@ impl Columnar {
                         schema,
                     })
                 }
-                Err(row) => Err(error_at(&self.prog, input, req.offset + row * size, row)),
+                Err(fixed::Stop::BadRow(row)) => {
+                    Err(error_at(&self.prog, input, req.offset + row * size, row))
+                }
             };
         }
         let threads = req.threads.clamp(1, rows.max(1));
@@ -281,11 +335,11 @@ impl Columnar {
                     if end == pos {
                         return Err(zero_size(pos, first_row + rows));
                     }
-                    sink.store_root(v);
+                    sink.store_root(v).map_err(|b| Failure::Bug(b.0))?;
                     pos = end;
                     rows += 1;
                 }
-                Err(e) => return Err(at_row(e, first_row + rows)),
+                Err(e) => return Err(host_free(*e, first_row + rows)),
             }
         }
         Ok((sink.cols, rows, pos))
@@ -304,9 +358,20 @@ impl Columnar {
         let (_, roots) = self.layout.columns();
         let mut batches = Vec::with_capacity(parts.len());
         for (cols, rows) in parts.iter_mut() {
+            let union = matches!(
+                self.layout.node(self.layout.root).shape,
+                crate::layout::Shape::Union { .. }
+            );
             let arrays = roots
                 .iter()
-                .map(|&c| cols.finish(&self.layout, c, &large))
+                .enumerate()
+                .map(|(i, &c)| {
+                    if union && i == 0 {
+                        cols.finish_variant(&self.layout, self.layout.root)
+                    } else {
+                        cols.finish(&self.layout, c, &large)
+                    }
+                })
                 .collect::<Result<Vec<ArrayRef>, _>>()?;
             batches.push(batch(&schema, arrays, *rows)?);
         }
@@ -345,7 +410,10 @@ fn run_threads<T: Send>(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().expect("a decoding thread panicked"))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Failure::Bug("a decoding thread panicked".into())))
+            })
             .collect()
     });
     results.into_iter().collect()

@@ -134,6 +134,14 @@ fn col_width(s: &Scalar) -> usize {
 
 const HOST_BIG: bool = cfg!(target_endian = "big");
 
+/// Why the strided copy stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// This row holds a bad value (the VM then reports it).
+    BadRow(usize),
+    Panicked,
+}
+
 /// Decodes `rows` messages at `start` into per-leaf column buffers, using `threads`
 /// threads. Returns the buffers, or the index of the first row that holds a bad value.
 pub fn run(
@@ -142,7 +150,7 @@ pub fn run(
     start: usize,
     rows: usize,
     threads: usize,
-) -> Result<Vec<Buffer>, usize> {
+) -> Result<Vec<Buffer>, Stop> {
     let mut bufs: Vec<MutableBuffer> = plan
         .leaves
         .iter()
@@ -169,7 +177,7 @@ pub fn run(
         }
     }
     let bad = if threads == 1 {
-        let part = parts.pop().expect("one part");
+        let part = parts.pop().unwrap_or_default();
         block(plan, input, start, 0, rows, part)
     } else {
         std::thread::scope(|scope| {
@@ -182,14 +190,19 @@ pub fn run(
                     scope.spawn(move || block(plan, input, start, first, n, part))
                 })
                 .collect();
-            handles
-                .into_iter()
-                .filter_map(|h| h.join().expect("a decoding thread panicked"))
-                .min()
-        })
+            let mut bad: Option<usize> = None;
+            for h in handles {
+                match h.join() {
+                    Ok(Some(r)) => bad = Some(bad.map_or(r, |b| b.min(r))),
+                    Ok(None) => {}
+                    Err(_) => return Err(Stop::Panicked),
+                }
+            }
+            Ok(bad)
+        })?
     };
     match bad {
-        Some(row) => Err(row),
+        Some(row) => Err(Stop::BadRow(row)),
         None => Ok(bufs.into_iter().map(Buffer::from).collect()),
     }
 }

@@ -9,7 +9,6 @@ pub mod builders;
 pub mod decode;
 pub mod fixed;
 pub mod layout;
-pub mod scan;
 pub mod sink;
 
 pub use decode::{Columnar, Failure, Request, Table};

@@ -7,8 +7,6 @@
 //! kinds) switch the sink to raw mode, which ignores everything until the value ends and
 //! then appends its bytes.
 
-use std::convert::Infallible;
-
 use bytewright_wire::host::Sink;
 
 use crate::builders::{Buf, Cols};
@@ -37,6 +35,11 @@ pub enum CVal {
     Done,
     Null,
 }
+
+/// A value the layout has no place for: a bug in the layout or the VM, reported as an error
+/// rather than a panic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bug(pub String);
 
 /// Raw mode: a value stored as its wire bytes.
 #[derive(Debug, Clone, Copy)]
@@ -71,8 +74,8 @@ impl<'a> ColumnSink<'a> {
     }
 
     /// Stores a whole message's value (the root has no field to store it through).
-    pub fn store_root(&mut self, v: CVal) {
-        self.store(self.layout.root, v);
+    pub fn store_root(&mut self, v: CVal) -> Result<(), Bug> {
+        self.store(self.layout.root, v)
     }
 
     #[inline]
@@ -116,16 +119,20 @@ impl<'a> ColumnSink<'a> {
     }
 
     /// Stores a value in column `id`.
-    fn store(&mut self, id: NodeId, v: CVal) {
+    fn store(&mut self, id: NodeId, v: CVal) -> Result<(), Bug> {
         let layout = self.layout;
-        if let Shape::Union { .. } = layout.nodes[id as usize].shape {
-            return self.store_union(id, v);
+        match layout.nodes[id as usize].shape {
+            Shape::Union { .. } => return self.store_union(id, v),
+            // Appended whole when its value ended (whatever the value decoded to).
+            Shape::Raw => return Ok(()),
+            _ => {}
         }
         let col = &mut self.cols.cols[id as usize];
         match v {
-            CVal::Done => return,
+            CVal::Done => return Ok(()),
             CVal::Null => {
-                return self.cols.push_null(layout, id);
+                self.cols.push_null(layout, id);
+                return Ok(());
             }
             _ => {}
         }
@@ -168,18 +175,28 @@ impl<'a> ColumnSink<'a> {
                 data.extend_from_slice(t.as_bytes());
                 offsets.push(data.len() as i64);
             }
-            (buf, v) => unreachable!("a {v:?} value in a {buf:?} column"),
+            (buf, v) => {
+                let kind = match buf {
+                    Buf::Var { .. } => "variable-size".to_string(),
+                    other => format!("{:?}", std::mem::discriminant(other)),
+                };
+                return Err(Bug(format!(
+                    "a {v:?} value has no place in a {kind} column"
+                )));
+            }
         }
         col.valid.append_non_null();
         col.len += 1;
+        Ok(())
     }
 
     /// Stores a union's value: the chosen variant holds it, the others hold nulls.
-    fn store_union(&mut self, id: NodeId, v: CVal) {
+    fn store_union(&mut self, id: NodeId, v: CVal) -> Result<(), Bug> {
         let layout = self.layout;
         let node = &layout.nodes[id as usize];
         if let CVal::Null = v {
-            return self.cols.push_null(layout, id);
+            self.cols.push_null(layout, id);
+            return Ok(());
         }
         let case = self.chosen[id as usize];
         let variant = node.children[0];
@@ -191,7 +208,7 @@ impl<'a> ColumnSink<'a> {
         vcol.len += 1;
         for (i, &c) in node.children[1..].iter().enumerate() {
             if i == case {
-                self.store(c, v.clone());
+                self.store(c, v.clone())?;
             } else {
                 self.cols.push_null(layout, c);
             }
@@ -199,6 +216,7 @@ impl<'a> ColumnSink<'a> {
         let col = &mut self.cols.cols[id as usize];
         col.valid.append_non_null();
         col.len += 1;
+        Ok(())
     }
 }
 
@@ -209,40 +227,40 @@ impl Sink for ColumnSink<'_> {
     /// The list's column.
     type List = NodeId;
     type Map = ();
-    type Error = Infallible;
+    type Error = Bug;
 
     #[inline]
-    fn uint(&mut self, v: u64) -> Result<CVal, Infallible> {
+    fn uint(&mut self, v: u64) -> Result<CVal, Bug> {
         Ok(CVal::U(v))
     }
     #[inline]
-    fn int(&mut self, v: i64) -> Result<CVal, Infallible> {
+    fn int(&mut self, v: i64) -> Result<CVal, Bug> {
         Ok(CVal::I(v))
     }
     #[inline]
-    fn float(&mut self, v: f64) -> Result<CVal, Infallible> {
+    fn float(&mut self, v: f64) -> Result<CVal, Bug> {
         Ok(CVal::F(v))
     }
     #[inline]
-    fn bool(&mut self, v: bool) -> Result<CVal, Infallible> {
+    fn bool(&mut self, v: bool) -> Result<CVal, Bug> {
         Ok(CVal::B(v))
     }
     #[inline]
-    fn bytes(&mut self, v: &[u8]) -> Result<CVal, Infallible> {
+    fn bytes(&mut self, v: &[u8]) -> Result<CVal, Bug> {
         Ok(match self.at_of(v) {
             Some(at) => CVal::In { at, len: v.len() },
             None => CVal::Owned(String::from_utf8_lossy(v).into()),
         })
     }
     #[inline]
-    fn str(&mut self, v: &str, _ascii: bool) -> Result<CVal, Infallible> {
+    fn str(&mut self, v: &str, _ascii: bool) -> Result<CVal, Bug> {
         Ok(match self.at_of(v.as_bytes()) {
             Some(at) => CVal::In { at, len: v.len() },
             None => CVal::Owned(v.into()),
         })
     }
     #[inline]
-    fn latin1(&mut self, v: &[u8]) -> Result<CVal, Infallible> {
+    fn latin1(&mut self, v: &[u8]) -> Result<CVal, Bug> {
         Ok(match self.at_of(v) {
             Some(at) => CVal::Latin1 { at, len: v.len() },
             None => CVal::Owned(v.iter().map(|&c| char::from(c)).collect::<String>().into()),
@@ -250,18 +268,18 @@ impl Sink for ColumnSink<'_> {
     }
 
     #[inline]
-    fn begin_struct(&mut self, _sink_id: u32) -> Result<NodeId, Infallible> {
+    fn begin_struct(&mut self, _sink_id: u32) -> Result<NodeId, Bug> {
         Ok(self.target)
     }
     #[inline]
-    fn set_field(&mut self, s: &mut NodeId, field: u16, v: CVal) -> Result<(), Infallible> {
+    fn set_field(&mut self, s: &mut NodeId, field: u16, v: CVal) -> Result<(), Bug> {
         if self.raw.is_none() {
             let c = self.layout.nodes[*s as usize].children[field as usize];
-            self.store(c, v);
+            self.store(c, v)?;
         }
         Ok(())
     }
-    fn absent_field(&mut self, s: &mut NodeId, field: u16) -> Result<(), Infallible> {
+    fn absent_field(&mut self, s: &mut NodeId, field: u16) -> Result<(), Bug> {
         if self.raw.is_none() {
             let c = self.layout.nodes[*s as usize].children[field as usize];
             self.cols.push_null(self.layout, c);
@@ -269,7 +287,7 @@ impl Sink for ColumnSink<'_> {
         Ok(())
     }
     #[inline]
-    fn end_struct(&mut self, s: NodeId) -> Result<CVal, Infallible> {
+    fn end_struct(&mut self, s: NodeId) -> Result<CVal, Bug> {
         if self.raw.is_none() {
             let col = &mut self.cols.cols[s as usize];
             col.valid.append_non_null();
@@ -278,37 +296,37 @@ impl Sink for ColumnSink<'_> {
         Ok(CVal::Done)
     }
 
-    fn none(&mut self) -> Result<CVal, Infallible> {
+    fn none(&mut self) -> Result<CVal, Bug> {
         Ok(CVal::Null)
     }
-    fn ext(&mut self, _code: i8, _data: &[u8]) -> Result<CVal, Infallible> {
+    fn ext(&mut self, _code: i8, _data: &[u8]) -> Result<CVal, Bug> {
         // Self-describing values only ever arrive in raw mode.
         Ok(CVal::Done)
     }
-    fn begin_map(&mut self, _cap: usize) -> Result<(), Infallible> {
+    fn begin_map(&mut self, _cap: usize) -> Result<(), Bug> {
         Ok(())
     }
-    fn map_insert(&mut self, _m: &mut (), _k: CVal, _v: CVal) -> Result<(), Infallible> {
+    fn map_insert(&mut self, _m: &mut (), _k: CVal, _v: CVal) -> Result<(), Bug> {
         Ok(())
     }
-    fn end_map(&mut self, _m: ()) -> Result<CVal, Infallible> {
+    fn end_map(&mut self, _m: ()) -> Result<CVal, Bug> {
         Ok(CVal::Done)
     }
 
     #[inline]
-    fn begin_list(&mut self, _cap: usize) -> Result<NodeId, Infallible> {
+    fn begin_list(&mut self, _cap: usize) -> Result<NodeId, Bug> {
         Ok(self.target)
     }
     #[inline]
-    fn push(&mut self, l: &mut NodeId, v: CVal) -> Result<(), Infallible> {
+    fn push(&mut self, l: &mut NodeId, v: CVal) -> Result<(), Bug> {
         if self.raw.is_none() {
             let item = self.layout.nodes[*l as usize].children[0];
-            self.store(item, v);
+            self.store(item, v)?;
         }
         Ok(())
     }
     #[inline]
-    fn end_list(&mut self, l: NodeId) -> Result<CVal, Infallible> {
+    fn end_list(&mut self, l: NodeId) -> Result<CVal, Bug> {
         if self.raw.is_none() {
             let item = self.layout.nodes[l as usize].children[0];
             let items = self.cols.cols[item as usize].len as i64;

@@ -26,6 +26,7 @@ fn decode(c: &Columnar, data: &[u8], threads: usize) -> bytewright_columns::Tabl
         Ok(t) => t,
         Err(Failure::Decode(e)) => panic!("decode failed: {} at {}", e.message(), e.offset),
         Err(Failure::Arrow(e)) => panic!("arrow: {e}"),
+        Err(Failure::Bug(e)) => panic!("bug: {e}"),
     }
 }
 

@@ -5,6 +5,7 @@
 
 use pyo3::prelude::*;
 
+mod columns;
 mod fastcall;
 mod graph;
 mod pyint;
@@ -15,6 +16,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     pyint::init(m.py())?;
     wire::register(m)?;
+    columns::register(m)?;
     graph::register(m)?;
     Ok(())
 }

@@ -52,8 +52,15 @@ impl Slots {
 impl Env for Slots {
     #[inline]
     fn get(&self, s: SlotRef) -> &Value {
-        let b = self.bases[self.bases.len() - 1 - s.up as usize];
-        &self.vals[b + s.idx as usize]
+        // A value decoded alone (outside its message) has no enclosing frames: what it
+        // refers to there is absent.
+        static ABSENT: Value = Value::Absent;
+        let Some(i) = self.bases.len().checked_sub(1 + s.up as usize) else {
+            return &ABSENT;
+        };
+        self.vals
+            .get(self.bases[i] + s.idx as usize)
+            .unwrap_or(&ABSENT)
     }
 }
 

@@ -151,6 +151,103 @@ pub trait Source {
     /// Whether a value is an instance of the struct `sink_id`; `None` when it cannot tell
     /// (e.g. a plain mapping).
     fn is_struct(&self, v: &Self::Value, sink_id: u32) -> Option<bool>;
+    /// A struct or field-kind value given as its own wire bytes (a table column that stores
+    /// recursive or self-describing values raw). The VM checks that they decode as that
+    /// value before writing them.
+    #[inline(always)]
+    fn raw(&self, _v: &Self::Value) -> Option<&[u8]> {
+        None
+    }
+}
+
+/// A sink that keeps nothing. `Discard<true>` checks a message as fully as any decode (to
+/// find its error); `Discard<false>` only finds where it ends (see [`Sink::KEEPS_VALUES`]).
+pub struct Discard<const CHECK: bool>;
+
+impl<const CHECK: bool> Sink for Discard<CHECK> {
+    type Value = ();
+    type Struct = ();
+    type List = ();
+    type Map = ();
+    type Error = std::convert::Infallible;
+    const KEEPS_VALUES: bool = CHECK;
+
+    #[inline(always)]
+    fn uint(&mut self, _: u64) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn int(&mut self, _: i64) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn float(&mut self, _: f64) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn bool(&mut self, _: bool) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn bytes(&mut self, _: &[u8]) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn str(&mut self, _: &str, _: bool) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn latin1(&mut self, _: &[u8]) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn begin_struct(&mut self, _: u32) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn set_field(&mut self, _: &mut (), _: u16, _: ()) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn absent_field(&mut self, _: &mut (), _: u16) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn end_struct(&mut self, _: ()) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn none(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn ext(&mut self, _: i8, _: &[u8]) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn begin_map(&mut self, _: usize) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn map_insert(&mut self, _: &mut (), _: (), _: ()) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn end_map(&mut self, _: ()) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn begin_list(&mut self, _: usize) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn push(&mut self, _: &mut (), _: ()) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn end_list(&mut self, _: ()) -> Result<(), Self::Error> {
+        Ok(())
+    }
 }
 
 /// The destination buffer is full.

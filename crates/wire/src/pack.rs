@@ -164,6 +164,19 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         Ok(())
     }
 
+    /// Writes a value given as its wire bytes, once they decode as exactly one `node`.
+    fn raw(&mut self, node: &'p Node, v: &S::Value) -> Result<(), S::Error> {
+        let b = self.src.raw(v).unwrap_or_default();
+        if let Err(e) = crate::unpack::check_node(self.p, node, b) {
+            return Err(self.invalid(format!(
+                "the raw bytes given for this value do not decode as one: {} (at byte {})",
+                e.message(),
+                e.offset
+            )));
+        }
+        self.put(b)
+    }
+
     pub(crate) fn invalid(&self, msg: impl Into<String>) -> Box<Error<S::Error>> {
         Error::invalid(msg, self.out.pos())
     }
@@ -296,6 +309,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 self.put(&t)?;
                 self.put(&[0])
             }
+            Node::Struct(_) | Node::Kind(_) if self.src.raw(v).is_some() => self.raw(node, v),
             Node::Struct(i) => self.structure(*i, v),
             Node::Array {
                 item, count, max, ..

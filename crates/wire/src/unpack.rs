@@ -51,6 +51,32 @@ pub fn unpack_with<S: Sink>(
     Ok((v, d.pos))
 }
 
+/// Checks that `buf` holds exactly one value of `node`, decoded alone (outside any message:
+/// what it refers to in enclosing structs is absent).
+pub fn check_node(prog: &Program, node: &Node, buf: &[u8]) -> Result<(), std::convert::Infallible> {
+    let mut scratch = Scratch::new();
+    let mut sink = crate::host::Discard::<true>;
+    let mut d = Dec {
+        p: prog,
+        buf,
+        pos: 0,
+        end: buf.len(),
+        at_end: true,
+        env: &mut scratch.slots,
+        depth: 0,
+        base: 0,
+        sink: &mut sink,
+    };
+    d.node(node)?;
+    if d.pos != buf.len() {
+        return Err(Error::invalid(
+            format!("{} bytes after the value ends", buf.len() - d.pos),
+            d.pos,
+        ));
+    }
+    Ok(())
+}
+
 /// The unpack VM's state; field kinds decode through it (see [`crate::kinds`]).
 pub struct Dec<'p, 'b, 's, S: Sink> {
     pub(crate) p: &'p Program,
