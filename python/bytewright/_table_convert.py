@@ -38,7 +38,7 @@ def to_pandas(table: Any, **options: Any) -> Any:
     columns: dict[str, Any] = {}
     for name in table.column_names:
         col = table[name]
-        columns[name] = col.__array__() if col.null_count == 0 else pd.array(
-            col.to_pylist(), dtype=object
+        columns[name] = (
+            col.__array__() if col.null_count == 0 else pd.array(col.to_pylist(), dtype=object)
         )
     return pd.DataFrame(columns)

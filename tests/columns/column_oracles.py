@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 import bytewright as bw
+import pytest
 
 pa = pytest.importorskip("pyarrow")
 
