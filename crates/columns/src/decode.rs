@@ -22,13 +22,14 @@ use bytewright_wire::{Program, Scratch};
 use crate::builders::Cols;
 use crate::fixed::{self, Plan};
 use crate::layout::Layout;
-use crate::sink::ColumnSink;
+use crate::sink::{Bug, ColumnSink};
 
 /// Why a table could not be built.
 #[derive(Debug)]
 pub enum Failure {
     /// Bad or short input; the path starts with the row index, the offset is absolute.
-    Decode(Box<Error<Infallible>>),
+    /// (It never holds a host error: the column sink's own errors are `Bug`s.)
+    Decode(Box<Error<Bug>>),
     /// Arrow refused the columns, or a value had no column (a bug: report it).
     Arrow(ArrowError),
     Bug(String),
@@ -74,7 +75,7 @@ pub struct Columnar {
     pub plan: Option<Plan>,
 }
 
-fn at_row(mut e: Box<Error<Infallible>>, row: usize) -> Failure {
+fn at_row(mut e: Box<Error<Bug>>, row: usize) -> Failure {
     e.rev_path.push(Seg::Index(row));
     Failure::Decode(e)
 }
@@ -92,7 +93,7 @@ fn scan_one(
 /// The error of the message at `pos` (checked fully), with its row.
 fn error_at(prog: &Program, input: &[u8], pos: usize, row: usize) -> Failure {
     match unpack_with(prog, &mut Scratch::new(), &mut Discard::<true>, input, pos) {
-        Err(e) => at_row(e, row),
+        Err(e) => at_row(Box::new(e.map_host(|never| match never {})), row),
         Ok((_, end)) if end == pos => zero_size(pos, row),
         // The scan or the strided copy found a problem the full check does not: never
         // expected, but say where rather than return wrong data.
@@ -104,22 +105,11 @@ fn error_at(prog: &Program, input: &[u8], pos: usize, row: usize) -> Failure {
 }
 
 /// A decode error of the column sink: its own errors are bugs, the rest keep their path.
-fn host_free(e: Error<crate::sink::Bug>, row: usize) -> Failure {
-    let kind = match e.kind {
-        Kind::Host(b) => return Failure::Bug(b.0),
-        Kind::Short { need, left, at_end } => Kind::Short { need, left, at_end },
-        Kind::Invalid(m) => Kind::Invalid(m),
-        Kind::Full { need, cap } => Kind::Full { need, cap },
-    };
-    at_row(
-        Box::new(Error {
-            kind,
-            offset: e.offset,
-            rev_path: e.rev_path,
-            skip: e.skip,
-        }),
-        row,
-    )
+fn host_free(e: Box<Error<Bug>>, row: usize) -> Failure {
+    match e.kind {
+        Kind::Host(b) => Failure::Bug(b.0),
+        _ => at_row(e, row),
+    }
 }
 
 fn zero_size(pos: usize, row: usize) -> Failure {
@@ -339,7 +329,7 @@ impl Columnar {
                     pos = end;
                     rows += 1;
                 }
-                Err(e) => return Err(host_free(*e, first_row + rows)),
+                Err(e) => return Err(host_free(e, first_row + rows)),
             }
         }
         Ok((sink.cols, rows, pos))

@@ -21,6 +21,16 @@ pub enum Kind<E> {
     },
     /// Malformed input (unpack) or a value that cannot be packed (pack).
     Invalid(String),
+    /// Text that is not valid in its encoding: the offending byte is at the error's offset.
+    BadText { ascii: bool, byte: u8 },
+    /// A length past both the limit and the end of the data: truncated data is the likelier
+    /// cause, so the message says that first (it stays an error, never "incomplete").
+    PastLimit {
+        n: i128,
+        left: usize,
+        max: u64,
+        at_end: bool,
+    },
     /// The destination buffer of `pack_into` is too small.
     Full { need: usize, cap: usize },
     /// An error raised by the sink or source (e.g. out of memory).
@@ -83,6 +93,33 @@ impl<E> Error<E> {
         s
     }
 
+    /// The same error with its host error (if any) mapped by `f`.
+    pub fn map_host<F>(self, f: impl FnOnce(E) -> F) -> Error<F> {
+        Error {
+            kind: match self.kind {
+                Kind::Short { need, left, at_end } => Kind::Short { need, left, at_end },
+                Kind::Invalid(m) => Kind::Invalid(m),
+                Kind::BadText { ascii, byte } => Kind::BadText { ascii, byte },
+                Kind::PastLimit {
+                    n,
+                    left,
+                    max,
+                    at_end,
+                } => Kind::PastLimit {
+                    n,
+                    left,
+                    max,
+                    at_end,
+                },
+                Kind::Full { need, cap } => Kind::Full { need, cap },
+                Kind::Host(e) => Kind::Host(f(e)),
+            },
+            offset: self.offset,
+            rev_path: self.rev_path,
+            skip: self.skip,
+        }
+    }
+
     /// Whether more input could complete the message.
     pub fn is_incomplete(&self) -> bool {
         matches!(self.kind, Kind::Short { at_end: true, .. })
@@ -97,6 +134,22 @@ impl<E> Error<E> {
                 if *at_end { "" } else { " in the window" }
             ),
             Kind::Invalid(m) => m.clone(),
+            Kind::BadText { ascii: false, .. } => {
+                format!("invalid utf-8 at offset {}", self.offset)
+            }
+            Kind::BadText { ascii: true, byte } => {
+                format!("byte 0x{byte:02x} at offset {} is not ascii", self.offset)
+            }
+            Kind::PastLimit {
+                n,
+                left,
+                max,
+                at_end,
+            } => format!(
+                "the length {n} runs past the end of the {}: needs {n} bytes at offset {}, {left} left (and exceeds the limit {max})",
+                if *at_end { "input" } else { "window" },
+                self.offset
+            ),
             Kind::Full { need, cap } => format!(
                 "the destination buffer is too small: needs {need} bytes at offset {}, {cap} left",
                 self.offset

@@ -294,16 +294,21 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             let left = self.end - self.pos;
             // Past the end as well: say so first, since truncated data is the likelier
             // cause; it stays an error (never "incomplete") because of the limit.
-            let msg = if what == "length" && n > left as i128 {
-                format!(
-                    "the {what} {n} runs past the end of the {}: needs {n} bytes at offset {}, {left} left (and exceeds the limit {max})",
-                    if self.at_end { "input" } else { "window" },
-                    self.pos
-                )
-            } else {
-                format!("the {what} {n} exceeds the limit {max}")
-            };
-            return Err(Error::invalid(msg, self.pos));
+            if what == "length" && n > left as i128 {
+                return Err(Error::new(
+                    Kind::PastLimit {
+                        n,
+                        left,
+                        max,
+                        at_end: self.at_end,
+                    },
+                    self.pos,
+                ));
+            }
+            return Err(Error::invalid(
+                format!("the {what} {n} exceeds the limit {max}"),
+                self.pos,
+            ));
         }
         Ok(n as usize)
     }
@@ -472,8 +477,11 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             Encoding::Latin1 => self.sink.latin1(b),
             Encoding::Ascii => match b.iter().position(|&c| c >= 0x80) {
                 Some(i) => {
-                    return Err(Error::invalid(
-                        format!("byte 0x{:02x} at offset {} is not ascii", b[i], at + i),
+                    return Err(Error::new(
+                        Kind::BadText {
+                            ascii: true,
+                            byte: b[i],
+                        },
                         at + i,
                     ))
                 }
@@ -486,8 +494,11 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 Ok(s) => self.sink.str(s, s.is_ascii()),
                 Err(e) => {
                     let i = e.valid_up_to();
-                    return Err(Error::invalid(
-                        format!("invalid utf-8 at offset {}", at + i),
+                    return Err(Error::new(
+                        Kind::BadText {
+                            ascii: false,
+                            byte: b[i],
+                        },
                         at + i,
                     ));
                 }

@@ -191,7 +191,7 @@ pub fn read<'py>(table: &Bound<'py, PyAny>) -> PyResult<Input<'py>> {
             let n =
                 values.len().map_err(|_| {
                     PyTypeError::new_err(format!(
-                    "column {name:?}: expected a sequence, a NumPy array or an Arrow array, got {}",
+                    "column '{name}': expected a sequence, a NumPy array or an Arrow array, got {}",
                     values.get_type().name().map(|s| s.to_string()).unwrap_or_default()
                 ))
                 })?;
@@ -200,7 +200,7 @@ pub fn read<'py>(table: &Bound<'py, PyAny>) -> PyResult<Input<'py>> {
         if let Some((m, first)) = &rows {
             if *m != n {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "column {name:?} has {n} rows, but column {first:?} has {m}"
+                    "column '{name}' has {n} rows, but column '{first}' has {m}"
                 )));
             }
         } else {

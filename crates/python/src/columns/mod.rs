@@ -45,23 +45,8 @@ pub fn auto_threads(threads: Option<usize>, len: usize) -> usize {
 pub fn raise(py: Python<'_>, f: Failure) -> PyErr {
     match f {
         Failure::Decode(e) => {
-            let e = *e;
-            let conv = bytewright_wire::Error::<PyErr> {
-                kind: match e.kind {
-                    bytewright_wire::Kind::Short { need, left, at_end } => {
-                        bytewright_wire::Kind::Short { need, left, at_end }
-                    }
-                    bytewright_wire::Kind::Invalid(m) => bytewright_wire::Kind::Invalid(m),
-                    bytewright_wire::Kind::Full { need, cap } => {
-                        bytewright_wire::Kind::Full { need, cap }
-                    }
-                    bytewright_wire::Kind::Host(never) => match never {},
-                },
-                offset: e.offset,
-                rev_path: e.rev_path,
-                skip: e.skip,
-            };
-            crate::wire::errors::raise(py, conv, crate::wire::errors::Mode::Unpack)
+            let e = e.map_host(|b| pyo3::exceptions::PyRuntimeError::new_err(b.0));
+            crate::wire::errors::raise(py, e, crate::wire::errors::Mode::Unpack)
         }
         Failure::Arrow(e) => pyo3::exceptions::PyRuntimeError::new_err(format!(
             "bytewright built an invalid Arrow array (a bug, please report it): {e}"
@@ -110,7 +95,7 @@ impl Table {
         if let Ok(name) = key.extract::<String>() {
             return self.schema.index_of(&name).map_err(|_| {
                 PyKeyError::new_err(format!(
-                    "no column {name:?}; the columns are {:?}",
+                    "no column '{name}'; the columns are {:?}",
                     self.schema
                         .fields()
                         .iter()
@@ -572,7 +557,7 @@ impl Column {
         let this = slf.get();
         if !this.zero_copy() {
             return Err(PyBufferError::new_err(format!(
-                "column {:?} ({}) has no contiguous buffer: only one chunk of fixed-width numbers without nulls has one (use numpy.asarray, which copies)",
+                "column '{}' ({}) has no contiguous buffer: only one chunk of fixed-width numbers without nulls has one (use numpy.asarray, which copies)",
                 this.field.name(),
                 type_name(this.field.data_type())
             )));

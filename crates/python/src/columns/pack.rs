@@ -55,7 +55,7 @@ fn check_columns(py: Python<'_>, prog: &Program, given: &[String]) -> PyResult<(
         if let Some(g) = given.iter().find(|g| !fields.contains(g)) {
             return Err(crate::wire::errors::pack_error(
                 py,
-                format!("unknown column {g:?}: the fields are {}", fields.join(", ")),
+                format!("unknown column '{g}': the fields are {}", fields.join(", ")),
                 g,
             ));
         }
