@@ -258,6 +258,4 @@ def _verify(frame: Any) -> None:
     except bw.DecodeError as e:
         full = f"{path}.{e.path}" if path else e.path
         detail = str(e).split(": ", 1)[1] if ": " in str(e) else str(e)
-        raise bw.DecodeError(
-            f"{full}: {detail}", full, off + (e.offset or 0)
-        ) from None
+        raise bw.DecodeError(f"{full}: {detail}", full, off + (e.offset or 0)) from None

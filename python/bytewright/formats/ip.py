@@ -685,7 +685,9 @@ class _Datagram:
     broken: bool = False
 
 
-def reassemble(packets: Iterable[IPv4 | tuple[float, IPv4]], *, timeout: float = 30.0) -> list[IPv4]:
+def reassemble(
+    packets: Iterable[IPv4 | tuple[float, IPv4]], *, timeout: float = 30.0
+) -> list[IPv4]:
     """Reassembles IPv4 fragments; other packets pass through in order.
 
     ``packets`` are ``IPv4`` packets or ``(timestamp, packet)`` pairs (seconds; without

@@ -16,6 +16,7 @@ a first fragment carries ``UDPFragment``, ``TCP`` or ``ICMPv6`` when the header 
 
 from __future__ import annotations
 
+import itertools
 import socket
 from typing import Any
 
@@ -29,14 +30,13 @@ from bytewright.formats.ip import (
     _inside,
     _with,
     _zeroed,
-    internet_checksum,
 )
 
 __all__ = [
-    "ICMPv6",
     "DestinationOptions",
     "Fragment",
     "HopByHop",
+    "ICMPv6",
     "IPv6",
     "IPv6Header",
     "Routing",
@@ -126,9 +126,7 @@ class Fragment(bw.Struct, byteorder="big"):
     reserved2: int = bw.bits(2, default=0)
     m: bool = bw.flag(default=False)
     identification: bw.U32
-    payload: Any = bw.field(
-        tag=_FRAG_TAG, cases={**_CASES, **_FIRST_FRAGMENT}, default_case=Raw
-    )
+    payload: Any = bw.field(tag=_FRAG_TAG, cases={**_CASES, **_FIRST_FRAGMENT}, default_case=Raw)
 
 
 class IPv6Header(bw.Struct, byteorder="big"):
@@ -277,7 +275,7 @@ def _replace_last(pkt: Any, last: Any) -> list[Any]:
     if len(chain) == 1:
         return [last]
     out = [_with(x) for x in chain[:-1]]
-    for a, b in zip(out, out[1:], strict=False):
+    for a, b in itertools.pairwise(out):
         a.payload = b
     out[-1].payload = last
     return [*out, last]
