@@ -132,7 +132,7 @@ class Fragment(bw.Struct, byteorder="big"):
 class IPv6Header(bw.Struct, byteorder="big"):
     """The fixed IPv6 header alone, every field as on the wire."""
 
-    version: int = bw.bits(4, default=6)
+    version: int = bw.field(type=bw.Bits(4), const=6)
     dscp: int = bw.bits(6, default=0)
     ecn: int = bw.bits(2, default=0)
     flow_label: int = bw.bits(20, default=0)
@@ -150,7 +150,7 @@ _UPPER = (UDP, UDPFragment, TCP, ICMPv6)
 class IPv6(bw.Struct, byteorder="big"):
     """An IPv6 packet; ``payload_length`` and the transport checksum are computed on pack."""
 
-    version: int = bw.bits(4, default=6)
+    version: int = bw.field(type=bw.Bits(4), const=6)
     dscp: int = bw.bits(6, default=0)
     ecn: int = bw.bits(2, default=0)
     flow_label: int = bw.bits(20, default=0)
