@@ -248,7 +248,7 @@ def test_vlan_tags_against_scapy() -> None:
     s = (
         l2.Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
         / l2.Dot1AD(vlan=300, prio=2)
-        / l2.Dot1Q(vlan=12, prio=6, id=1)
+        / l2.Dot1Q(vlan=12, prio=6, dei=1)
         / inet.IP(src=SRC, dst=DST)
         / inet.TCP(sport=80, dport=1234, flags="SA")
     )

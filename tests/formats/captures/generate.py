@@ -201,7 +201,7 @@ def _inject_crafted() -> None:
         / b"one vlan tag",
         Ether(**eth)
         / Dot1AD(vlan=200)
-        / Dot1Q(vlan=30, id=1)
+        / Dot1Q(vlan=30, dei=1)
         / IPv6(src="::1", dst="::1")
         / UDP(sport=4000, dport=4002)
         / b"qinq",
