@@ -178,9 +178,8 @@ def test_tcp_options_decode_and_agree_with_dpkt() -> None:
 @pytest.mark.parametrize("seed", range(20))
 def test_ipv6_chains_against_scapy(seed: int) -> None:
     rnd = random.Random(seed)
-    layers = []
-    for _ in range(rnd.randint(0, 3)):
-        layers.append(rnd.choice(["hop", "dst", "rt"]))
+    # RFC 8200's order: hop-by-hop, destination options, routing, destination options.
+    layers = [k for k in ("hop", "dst", "rt", "dst") if rnd.random() < 0.5]
     data = rnd.randbytes(rnd.randint(0, 200))
     s: object = inet6.IPv6(
         src="2001:db8::1", dst="2001:db8::2", tc=rnd.getrandbits(8), fl=rnd.getrandbits(20)
@@ -225,6 +224,20 @@ def test_ipv6_chains_against_scapy(seed: int) -> None:
     )
     up.checksum = None
     assert rebuilt.pack() == wire
+
+
+def test_ipv6_headers_out_of_order_are_raw() -> None:
+    s = (
+        inet6.IPv6(src="::1", dst="::1")
+        / inet6.IPv6ExtHdrDestOpt()
+        / inet6.IPv6ExtHdrHopByHop()
+        / inet.UDP()
+        / b"x"
+    )
+    wire = bytes(s)
+    pkt = ipv6.IPv6.unpack(wire, verify=False)
+    assert isinstance(pkt.payload, ipv6.DestinationOptions)
+    assert pkt.payload.payload == ip.Raw(data=wire[48:]) and pkt.pack() == wire
 
 
 def test_ipv6_fragments_against_scapy() -> None:

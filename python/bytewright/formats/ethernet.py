@@ -59,12 +59,12 @@ def _mac_encode(s: str) -> bytes:
 
 _MAC = (_mac_decode, _mac_encode)
 
+# Every VLAN tag type selects Dot1Q (one case, so the schema describes it once).
+_TAG = "33024 if type == 34984 or type == 37120 else type"
 _CASES: dict[int, Any] = {
     EtherType.IPV4: IPv4,
     EtherType.IPV6: IPv6,
     EtherType.VLAN: "Dot1Q",
-    EtherType.QINQ: "Dot1Q",
-    EtherType.VLAN_9100: "Dot1Q",
 }
 
 
@@ -75,7 +75,7 @@ class Dot1Q(bw.Struct, byteorder="big"):
     dei: bool = bw.flag(default=False)
     vid: int = bw.bits(12)
     type: bw.U16
-    payload: Dot1Q | IPv4 | IPv6 | Raw = bw.field(tag="type", cases=_CASES, default_case=Raw)
+    payload: Dot1Q | IPv4 | IPv6 | Raw = bw.field(tag=_TAG, cases=_CASES, default_case=Raw)
 
     def pack(self, *, verify: bool = True) -> bytes:  # type: ignore[override]
         head = _Dot1QHeader(pcp=self.pcp, dei=self.dei, vid=self.vid, type=self.type).pack()
@@ -95,7 +95,7 @@ class Ethernet(bw.Struct, byteorder="big"):
     dst: str = bw.field(type=bw.Bytes(len=6), convert=_MAC)
     src: str = bw.field(type=bw.Bytes(len=6), convert=_MAC)
     type: bw.U16
-    payload: Dot1Q | IPv4 | IPv6 | Raw = bw.field(tag="type", cases=_CASES, default_case=Raw)
+    payload: Dot1Q | IPv4 | IPv6 | Raw = bw.field(tag=_TAG, cases=_CASES, default_case=Raw)
     trailer: bytes = bw.field(len=bw.REST, default=b"")
 
     def pack(self, *, verify: bool = True) -> bytes:  # type: ignore[override]
@@ -133,7 +133,7 @@ class LinuxSLL(bw.Struct, byteorder="big"):
     address_length: bw.U16 = 6
     address: bytes = bw.field(len=8, default=bytes(8))
     type: bw.U16
-    payload: Dot1Q | IPv4 | IPv6 | Raw = bw.field(tag="type", cases=_CASES, default_case=Raw)
+    payload: Dot1Q | IPv4 | IPv6 | Raw = bw.field(tag=_TAG, cases=_CASES, default_case=Raw)
     trailer: bytes = bw.field(len=bw.REST, default=b"")
 
     def pack(self, *, verify: bool = True) -> bytes:  # type: ignore[override]

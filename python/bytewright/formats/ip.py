@@ -221,16 +221,14 @@ class TCPOptions(bw.Struct, byteorder="big"):
 
 # ---- IPv4 ----
 
-# The payload's tag: the protocol, or 256 + the protocol in a first fragment, or -1 (Raw)
-# in later fragments.
-_TAG = "-1 if fragment_offset else (protocol | 256 if mf else protocol)"
+# The payload's tag: the protocol; 256 + 17 for UDP in a first fragment (UDPFragment, whose
+# length counts the whole datagram); -1 (Raw) in later fragments.
+_TAG = "-1 if fragment_offset else (273 if mf and protocol == 17 else protocol)"
 _CASES: dict[int, Any] = {
     Protocol.UDP: UDP,
     Protocol.TCP: TCP,
     Protocol.ICMP: ICMP,
     256 | Protocol.UDP: UDPFragment,
-    256 | Protocol.TCP: TCP,
-    256 | Protocol.ICMP: ICMP,
 }
 
 _HEADER = [
@@ -439,7 +437,7 @@ def _header_of(pkt: IPv4, total_length: int, checksum: int) -> IPv4Header:
 def _segment_class(protocol: int, mf: bool, offset: int) -> type[bw.Struct]:
     if offset:
         return Raw
-    tag = protocol | 256 if mf else protocol
+    tag = 273 if mf and protocol == Protocol.UDP else protocol
     return _CASES.get(tag, Raw)  # type: ignore[no-any-return]
 
 

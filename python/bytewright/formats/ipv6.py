@@ -70,22 +70,31 @@ class ICMPv6(bw.Struct, byteorder="big"):
         return super().pack() if self.checksum is not None else _with(self, checksum=0).pack()
 
 
-# The next header's class, by number; in a first fragment 256 + the number, and -1 (Raw)
-# after a later fragment.
+# The next header's class, by number, following RFC 8200's order of extension headers
+# (hop-by-hop first, then destination options, routing, fragment, destination options):
+# a header out of that order, and all after it, is Raw. UDP in a first fragment is
+# UDPFragment (tag 256 + 17); after a later fragment the tag is -1 (Raw).
+_UPPER_CASES: dict[int, Any] = {
+    Protocol.UDP: UDP,
+    Protocol.TCP: TCP,
+    Protocol.ICMPV6: "ICMPv6",
+}
 _CASES: dict[int, Any] = {
     Protocol.HOPOPT: "HopByHop",
     Protocol.IPV6_ROUTE: "Routing",
     Protocol.IPV6_FRAG: "Fragment",
     Protocol.IPV6_OPTS: "DestinationOptions",
-    Protocol.UDP: UDP,
-    Protocol.TCP: TCP,
-    Protocol.ICMPV6: ICMPv6,
+    **_UPPER_CASES,
 }
-_FIRST_FRAGMENT: dict[int, Any] = {
-    **{256 | k: v for k, v in _CASES.items() if k not in (Protocol.UDP,)},
+_AFTER_HOP = {k: v for k, v in _CASES.items() if k != Protocol.HOPOPT}
+_AFTER_DST = _AFTER_HOP
+_AFTER_ROUTING = {k: v for k, v in _AFTER_HOP.items() if k != Protocol.IPV6_ROUTE}
+_AFTER_FRAGMENT: dict[int, Any] = {
+    Protocol.IPV6_OPTS: "DestinationOptions",
+    **_UPPER_CASES,
     256 | Protocol.UDP: UDPFragment,
 }
-_FRAG_TAG = "-1 if fragment_offset else (next_header | 256 if m else next_header)"
+_FRAG_TAG = "-1 if fragment_offset else (273 if m and next_header == 17 else next_header)"
 
 
 class HopByHop(bw.Struct, byteorder="big"):
@@ -94,7 +103,7 @@ class HopByHop(bw.Struct, byteorder="big"):
     next_header: bw.U8
     length: bw.U8 = bw.derived()
     options: bytes = bw.field(len="length * 8 + 6", default=b"\x01\x04\0\0\0\0")
-    payload: Any = bw.field(tag="next_header", cases=_CASES, default_case=Raw)
+    payload: Any = bw.field(tag="next_header", cases=_AFTER_HOP, default_case=Raw)
 
 
 class DestinationOptions(bw.Struct, byteorder="big"):
@@ -103,7 +112,7 @@ class DestinationOptions(bw.Struct, byteorder="big"):
     next_header: bw.U8
     length: bw.U8 = bw.derived()
     options: bytes = bw.field(len="length * 8 + 6", default=b"\x01\x04\0\0\0\0")
-    payload: Any = bw.field(tag="next_header", cases=_CASES, default_case=Raw)
+    payload: Any = bw.field(tag="next_header", cases=_AFTER_DST, default_case=Raw)
 
 
 class Routing(bw.Struct, byteorder="big"):
@@ -114,7 +123,7 @@ class Routing(bw.Struct, byteorder="big"):
     routing_type: bw.U8
     segments_left: bw.U8
     data: bytes = bw.field(len="length * 8 + 4")
-    payload: Any = bw.field(tag="next_header", cases=_CASES, default_case=Raw)
+    payload: Any = bw.field(tag="next_header", cases=_AFTER_ROUTING, default_case=Raw)
 
 
 class Fragment(bw.Struct, byteorder="big"):
@@ -126,7 +135,7 @@ class Fragment(bw.Struct, byteorder="big"):
     reserved2: int = bw.bits(2, default=0)
     m: bool = bw.flag(default=False)
     identification: bw.U32
-    payload: Any = bw.field(tag=_FRAG_TAG, cases={**_CASES, **_FIRST_FRAGMENT}, default_case=Raw)
+    payload: Any = bw.field(tag=_FRAG_TAG, cases=_AFTER_FRAGMENT, default_case=Raw)
 
 
 class IPv6Header(bw.Struct, byteorder="big"):
