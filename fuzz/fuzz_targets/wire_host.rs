@@ -74,7 +74,9 @@ impl Sink for Host {
         Ok((sink_id, vec![Val::None; n]))
     }
     fn set_field(&mut self, s: &mut Self::Struct, field: u16, v: Val) -> Result<(), String> {
-        let slot = s.1.get_mut(field as usize).expect("field index within its struct");
+        let slot =
+            s.1.get_mut(field as usize)
+                .expect("field index within its struct");
         *slot = v;
         Ok(())
     }
