@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz fuzz-graph fuzz-pickle-reader clean
+.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz fuzz-graph fuzz-pickle-reader fuzz-wire clean
 
 venv: $(VENV)/.installed
 
@@ -31,7 +31,7 @@ test-python: build bench-deps
 	pytest
 
 # pytest runs last, so its summary closes the output.
-test: lint test-rust fuzz-graph fuzz-pickle-reader test-python
+test: lint test-rust fuzz-graph fuzz-pickle-reader fuzz-wire test-python
 
 fmt: venv
 	cargo fmt --all
@@ -71,6 +71,16 @@ fuzz-pickle-reader:
 	mkdir -p fuzz/corpus/pickle_reader
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run pickle_reader corpus/pickle_reader seeds_pickle \
 		--sanitizer none --debug-assertions -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048
+
+# The wire VM (crates/wire) over the bundled formats' schemas and schemas drawn from the input
+# (fuzz/fuzz_targets/wire_unpack.rs), seeded with real captures (fuzz/make_wire_seeds.py).
+# Memory is bounded: an allocation beyond the input's size times a small constant fails it.
+fuzz-wire:
+	command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	mkdir -p fuzz/corpus/wire_unpack
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run wire_unpack corpus/wire_unpack seeds_wire \
+		--sanitizer none --debug-assertions -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+		-malloc_limit_mb=256 -timeout=10
 
 clean:
 	rm -rf target $(VENV) benchmarks/results

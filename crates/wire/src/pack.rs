@@ -756,9 +756,14 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             };
             self.node(&fs.node, &v)?;
             if let Some(slot) = fs.slot {
-                // A variable-length bytes field used as a tag or in an expression.
-                let b = self.src.bytes(&v).map_err(|e| self.src_err(e))?;
-                self.env.set(slot, Value::Bytes(b.into()));
+                let val = if let Node::Varint { .. } = fs.node {
+                    // A varint in an expression (not a derived length): its value, as unpack.
+                    Value::Int(self.src.int(&v).map_err(|e| self.src_err(e))?)
+                } else {
+                    // A variable-length bytes field used as a tag or in an expression.
+                    Value::Bytes(self.src.bytes(&v).map_err(|e| self.src_err(e))?.into())
+                };
+                self.env.set(slot, val);
             }
         }
         if let Some(w) = &fs.window {
