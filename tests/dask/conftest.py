@@ -1,4 +1,4 @@
-"""A real distributed cluster on loopback, shared by the Dask tests of one session.
+"""A real distributed cluster on loopback, shared by the tests of one module.
 
 Two worker processes with one thread each; the "bytewright" family is registered in this
 process and, through `FamilyPlugin`, on every worker, with the test hook on top.
@@ -17,7 +17,7 @@ from dask_shapes import CLASSES, KEY, SHARD
 from distributed import Client, LocalCluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def client() -> Iterator[Client]:
     bytewright.dask.register(classes=CLASSES, hmac_key=KEY)
     family_hook.install()
