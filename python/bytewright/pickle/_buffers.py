@@ -110,7 +110,7 @@ def _writing(obj: object) -> _Writing:
     if writing is None:
         raise TypeError(
             f"{type(obj).__module__}.{type(obj).__qualname__} values are written only "
-            "as out-of-band frames, by the bytewright.dask serialization family"
+            "by the bytewright.dask serialization family (as out-of-band frames)"
         )
     return writing
 
