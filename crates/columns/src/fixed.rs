@@ -7,7 +7,7 @@
 //! split across threads in blocks of 64, so bool bitmaps never share a byte.
 
 use arrow_array::{make_array, ArrayRef};
-use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_buffer::Buffer;
 use arrow_data::ArrayData;
 
 use bytewright_wire::program::{Konst, Node, Program, Scalar, Step, StructProg};
@@ -23,6 +23,8 @@ struct Leaf {
     scalar: Scalar,
     /// The wire bytes every row must hold (a constant field).
     konst: Option<Vec<u8>>,
+    /// The field indices from the root struct down to this field.
+    path: Vec<u16>,
 }
 
 /// The strided plan of a program, when it has one.
@@ -41,7 +43,15 @@ impl Plan {
             return None;
         };
         let mut leaves = Vec::new();
-        walk(prog, layout, root, layout.root, 0, &mut leaves)?;
+        walk(
+            prog,
+            layout,
+            root,
+            layout.root,
+            0,
+            &mut Vec::new(),
+            &mut leaves,
+        )?;
         Some(Plan { size, leaves })
     }
 }
@@ -52,6 +62,7 @@ fn walk(
     index: u32,
     node: NodeId,
     base: usize,
+    path: &mut Vec<u16>,
     out: &mut Vec<Leaf>,
 ) -> Option<()> {
     let sp: &StructProg = &prog.structs[index as usize];
@@ -74,11 +85,14 @@ fn walk(
                         None => None,
                         Some(k) => Some(konst_bytes(k, &it.scalar)?),
                     };
+                    let mut p = path.clone();
+                    p.push(f);
                     out.push(Leaf {
                         node: children[f as usize],
                         off: pos + it.off,
                         scalar: it.scalar,
                         konst,
+                        path: p,
                     });
                 }
                 pos += run.size;
@@ -95,7 +109,9 @@ fn walk(
                 if !matches!(layout.node(child).shape, Shape::Struct { .. }) {
                     return None;
                 }
-                walk(prog, layout, i, child, pos, out)?;
+                path.push(fs.field);
+                walk(prog, layout, i, child, pos, path, out)?;
+                path.pop();
                 pos += prog.structs[i as usize].static_size?;
             }
         }
@@ -134,6 +150,13 @@ fn col_width(s: &Scalar) -> usize {
 
 const HOST_BIG: bool = cfg!(target_endian = "big");
 
+/// The bytes of a column of words.
+fn words_as_bytes(words: &mut [u64]) -> &mut [u8] {
+    // SAFETY: any u64 is 8 initialised bytes; the byte slice covers exactly the words and
+    // borrows them mutably for its lifetime.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) }
+}
+
 /// Why the strided copy stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -151,12 +174,17 @@ pub fn run(
     rows: usize,
     threads: usize,
 ) -> Result<Vec<Buffer>, Stop> {
-    let mut bufs: Vec<MutableBuffer> = plan
+    // Columns as 8-byte words: aligned for every value type, and zeroed by calloc (fresh
+    // pages for large columns, so no separate pass writes zeros).
+    let mut bufs: Vec<Vec<u64>> = plan
         .leaves
         .iter()
-        .map(|l| match col_width(&l.scalar) {
-            0 => MutableBuffer::from_len_zeroed(rows.div_ceil(8)),
-            w => MutableBuffer::from_len_zeroed(rows * w),
+        .map(|l| {
+            let bytes = match col_width(&l.scalar) {
+                0 => rows.div_ceil(8),
+                w => rows * w,
+            };
+            vec![0u64; bytes.div_ceil(8)]
         })
         .collect();
     let threads = threads.clamp(1, rows.div_ceil(64).max(1));
@@ -165,7 +193,7 @@ pub fn run(
     let mut parts: Vec<Vec<&mut [u8]>> = (0..threads).map(|_| Vec::new()).collect();
     for (leaf, buf) in plan.leaves.iter().zip(bufs.iter_mut()) {
         let w = col_width(&leaf.scalar);
-        let mut rest: &mut [u8] = buf.as_slice_mut();
+        let mut rest: &mut [u8] = words_as_bytes(buf);
         for part in parts.iter_mut() {
             let take = match w {
                 0 => (per / 8).min(rest.len()),
@@ -203,9 +231,13 @@ pub fn run(
     };
     match bad {
         Some(row) => Err(Stop::BadRow(row)),
-        None => Ok(bufs.into_iter().map(Buffer::from).collect()),
+        None => Ok(bufs.into_iter().map(Buffer::from_vec).collect()),
     }
 }
+
+/// Rows decoded leaf by leaf at a time: their input stays in cache while every leaf reads
+/// it (a multiple of 8, so bool bitmaps start on a byte).
+const CACHE_ROWS: usize = 2048;
 
 /// Decodes rows `first..first + n` into `out` (one slice per leaf, starting at row `first`).
 /// Returns the first row holding a bad value.
@@ -218,64 +250,88 @@ fn block(
     mut out: Vec<&mut [u8]>,
 ) -> Option<usize> {
     let stride = plan.size;
-    let mut bad: Option<usize> = None;
-    if n == 0 {
-        return None;
-    }
-    let base = start + first * stride;
-    for (leaf, dst) in plan.leaves.iter().zip(out.iter_mut()) {
-        let at = base + leaf.off;
-        // Only the rows before a bad row already found matter.
-        let n = bad.map_or(n, |b| b - first);
-        let found = match leaf.scalar {
-            Scalar::Int { width: 1, .. } => copy::<1>(input, at, stride, n, dst, false),
-            Scalar::Int { width: 2, big, .. } | Scalar::Float { width: 2, big } => {
-                copy::<2>(input, at, stride, n, dst, big != HOST_BIG)
-            }
-            Scalar::Int { width: 4, big, .. } | Scalar::Float { width: 4, big } => {
-                copy::<4>(input, at, stride, n, dst, big != HOST_BIG)
-            }
-            Scalar::Int { width: 8, big, .. } | Scalar::Float { width: 8, big } => {
-                copy::<8>(input, at, stride, n, dst, big != HOST_BIG)
-            }
-            Scalar::Int {
-                width: 3,
-                big,
-                signed,
-            } => {
-                int24(input, at, stride, n, dst, big, signed);
-                None
-            }
-            Scalar::Bytes(w) => {
-                for r in 0..n {
-                    let s = at + r * stride;
-                    dst[r * w..(r + 1) * w].copy_from_slice(&input[s..s + w]);
-                }
-                None
-            }
-            Scalar::Bool => bools(input, at, stride, n, dst),
-            Scalar::Bits { .. } => {
-                bits(input, at, stride, n, dst, &leaf.scalar);
-                None
-            }
-            _ => None,
-        };
-        let mut found = found.map(|r| first + r);
-        if let Some(k) = &leaf.konst {
-            if let Some(r) = (0..n).find(|r| {
-                let s = at + r * stride;
-                input[s..s + k.len()] != k[..]
-            }) {
-                found = Some(found.map_or(first + r, |f| f.min(first + r)));
+    let mut done = 0;
+    while done < n {
+        let k = CACHE_ROWS.min(n - done);
+        let base = start + (first + done) * stride;
+        let mut bad: Option<usize> = None;
+        for (leaf, dst) in plan.leaves.iter().zip(out.iter_mut()) {
+            let dst = match col_width(&leaf.scalar) {
+                0 => &mut dst[done / 8..],
+                w => &mut dst[done * w..],
+            };
+            // Only the rows before a bad row already found matter.
+            let k = bad.unwrap_or(k);
+            if let Some(r) = leaf_rows(leaf, input, base + leaf.off, stride, k, dst) {
+                bad = Some(bad.map_or(r, |b| b.min(r)));
             }
         }
-        if let Some(r) = found {
-            bad = Some(bad.map_or(r, |b| b.min(r)));
+        if let Some(r) = bad {
+            return Some(first + done + r);
         }
+        done += k;
     }
-    bad
+    None
 }
 
+/// Decodes `n` rows of one leaf from `at` (the first row's field) into `dst`; returns the
+/// first row holding a bad value.
+fn leaf_rows(
+    leaf: &Leaf,
+    input: &[u8],
+    at: usize,
+    stride: usize,
+    n: usize,
+    dst: &mut [u8],
+) -> Option<usize> {
+    let found = match leaf.scalar {
+        Scalar::Int { width: 1, .. } => copy::<1>(input, at, stride, n, dst, false),
+        Scalar::Int { width: 2, big, .. } | Scalar::Float { width: 2, big } => {
+            copy::<2>(input, at, stride, n, dst, big != HOST_BIG)
+        }
+        Scalar::Int { width: 4, big, .. } | Scalar::Float { width: 4, big } => {
+            copy::<4>(input, at, stride, n, dst, big != HOST_BIG)
+        }
+        Scalar::Int { width: 8, big, .. } | Scalar::Float { width: 8, big } => {
+            copy::<8>(input, at, stride, n, dst, big != HOST_BIG)
+        }
+        Scalar::Int {
+            width: 3,
+            big,
+            signed,
+        } => {
+            int24(input, at, stride, n, dst, big, signed);
+            None
+        }
+        Scalar::Bytes(w) => {
+            for r in 0..n {
+                let s = at + r * stride;
+                dst[r * w..(r + 1) * w].copy_from_slice(&input[s..s + w]);
+            }
+            None
+        }
+        Scalar::Bool => bools(input, at, stride, n, dst),
+        Scalar::Bits { .. } => {
+            bits(input, at, stride, n, dst, &leaf.scalar);
+            None
+        }
+        _ => None,
+    };
+    let konst = leaf.konst.as_ref().and_then(|k| {
+        (0..n).find(|r| {
+            let s = at + r * stride;
+            input[s..s + k.len()] != k[..]
+        })
+    });
+    match (found, konst) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Moves `W` bytes per row from a strided input to a packed column, reversing them when
+/// the wire's byte order is not the host's. This is the hot loop of fixed records: the
+/// bounds are checked once for the whole block rather than per row.
 #[inline(always)]
 fn copy<const W: usize>(
     input: &[u8],
@@ -285,17 +341,33 @@ fn copy<const W: usize>(
     dst: &mut [u8],
     swap: bool,
 ) -> Option<usize> {
-    let src = &input[at..];
-    let dst = &mut dst[..n * W];
+    if n == 0 {
+        return None;
+    }
+    assert!(
+        at + (n - 1) * stride + W <= input.len(),
+        "rows inside the input"
+    );
+    assert!(dst.len() >= n * W, "room for the rows");
+    let src = input.as_ptr();
+    let out = dst.as_mut_ptr();
     if swap {
-        for (r, d) in dst.chunks_exact_mut(W).enumerate() {
-            let mut b: [u8; W] = src[r * stride..r * stride + W].try_into().expect("W bytes");
-            b.reverse();
-            d.copy_from_slice(&b);
+        for r in 0..n {
+            // SAFETY: row r reads input[at + r*stride .. + W] and writes dst[r*W .. + W], both
+            // inside the slices by the asserts above (r < n); unaligned reads and writes.
+            unsafe {
+                let mut b = std::ptr::read_unaligned(src.add(at + r * stride).cast::<[u8; W]>());
+                b.reverse();
+                std::ptr::write_unaligned(out.add(r * W).cast::<[u8; W]>(), b);
+            }
         }
     } else {
-        for (r, d) in dst.chunks_exact_mut(W).enumerate() {
-            d.copy_from_slice(&src[r * stride..r * stride + W]);
+        for r in 0..n {
+            // SAFETY: as above.
+            unsafe {
+                let b = std::ptr::read_unaligned(src.add(at + r * stride).cast::<[u8; W]>());
+                std::ptr::write_unaligned(out.add(r * W).cast::<[u8; W]>(), b);
+            }
         }
     }
     None
@@ -412,6 +484,255 @@ fn data(
                 b = b.add_child_data(data(layout, c, by_node, rows, large)?);
             }
             b.build()
+        }
+    }
+}
+
+/// What one leaf of a strided pack reads.
+pub enum PackInput<'a> {
+    /// A column (any integer, float, bool or binary type that holds the field's values).
+    Array(&'a dyn arrow_array::Array),
+    /// One value for every row (a class default, or a constant).
+    Int(i128),
+    Float(f64),
+    Bytes(&'a [u8]),
+}
+
+impl Plan {
+    /// Each leaf's path of field indices from the root, in leaf order: the inputs of
+    /// [`Plan::pack`] follow it.
+    pub fn leaf_paths(&self) -> impl Iterator<Item = &[u16]> {
+        self.leaves.iter().map(|l| l.path.as_slice())
+    }
+
+    /// Whether leaf `i` holds a constant (a missing column then writes it).
+    pub fn leaf_konst(&self, i: usize) -> Option<&[u8]> {
+        self.leaves[i].konst.as_deref()
+    }
+
+    /// Packs `rows` messages into `out` (`rows * size` bytes, zeroed: padding stays zero),
+    /// each leaf from its input. `Err(row)` names the first row the fast path cannot write
+    /// (a value out of range, a null, a type it does not take): the caller then packs
+    /// through the VM, which reports the same row with its message.
+    pub fn pack(&self, inputs: &[PackInput<'_>], rows: usize, out: &mut [u8]) -> Result<(), usize> {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::*;
+        use arrow_schema::DataType;
+        use bytewright_wire::pack::{encode_int, f64_to_f16};
+
+        let stride = self.size;
+        if out.len() < rows * stride {
+            return Err(0);
+        }
+        for (leaf, input) in self.leaves.iter().zip(inputs) {
+            let s = leaf.scalar;
+            let slot = |r: usize| -> std::ops::Range<usize> {
+                let at = r * stride + leaf.off;
+                at..at + s.span()
+            };
+            match (s, input) {
+                (Scalar::Int { .. } | Scalar::Bool | Scalar::Bits { .. }, PackInput::Array(a)) => {
+                    if a.null_count() > 0 {
+                        return Err((0..rows).find(|&r| a.is_null(r)).unwrap_or(0));
+                    }
+                    if let Some(w) = same_int(&s, a.data_type()) {
+                        // The column already has the field's width and signedness: no range
+                        // to check, only bytes to move.
+                        let big = matches!(s, Scalar::Int { big: true, .. });
+                        let data = a.to_data();
+                        let src = &data.buffers()[0].as_slice()[data.offset() * w..];
+                        scatter(src, w, rows, out, stride, leaf.off, big != HOST_BIG);
+                        konst_rows(leaf, rows, stride, out)?;
+                        continue;
+                    }
+                    macro_rules! ints {
+                        ($t:ty) => {{
+                            let v = a.as_primitive::<$t>().values();
+                            for r in 0..rows {
+                                let at = slot(r);
+                                encode_int(&mut out[at], &s, i128::from(v[r])).map_err(|_| r)?;
+                            }
+                        }};
+                    }
+                    match a.data_type() {
+                        DataType::Int8 => ints!(Int8Type),
+                        DataType::Int16 => ints!(Int16Type),
+                        DataType::Int32 => ints!(Int32Type),
+                        DataType::Int64 => ints!(Int64Type),
+                        DataType::UInt8 => ints!(UInt8Type),
+                        DataType::UInt16 => ints!(UInt16Type),
+                        DataType::UInt32 => ints!(UInt32Type),
+                        DataType::UInt64 => ints!(UInt64Type),
+                        DataType::Boolean => {
+                            let b = a.as_boolean();
+                            for r in 0..rows {
+                                let at = slot(r);
+                                encode_int(&mut out[at], &s, i128::from(b.value(r)))
+                                    .map_err(|_| r)?;
+                            }
+                        }
+                        _ => return Err(0),
+                    }
+                }
+                (Scalar::Int { .. }, PackInput::Bytes(k)) if k.len() == s.size() => {
+                    // A constant's own wire bytes.
+                    for r in 0..rows {
+                        let at = r * stride + leaf.off;
+                        out[at..at + k.len()].copy_from_slice(k);
+                    }
+                }
+                (Scalar::Int { .. } | Scalar::Bool | Scalar::Bits { .. }, PackInput::Int(v)) => {
+                    for r in 0..rows {
+                        let at = slot(r);
+                        encode_int(&mut out[at], &s, *v).map_err(|_| r)?;
+                    }
+                }
+                (Scalar::Float { width, big }, input) => {
+                    let value = |r: usize| -> Option<f64> {
+                        match input {
+                            PackInput::Float(f) => Some(*f),
+                            PackInput::Int(i) => Some(*i as f64),
+                            PackInput::Array(a) if a.is_valid(r) => match a.data_type() {
+                                DataType::Float16 => {
+                                    Some(a.as_primitive::<Float16Type>().value(r).into())
+                                }
+                                DataType::Float32 => {
+                                    Some(a.as_primitive::<Float32Type>().value(r).into())
+                                }
+                                DataType::Float64 => Some(a.as_primitive::<Float64Type>().value(r)),
+                                _ => None,
+                            },
+                            _ => None,
+                        }
+                    };
+                    for r in 0..rows {
+                        let f = value(r).ok_or(r)?;
+                        let bits: u64 = match width {
+                            2 => u64::from(f64_to_f16(f).ok_or(r)?),
+                            4 => {
+                                let g = f as f32;
+                                if g.is_infinite() && f.is_finite() {
+                                    return Err(r);
+                                }
+                                u64::from(g.to_bits())
+                            }
+                            _ => f.to_bits(),
+                        };
+                        let w = width as usize;
+                        let at = r * stride + leaf.off;
+                        let bytes = bits.to_le_bytes();
+                        let dst = &mut out[at..at + w];
+                        dst.copy_from_slice(&bytes[..w]);
+                        if big {
+                            dst.reverse();
+                        }
+                    }
+                }
+                (Scalar::Bytes(n), input) => {
+                    for r in 0..rows {
+                        let b: &[u8] = match input {
+                            PackInput::Bytes(b) => b,
+                            PackInput::Array(a) if a.is_valid(r) => match a.data_type() {
+                                DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().value(r),
+                                DataType::Binary => a.as_binary::<i32>().value(r),
+                                DataType::LargeBinary => a.as_binary::<i64>().value(r),
+                                _ => return Err(r),
+                            },
+                            _ => return Err(r),
+                        };
+                        if b.len() != n {
+                            return Err(r);
+                        }
+                        let at = r * stride + leaf.off;
+                        out[at..at + n].copy_from_slice(b);
+                    }
+                }
+                _ => return Err(0),
+            }
+            konst_rows(leaf, rows, stride, out)?;
+        }
+        Ok(())
+    }
+}
+
+/// A constant field must hold its constant in every row written.
+fn konst_rows(leaf: &Leaf, rows: usize, stride: usize, out: &[u8]) -> Result<(), usize> {
+    if let Some(k) = &leaf.konst {
+        if let Some(r) = (0..rows).find(|r| {
+            let at = r * stride + leaf.off;
+            out[at..at + k.len()] != k[..]
+        }) {
+            return Err(r);
+        }
+    }
+    Ok(())
+}
+
+/// The byte width of an integer column whose type matches an integer field exactly.
+fn same_int(s: &Scalar, dt: &arrow_schema::DataType) -> Option<usize> {
+    use arrow_schema::DataType as D;
+    let Scalar::Int { width, signed, .. } = *s else {
+        return None;
+    };
+    let ok = matches!(
+        (width, signed, dt),
+        (1, false, D::UInt8)
+            | (2, false, D::UInt16)
+            | (4, false, D::UInt32)
+            | (8, false, D::UInt64)
+            | (1, true, D::Int8)
+            | (2, true, D::Int16)
+            | (4, true, D::Int32)
+            | (8, true, D::Int64)
+    );
+    ok.then_some(width as usize)
+}
+
+/// Writes `rows` values of `w` bytes from a packed column into strided messages.
+fn scatter(
+    src: &[u8],
+    w: usize,
+    rows: usize,
+    out: &mut [u8],
+    stride: usize,
+    off: usize,
+    swap: bool,
+) {
+    match (w, swap) {
+        (1, _) => scatter_w::<1>(src, rows, out, stride, off, false),
+        (2, s) => scatter_w::<2>(src, rows, out, stride, off, s),
+        (4, s) => scatter_w::<4>(src, rows, out, stride, off, s),
+        (_, s) => scatter_w::<8>(src, rows, out, stride, off, s),
+    }
+}
+
+#[inline(always)]
+fn scatter_w<const W: usize>(
+    src: &[u8],
+    rows: usize,
+    out: &mut [u8],
+    stride: usize,
+    off: usize,
+    swap: bool,
+) {
+    if rows == 0 {
+        return;
+    }
+    assert!(src.len() >= rows * W, "a value per row");
+    assert!(
+        off + (rows - 1) * stride + W <= out.len(),
+        "rows inside the output"
+    );
+    let (s, o) = (src.as_ptr(), out.as_mut_ptr());
+    for r in 0..rows {
+        // SAFETY: reads src[r*W .. + W] and writes out[off + r*stride .. + W], in bounds by
+        // the asserts above; unaligned accesses.
+        unsafe {
+            let mut b = std::ptr::read_unaligned(s.add(r * W).cast::<[u8; W]>());
+            if swap {
+                b.reverse();
+            }
+            std::ptr::write_unaligned(o.add(off + r * stride).cast::<[u8; W]>(), b);
         }
     }
 }

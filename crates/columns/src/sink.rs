@@ -10,6 +10,8 @@
 use bytewright_wire::host::Sink;
 
 use crate::builders::{Buf, Cols};
+use bytewright_wire::program::{Run, Scalar};
+
 use crate::layout::{Layout, NodeId, Shape};
 
 /// A decoded value on its way to a column.
@@ -340,6 +342,38 @@ impl Sink for ColumnSink<'_> {
         Ok(CVal::Done)
     }
 
+    fn run(&mut self, s: &mut NodeId, run: &Run, _at: usize, bytes: &[u8]) -> bool {
+        if self.raw.is_some() {
+            return true;
+        }
+        // Runs of plain numbers, bools and fixed bytes only (bit fields, 24-bit and half
+        // floats go field by field through the VM).
+        let plain = |s: &Scalar| {
+            matches!(
+                s,
+                Scalar::Int {
+                    width: 1 | 2 | 4 | 8,
+                    ..
+                } | Scalar::Float { width: 4 | 8, .. }
+                    | Scalar::Bool
+                    | Scalar::Bytes(_)
+                    | Scalar::Pad(_)
+            )
+        };
+        if !run.items.iter().all(|it| plain(&it.scalar)) {
+            return false;
+        }
+        let children = &self.layout.nodes[*s as usize].children;
+        for it in &run.items {
+            let Some(f) = it.field else { continue };
+            let col = &mut self.cols.cols[children[f as usize] as usize];
+            // The layout gives each of these scalars its own column type.
+            let pushed = push_scalar(col, &it.scalar, &bytes[it.off..]);
+            debug_assert!(pushed, "a plain scalar's column");
+        }
+        true
+    }
+
     #[inline]
     fn enter_field(&mut self, s: &mut NodeId, field: u16, at: usize) {
         match &mut self.raw {
@@ -377,4 +411,40 @@ impl Sink for ColumnSink<'_> {
             self.aim(c, at);
         }
     }
+}
+
+/// Appends the scalar at the start of `b` to its column; false when the column is not the
+/// scalar's (nothing appended then).
+#[inline]
+fn push_scalar(col: &mut crate::builders::Col, s: &Scalar, b: &[u8]) -> bool {
+    macro_rules! num {
+        ($v:expr, $t:ty, $w:expr, $big:expr) => {{
+            let a: [u8; $w] = b[..$w].try_into().expect("width");
+            $v.push(if $big {
+                <$t>::from_be_bytes(a)
+            } else {
+                <$t>::from_le_bytes(a)
+            })
+        }};
+    }
+    match (&mut col.buf, *s) {
+        (Buf::U8(v), Scalar::Int { width: 1, .. }) => v.push(b[0]),
+        (Buf::I8(v), Scalar::Int { width: 1, .. }) => v.push(b[0] as i8),
+        (Buf::U16(v), Scalar::Int { width: 2, big, .. }) => num!(v, u16, 2, big),
+        (Buf::I16(v), Scalar::Int { width: 2, big, .. }) => num!(v, i16, 2, big),
+        (Buf::U32(v), Scalar::Int { width: 4, big, .. }) => num!(v, u32, 4, big),
+        (Buf::I32(v), Scalar::Int { width: 4, big, .. }) => num!(v, i32, 4, big),
+        (Buf::U64(v), Scalar::Int { width: 8, big, .. }) => num!(v, u64, 8, big),
+        (Buf::I64(v), Scalar::Int { width: 8, big, .. }) => num!(v, i64, 8, big),
+        (Buf::F32(v), Scalar::Float { width: 4, big }) => num!(v, f32, 4, big),
+        (Buf::F64(v), Scalar::Float { width: 8, big }) => num!(v, f64, 8, big),
+        (Buf::Bool(v), Scalar::Bool) => v.append(b[0] != 0),
+        (Buf::Fixed { size, data }, Scalar::Bytes(n)) if *size == n => {
+            data.extend_from_slice(&b[..n])
+        }
+        _ => return false,
+    }
+    col.valid.append_non_null();
+    col.len += 1;
+    true
 }

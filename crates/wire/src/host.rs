@@ -88,6 +88,20 @@ pub trait Sink {
     /// its cases, or the number of cases for its default.
     #[inline(always)]
     fn choose(&mut self, _case: usize, _at: usize) {}
+    /// A run of adjacent fixed-size fields of `s` starts at `at`; `bytes` are all of them.
+    /// A sink that stores their values itself (reading `run.items`) returns true: the VM
+    /// then skips their layout notifications and `set_field`s, and only checks constants
+    /// and bools and keeps the values that expressions refer to.
+    #[inline(always)]
+    fn run(
+        &mut self,
+        _s: &mut Self::Struct,
+        _run: &crate::program::Run,
+        _at: usize,
+        _bytes: &[u8],
+    ) -> bool {
+        false
+    }
     /// `n` bytes of padding (declared or for alignment) at `at` in the struct `s`.
     #[inline(always)]
     fn padding(&mut self, _s: &mut Self::Struct, _at: usize, _n: usize) {}
@@ -265,6 +279,8 @@ pub trait Output {
     fn grow(&mut self, n: usize) -> Result<usize, Full>;
     /// The `n` bytes at `at`, which must already have been grown.
     fn slot(&mut self, at: usize, n: usize) -> &mut [u8];
+    /// Forgets everything written from `pos` on (a position `pos()` gave earlier).
+    fn rewind(&mut self, pos: usize);
     /// Overwrites bytes already written.
     fn patch(&mut self, at: usize, data: &[u8]) {
         self.slot(at, data.len()).copy_from_slice(data);
@@ -285,6 +301,9 @@ impl Output for Vec<u8> {
     #[inline]
     fn slot(&mut self, at: usize, n: usize) -> &mut [u8] {
         &mut self[at..at + n]
+    }
+    fn rewind(&mut self, pos: usize) {
+        self.truncate(pos);
     }
 }
 
@@ -329,5 +348,8 @@ impl Output for SliceOutput<'_> {
     fn slot(&mut self, at: usize, n: usize) -> &mut [u8] {
         let at = at + self.start;
         &mut self.buf[at..at + n]
+    }
+    fn rewind(&mut self, pos: usize) {
+        self.pos = self.start + pos;
     }
 }

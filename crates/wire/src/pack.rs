@@ -79,9 +79,10 @@ fn write_uint(dst: &mut [u8], v: u64, width: u8, big: bool) {
     }
 }
 
-/// Encodes an integer into a scalar slot after a range check.
+/// Encodes an integer into a scalar slot after a range check (ints, bools and bit fields;
+/// a bit field is merged into the bytes its group shares).
 #[inline(always)]
-fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), String> {
+pub fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), String> {
     match *s {
         Scalar::Int { width, big, signed } => {
             // In range iff the bits above the width are all zero (unsigned) or all equal to
@@ -827,7 +828,7 @@ fn measure_name(m: &Measure) -> &'static str {
 }
 
 /// Double to IEEE 754 half precision, rounding half to even; `None` when too large.
-pub(crate) fn f64_to_f16(x: f64) -> Option<u16> {
+pub fn f64_to_f16(x: f64) -> Option<u16> {
     let sign: u16 = if x.is_sign_negative() { 0x8000 } else { 0 };
     if x.is_nan() {
         return Some(sign | 0x7e00);

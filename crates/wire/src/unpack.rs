@@ -691,9 +691,15 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 };
             }
         };
+        // A sink that stores the run's values itself leaves the VM the checks and the
+        // values later fields refer to.
+        let stored = S::KEEPS_VALUES && self.sink.run(st, run, start, b);
         for it in &run.items {
             // Finding where a message ends needs only the values later fields refer to.
             if !S::KEEPS_VALUES && it.slot.is_none() {
+                continue;
+            }
+            if stored && it.slot.is_none() && it.konst.is_none() && it.scalar != Scalar::Bool {
                 continue;
             }
             let at = start + it.off;
@@ -712,6 +718,9 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             check_konst(&it.konst, &raw, at).at_field(&sp.fields[f as usize])?;
             if let Some(slot) = it.slot {
                 self.env.set(slot, slot_value(&raw));
+            }
+            if stored {
+                continue;
             }
             self.sink.enter_field(st, f, at);
             let v = self.emit(raw)?;

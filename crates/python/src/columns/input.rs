@@ -80,7 +80,14 @@ fn from_array(obj: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
     Ok(make_array(data))
 }
 
-/// A 1-D NumPy array of fixed-width numbers or bools as an Arrow array (one copy).
+/// Keeps a NumPy array alive while an Arrow buffer views its memory.
+struct Owner(#[allow(dead_code)] Py<PyAny>);
+// The array is only held (and released), never touched, so unwinding cannot see it in a
+// broken state.
+impl std::panic::RefUnwindSafe for Owner {}
+
+/// A 1-D NumPy array of fixed-width numbers or bools as an Arrow array (no copy when it is
+/// contiguous and in native byte order).
 fn from_numpy(obj: &Bound<'_, PyAny>) -> PyResult<Option<ArrayRef>> {
     if !obj.hasattr("dtype")? || !obj.hasattr("__array_interface__")? {
         return Ok(None);
@@ -110,20 +117,39 @@ fn from_numpy(obj: &Bound<'_, PyAny>) -> PyResult<Option<ArrayRef>> {
         )));
     }
     let np = obj.py().import("numpy")?;
-    // Native byte order and contiguous, so the buffer holds the values as Arrow lays them out.
+    // Native byte order and contiguous (a copy only when the array is not already), so
+    // its memory holds the values as Arrow lays them out.
     let native = np.call_method1(
         "ascontiguousarray",
         (obj, dtype.call_method1("newbyteorder", ("=",))?),
     )?;
     let n: usize = native.len()?;
-    let bytes: Vec<u8> = native.call_method0("tobytes")?.extract()?;
+    let (addr, _): (usize, bool) = native
+        .getattr("__array_interface__")?
+        .get_item("data")?
+        .extract()?;
     let data = if dt == DataType::Boolean {
+        let bytes: Vec<u8> = native.call_method0("tobytes")?.extract()?;
         let bits = arrow_buffer::BooleanBuffer::collect_bool(n, |i| bytes[i] != 0);
         ArrayData::builder(dt).len(n).add_buffer(bits.into_inner())
     } else {
-        ArrayData::builder(dt)
-            .len(n)
-            .add_buffer(Buffer::from_vec(bytes))
+        let len = n * size;
+        let buffer = match std::ptr::NonNull::new(addr as *mut u8) {
+            // SAFETY: `addr` is the start of the contiguous array's `len` bytes; the owner
+            // keeps the array (and so its memory) alive as long as the buffer.
+            Some(ptr) if addr % size == 0 => unsafe {
+                Buffer::from_custom_allocation(
+                    ptr,
+                    len,
+                    std::sync::Arc::new(Owner(native.unbind())),
+                )
+            },
+            _ => {
+                let bytes: Vec<u8> = native.call_method0("tobytes")?.extract()?;
+                Buffer::from_vec(bytes)
+            }
+        };
+        ArrayData::builder(dt).len(n).add_buffer(buffer)
     };
     Ok(Some(make_array(data.build().map_err(arrow_err)?)))
 }

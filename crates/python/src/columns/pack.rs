@@ -9,10 +9,13 @@ use bytewright_wire::program::{Node, Program};
 use bytewright_wire::{Scratch, Seg};
 
 use super::input::{read, Input};
-use super::source::{needs_python, plan_struct, Column, Plan, TableSource, V};
+use super::source::{needs_python, plan_struct, Column, Lit, Plan, TableSource, V};
 use crate::wire::errors::{raise, Mode};
 use crate::wire::source::PySource;
 use crate::wire::structs::StructInfo;
+use arrow_array::Array;
+use bytewright_columns::fixed::{PackInput, Plan as FixedPlan};
+use bytewright_columns::Columnar;
 
 type Failed = (Box<bytewright_wire::Error<PyErr>>, usize);
 
@@ -64,8 +67,9 @@ fn check_columns(py: Python<'_>, prog: &Program, given: &[String]) -> PyResult<(
 }
 
 /// Packs every row of `table` into `out`. Rows are numbered in errors (`[row].field`).
-pub fn pack_table<O: Output>(
+pub fn pack_table<O: Output + Send>(
     py: Python<'_>,
+    columnar: &Columnar,
     prog: &Program,
     structs: &[StructInfo],
     table: &Bound<'_, PyAny>,
@@ -83,6 +87,29 @@ pub fn pack_table<O: Output>(
     };
     let mut done = 0usize;
     let run = |plan: &Plan<'_, '_>, rows: usize, out: &mut O, done: usize| -> PyResult<()> {
+        if let Some(fixed) = &columnar.plan {
+            if let Some(inputs) = strided_inputs(fixed, plan) {
+                let at = out.pos();
+                let n = rows * fixed.size;
+                if let Ok(p) = out.grow(n) {
+                    let job = NoPython((fixed, &inputs, &mut *out));
+                    let ok = py
+                        .detach(move || {
+                            let job = job;
+                            let (fixed, inputs, out) = job.0;
+                            let slot = out.slot(p, n);
+                            slot.fill(0);
+                            NoPython(fixed.pack(inputs, rows, slot).is_ok())
+                        })
+                        .0;
+                    if ok {
+                        return Ok(());
+                    }
+                    // A row the strided path cannot write: the VM reports it.
+                    out.rewind(at);
+                }
+            }
+        }
         let result = if needs_python(plan) {
             let src = TableSource {
                 py_src: Some(PySource::new(py, structs)),
@@ -141,6 +168,34 @@ pub fn pack_table<O: Output>(
         }
     }
     Ok(())
+}
+
+/// Each strided leaf's input, found by its field path, when every one is an Arrow column, a
+/// default or a constant.
+fn strided_inputs<'a>(fixed: &'a FixedPlan, plan: &'a Plan<'a, '_>) -> Option<Vec<PackInput<'a>>> {
+    let mut inputs = Vec::new();
+    for (i, path) in fixed.leaf_paths().enumerate() {
+        let mut p = plan;
+        for &f in path {
+            let Plan::Struct { fields, arr, .. } = p else {
+                return None;
+            };
+            if arr.is_some_and(|s| s.null_count() > 0) {
+                return None;
+            }
+            p = fields.get(f as usize)?;
+        }
+        inputs.push(match p {
+            Plan::Leaf(a) => PackInput::Array(*a),
+            Plan::Default(Lit::Int(v)) => PackInput::Int(*v),
+            Plan::Default(Lit::Bool(b)) => PackInput::Int(i128::from(*b)),
+            Plan::Default(Lit::Float(f)) => PackInput::Float(*f),
+            Plan::Default(Lit::Bytes(b)) => PackInput::Bytes(b),
+            Plan::Missing => PackInput::Bytes(fixed.leaf_konst(i)?),
+            _ => return None,
+        });
+    }
+    Some(inputs)
 }
 
 fn mode_copy(m: &Mode) -> Mode {

@@ -424,7 +424,15 @@ impl Codec {
     /// gives, concatenated.
     fn pack_table(&self, py: Python<'_>, table: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let mut out: Vec<u8> = Vec::new();
-        crate::columns::pack_table(py, &self.prog, &self.structs, table, &mut out, Mode::Pack)?;
+        crate::columns::pack_table(
+            py,
+            self.columnar(),
+            &self.prog,
+            &self.structs,
+            table,
+            &mut out,
+            Mode::Pack,
+        )?;
         Ok(pyo3::types::PyBytes::new(py, &out).into_any().unbind())
     }
 
@@ -449,7 +457,15 @@ impl Codec {
             ));
         }
         let mut out = SliceOutput::new(slice, offset);
-        crate::columns::pack_table(py, &self.prog, &self.structs, table, &mut out, Mode::Pack)?;
+        crate::columns::pack_table(
+            py,
+            self.columnar(),
+            &self.prog,
+            &self.structs,
+            table,
+            &mut out,
+            Mode::Pack,
+        )?;
         Ok(out.end())
     }
 
