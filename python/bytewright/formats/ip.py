@@ -143,7 +143,7 @@ class IPv4(bw.Struct):
         return bytes(out)
 
     @classmethod
-    def unpack(cls, data: Any, *, verify: bool = True) -> IPv4:  # type: ignore[override]
+    def unpack(cls, data: Any, *, verify: bool = True) -> IPv4:
         """Decodes a packet; verifies the IPv4 header checksum and (with ``verify``) the UDP
         or TCP checksum, raising ``bw.DecodeError`` on a mismatch."""
         pkt: IPv4 = super().unpack(data)
@@ -172,7 +172,7 @@ def _transport_checksum_at(wire: bytes) -> int | None:
     fragments after the first carry none)."""
     if len(wire) < 20 or int.from_bytes(wire[6:8], "big") & 0x1FFF:
         return None
-    return {Protocol.UDP: 6, Protocol.TCP: 16}.get(wire[9])  # type: ignore[call-overload]
+    return {int(Protocol.UDP): 6, int(Protocol.TCP): 16}.get(wire[9])
 
 
 class PseudoHeader(bw.Struct):

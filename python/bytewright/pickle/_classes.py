@@ -93,7 +93,7 @@ class ClassInfo:
                     )
             if not cls.__flags__ & _HEAPTYPE:
                 raise TypeError(f"{self.name} is not a class defined in Python")
-            self.has_dict = cls.__dictoffset__ != 0  # type: ignore[attr-defined]
+            self.has_dict = cls.__dictoffset__ != 0
             slots = _slot_names(cls)
             self.kind = KIND_DICT if self.has_dict and not slots else KIND_SLOTS
             if dataclasses.is_dataclass(cls):

@@ -85,7 +85,8 @@ def _enum_member(cls: type[enum.Enum], value: Any) -> Any:
             if candidate._value_ == value:
                 return candidate
         is_flag = issubclass(cls, enum.Flag)
-        if is_flag and getattr(cls._missing_, "__func__", None) is enum.Flag._missing_.__func__:
+        flag_missing = getattr(enum.Flag._missing_, "__func__", None)
+        if is_flag and getattr(cls._missing_, "__func__", None) is flag_missing:
             return cls(value)  # a combination of flags, made by enum's own code
         raise UnpicklingError(f"enum {class_name(cls)!r} has no member with value {value!r}")
     return member
