@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from bytewright._value import MISSING, Value
+from bytewright._value import MISSING
 from bytewright.errors import SchemaError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -20,31 +20,23 @@ if TYPE_CHECKING:
     from bytewright._native import Codec
     from bytewright.fields import FieldSpec, Limits
 
-__all__ = ["Declared", "Pending", "Registry", "StructField", "StructInfo", "info_of"]
+__all__ = ["Pending", "Registry", "SchemaMeta", "StructField", "StructInfo", "info_of"]
 
 
-class Declared(Value):
-    """A field as its class declares it: name, annotation (maybe a string) and options."""
+class StructField:
+    """One field of a struct: its name, its annotation and its options. As a class declares
+    it, the annotation may still be a string (``from __future__ import annotations``);
+    ``StructInfo.fields()`` gives them resolved."""
 
-    __slots__ = ("name", "annotation", "spec")  # noqa: RUF023 (field order)
-    name: str
-    annotation: Any
-    spec: FieldSpec
-
-    def __init__(self, name: str, annotation: Any, spec: FieldSpec) -> None:
-        self._init(name, annotation, spec)
-
-
-class StructField(Value):
-    """One field of a struct: its name, its resolved annotation and its options."""
-
-    __slots__ = ("name", "annotation", "spec")  # noqa: RUF023 (field order)
-    name: str
-    annotation: Any
-    spec: FieldSpec
+    __slots__ = ("annotation", "name", "spec")
 
     def __init__(self, name: str, annotation: Any, spec: FieldSpec) -> None:
-        self._init(name, annotation, spec)
+        self.name = name
+        self.annotation = annotation
+        self.spec = spec
+
+    def __repr__(self) -> str:
+        return f"StructField({self.name!r}, {self.annotation!r}, {self.spec!r})"
 
 
 class Registry:
@@ -66,7 +58,7 @@ class Registry:
 class StructInfo:
     """The declaration of one Struct class and its compiled state.
 
-    Declared: ``name``, ``declared`` (this class's own fields), ``byteorder``, ``bitorder``
+    Declared: ``name``, ``declared`` (this class's own fields, as written), ``byteorder``, ``bitorder``
     and ``limits`` (inherited when not given), ``align``, ``registry`` (a registry base's
     variants), ``tag_field`` (the registry's tag field, for its variants) and ``tag`` (a
     variant's tag, or MISSING). Filled in on first need: ``fields`` (with the base classes'
@@ -93,7 +85,7 @@ class StructInfo:
     )
     cls: type
     name: str
-    declared: tuple[Declared, ...]
+    declared: tuple[StructField, ...]
     byteorder: str | None
     bitorder: str | None
     align: int | None
@@ -110,7 +102,7 @@ class StructInfo:
     def __init__(
         self,
         cls: type,
-        declared: tuple[Declared, ...],
+        declared: tuple[StructField, ...],
         *,
         byteorder: str | None,
         bitorder: str | None,
@@ -121,26 +113,27 @@ class StructInfo:
         localns: dict[str, Any] | None,
         codec: Pending,
     ) -> None:
-        base = next((info_of(b) for b in cls.__mro__[1:] if info_of(b) is not None), None)
-        values = {
-            "cls": cls,
-            "name": cls.__name__,
-            "declared": declared,
-            "byteorder": byteorder or (base.byteorder if base else None),
-            "bitorder": bitorder or (base.bitorder if base else None),
-            "align": align,
-            "limits": limits or (base.limits if base else None),
-            "registry": Registry(registry) if registry is not None else None,
-            "tag_field": registry if registry is not None else (base.tag_field if base else None),
-            "tag": tag,
-            "localns": localns,
-            "codec": codec,
-            "derived": frozenset(),
-            "_fields": None,
-            "_cache": {},
-        }
-        for k, v in values.items():
-            object.__setattr__(self, k, v)
+        base = None
+        for b in cls.__mro__[1:]:
+            base = info_of(b)
+            if base is not None:
+                break
+        put = object.__setattr__
+        put(self, "cls", cls)
+        put(self, "name", cls.__name__)
+        put(self, "declared", declared)
+        put(self, "byteorder", byteorder or (base.byteorder if base else None))
+        put(self, "bitorder", bitorder or (base.bitorder if base else None))
+        put(self, "align", align)
+        put(self, "limits", limits or (base.limits if base else None))
+        put(self, "registry", Registry(registry) if registry is not None else None)
+        put(self, "tag_field", registry or (base.tag_field if base else None))
+        put(self, "tag", tag)
+        put(self, "localns", localns)
+        put(self, "codec", codec)
+        put(self, "derived", frozenset())
+        put(self, "_fields", None)
+        put(self, "_cache", {})
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"StructInfo is read-only ({name!r})")
@@ -169,36 +162,48 @@ class StructInfo:
 
     def _resolve(self) -> tuple[StructField, ...]:
         cls = self.cls
-        module = sys.modules.get(cls.__module__)
-        globalns = dict(vars(module)) if module else {}
-        # The namespace the class was defined in (a function's locals), then the class itself.
-        localns = {**(self.localns or {}), cls.__name__: cls}
         fields: list[StructField] = []
         for base in reversed(cls.__mro__[1:]):
             info = info_of(base)
             if info is not None:
-                for f in info.fields():
-                    if all(x.name != f.name for x in fields):
-                        fields.append(f)
+                names = {f.name for f in fields}
+                fields.extend(f for f in info.fields() if f.name not in names)
+        names = {f.name for f in fields}
+        namespaces: tuple[dict[str, Any], dict[str, Any]] | None = None
         for d in self.declared:
-            if any(f.name == d.name for f in fields):
+            if d.name in names:
                 raise SchemaError(
                     f"{cls.__name__}.{d.name}: redeclares a field of a base class",
                     f"{cls.__name__}.{d.name}",
                 )
-            ann = d.annotation
-            if isinstance(ann, str):
-                # A string annotation (from __future__ import annotations) of this class.
-                ann = eval(ann, globalns, localns)
-            fields.append(StructField(d.name, ann, d.spec))
+            if isinstance(d.annotation, str):
+                # A string annotation (from __future__ import annotations) of this class:
+                # the class's module, the namespace it was defined in (a function's locals),
+                # then the class itself.
+                if namespaces is None:
+                    module = sys.modules.get(cls.__module__)
+                    namespaces = (
+                        dict(vars(module)) if module else {},
+                        {**(self.localns or {}), cls.__name__: cls},
+                    )
+                d = StructField(d.name, eval(d.annotation, *namespaces), d.spec)
+            fields.append(d)
         return tuple(fields)
 
 
+class SchemaMeta(type):
+    """The base of ``StructMeta``: ``isinstance(x, SchemaMeta)`` tells a Struct class."""
+
+    __bw__: StructInfo | None
+
+
 def info_of(cls: object) -> StructInfo | None:
-    """The StructInfo of a Struct class (not inherited: each class has its own), or None."""
-    d = getattr(cls, "__dict__", None)
-    info = d.get("__bw__") if d is not None else None
-    return info if isinstance(info, StructInfo) else None
+    """The StructInfo of a Struct class (each has its own; ``bw.Struct`` has none), or None."""
+    if isinstance(cls, SchemaMeta):
+        info = cls.__bw__
+        if info is not None and info.cls is cls:
+            return info
+    return None
 
 
 class Pending:

@@ -17,69 +17,78 @@ else:
 
 __all__ = ["make_eq", "make_init"]
 
-_inits: dict[int, CodeType] = {}
-_eqs: dict[int, CodeType] = {}
+# Field count -> (template code, the names in its co_names before the field placeholders).
+_inits: dict[int, tuple[CodeType, tuple[str, ...]]] = {}
+_eqs: dict[int, tuple[CodeType, tuple[str, ...]]] = {}
 
 
-def _placeholders(n: int) -> list[str]:
-    return [f"_bw_{i}" for i in range(n)]
+def _compiled(source: str, n: int) -> tuple[CodeType, tuple[str, ...]]:
+    ns: dict[str, Any] = {}
+    exec(source, {}, ns)
+    code: CodeType = next(iter(ns.values())).__code__
+    # The field placeholders come last in co_names, in order (a copy renames them there).
+    fixed = code.co_names[: len(code.co_names) - n]
+    assert code.co_names[len(fixed) :] == tuple(f"_bw_{i}" for i in range(n))
+    return code, fixed
 
 
-def _template(cache: dict[int, CodeType], n: int, source: str) -> CodeType:
-    code = cache.get(n)
-    if code is None:
-        ns: dict[str, Any] = {}
-        exec(source, {}, ns)
-        code = cache[n] = next(iter(ns.values())).__code__
-    return code
+def _init_template(n: int) -> tuple[CodeType, tuple[str, ...]]:
+    t = _inits.get(n)
+    if t is None:
+        ph = [f"_bw_{i}" for i in range(n)]
+        if n:
+            source = f"def __init__(self, *, {', '.join(ph)}):\n" + "".join(
+                f"    self.{p} = {p}\n" for p in ph
+            )
+        else:
+            source = "def __init__(self):\n    pass\n"
+        t = _inits[n] = _compiled(source, n)
+    return t
 
 
-def _renamed(code: CodeType, names: Sequence[str], qualname: str, **replace: Any) -> CodeType:
-    to = dict(zip(_placeholders(len(names)), names, strict=True))
-    return code.replace(
-        co_names=tuple(to.get(n, n) for n in code.co_names),
-        co_qualname=qualname,
-        **replace,
-    )
+def _eq_template(n: int) -> tuple[CodeType, tuple[str, ...]]:
+    t = _eqs.get(n)
+    if t is None:
+        ph = [f"_bw_{i}" for i in range(n)]
+        if n:
+            source = (
+                "def __eq__(self, other):\n"
+                "    if type(other) is not type(self):\n"
+                "        return NotImplemented\n"
+                f"    return ({''.join(f'self.{p}, ' for p in ph)}) == "
+                f"({''.join(f'other.{p}, ' for p in ph)})\n"
+            )
+        else:
+            source = (
+                "def __eq__(self, other):\n    return type(other) is type(self) or NotImplemented\n"
+            )
+        t = _eqs[n] = _compiled(source, n)
+    return t
 
 
 def make_init(
     qualname: str, module: str, names: Sequence[str], defaults: Mapping[str, Any]
 ) -> Callable[..., None]:
     """``def __init__(self, *, a, b=default, ...): self.a = a; self.b = b; ...``"""
-    ph = _placeholders(len(names))
-    if names:
-        source = f"def __init__(self, *, {', '.join(ph)}):\n" + "".join(
-            f"    self.{p} = {p}\n" for p in ph
-        )
-    else:
-        source = "def __init__(self):\n    pass\n"
-    code = _template(_inits, len(names), source)
+    code, fixed = _init_template(len(names))
     # A field may be called "self"; the instance then takes a name no field can have.
     me = "self" if "self" not in names else "__bw_self__"
-    code = _renamed(code, names, f"{qualname}.__init__", co_varnames=(me, *names))
+    code = code.replace(
+        co_names=(*fixed, *names),
+        co_varnames=(me, *names),
+        co_qualname=f"{qualname}.__init__",
+    )
     fn: Callable[..., None] = FunctionType(code, globals(), "__init__")
-    fn.__kwdefaults__ = dict(defaults) or None
+    if defaults:
+        fn.__kwdefaults__ = dict(defaults)
     fn.__module__ = module
     return fn
 
 
 def make_eq(qualname: str, module: str, names: Sequence[str]) -> Callable[[Any, object], Any]:
     """Equality of the same class on ``names``, in order (else NotImplemented)."""
-    ph = _placeholders(len(names))
-    if names:
-        source = (
-            "def __eq__(self, other):\n"
-            "    if type(other) is not type(self):\n"
-            "        return NotImplemented\n"
-            f"    return ({''.join(f'self.{p}, ' for p in ph)}) == "
-            f"({''.join(f'other.{p}, ' for p in ph)})\n"
-        )
-    else:
-        source = (
-            "def __eq__(self, other):\n    return type(other) is type(self) or NotImplemented\n"
-        )
-    code = _renamed(_template(_eqs, len(names), source), names, f"{qualname}.__eq__")
+    code, fixed = _eq_template(len(names))
+    code = code.replace(co_names=(*fixed, *names), co_qualname=f"{qualname}.__eq__")
     fn: Callable[[Any, object], Any] = FunctionType(code, globals(), "__eq__")
     fn.__module__ = module
     return fn

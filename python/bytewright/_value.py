@@ -73,6 +73,11 @@ def json_value(v: object) -> str:
         return "false"
     if type(v) is int:
         return str(v)
+    return json_dumps(v)
+
+
+def json_dumps(v: object) -> str:
+    """``json.dumps``, compact (json loads on first use: most schemas never need it)."""
     import json
 
-    return json.dumps(v)
+    return json.dumps(v, separators=(",", ":"))

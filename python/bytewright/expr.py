@@ -6,9 +6,12 @@ Parsed once at class creation; the Rust core resolves names and evaluates them n
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from bytewright.errors import SchemaError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["parse_expr"]
 

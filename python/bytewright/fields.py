@@ -142,13 +142,13 @@ class FieldSpec(Value):
             for k in options:
                 if k not in _KNOWN:
                     raise unknown(f"unknown field option {k!r}", k, _OPTIONS, kind="unknown_option")
-        for k in _OPTIONS:
-            default = MISSING if k in _VALUED else None
-            object.__setattr__(self, k, options.get(k, default))
+        get = options.get
+        for setter, k, default in _SETTERS:
+            setter(self, get(k, default))
         if self.nul_terminated is None:
-            object.__setattr__(self, "nul_terminated", False)
-        object.__setattr__(self, "is_pad", is_pad)
-        object.__setattr__(self, "pad_size", pad_size)
+            _SETTERS[_OPTIONS.index("nul_terminated")][0](self, False)
+        _set_is_pad(self, is_pad)
+        _set_pad_size(self, pad_size)
 
     def given(self) -> dict[str, Any]:
         """The options that were given (as keywords for ``FieldSpec``)."""
@@ -169,6 +169,20 @@ class FieldSpec(Value):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_field_spec, (self.is_pad, self.pad_size, self.given()))
+
+
+# Each option's slot setter and default: setting through the slot descriptors is the fast
+# way around the immutability of FieldSpec (its own __setattr__ raises).
+_SETTERS = tuple(
+    (
+        FieldSpec.__dict__[k].__set__,
+        k,
+        MISSING if k in _VALUED else False if k == "nul_terminated" else None,
+    )
+    for k in _OPTIONS
+)
+_set_is_pad = FieldSpec.__dict__["is_pad"].__set__
+_set_pad_size = FieldSpec.__dict__["pad_size"].__set__
 
 
 def _field_spec(is_pad: bool, pad_size: int, options: dict[str, Any]) -> FieldSpec:
@@ -249,9 +263,9 @@ def enum(
     """
     if unknown not in ("keep", "raise"):
         raise _unknown_error("unknown= must be 'keep' or 'raise'", unknown, ("keep", "raise"))
-    spec = FieldSpec(type=wire_type, default=default, **options)
-    object.__setattr__(spec, "convert", ("enum", unknown == "raise"))
-    return spec
+    return FieldSpec(
+        type=wire_type, default=default, convert=("enum", unknown == "raise"), **options
+    )
 
 
 _unknown_error = unknown  # ``enum`` has a parameter of that name

@@ -7,15 +7,14 @@ reused, with its struct ids renumbered, by every schema that contains the class.
 
 from __future__ import annotations
 
-import json
 import sys
+from keyword import iskeyword
 
 from bytewright import types as t
 from bytewright._info import StructField, StructInfo, info_of
 from bytewright._native import check_align
-from bytewright._value import MISSING, json_value
+from bytewright._value import MISSING, json_dumps, json_value
 from bytewright.errors import SchemaError, schema_error, unknown
-from bytewright.expr import parse_expr
 from bytewright.fields import PLAIN, FieldSpec, Limits, digest_size, normalize_byteorder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -47,7 +46,7 @@ _LEAF_TYPES = (t.Varint, t.Bits, t.DnsName, t.Msgpack)
 
 def _text(s: str) -> str:
     """``s`` as a JSON string."""
-    return f'"{s}"' if s.isidentifier() else json.dumps(s)
+    return f'"{s}"' if s.isidentifier() else json_dumps(s)
 
 
 def _encoding(value: Any, where: str) -> str:
@@ -76,7 +75,12 @@ def _length(value: Any, where: str, what: str) -> str:
 
 
 def _expr(source: str, where: str) -> str:
-    return json.dumps(parse_expr(source, where), separators=(",", ":"))
+    name = source.strip()
+    if name.isidentifier() and not iskeyword(name):
+        return f'["name",{_text(name)}]'  # the common case, a field name: no parse
+    from bytewright.expr import parse_expr
+
+    return json_dumps(parse_expr(source, where))
 
 
 def _const(value: Any, where: str) -> str:
@@ -84,16 +88,16 @@ def _const(value: Any, where: str) -> str:
         v = int(value)
         return f'{{"int":{v}}}' if -(2**63) <= v < 2**64 else f'{{"int":"{v}"}}'
     if isinstance(value, bytes | bytearray):
-        return f'{{"bytes":{json.dumps(list(value))}}}'
+        return f'{{"bytes":{json_dumps(list(value))}}}'
     raise schema_error(where, f"a constant must be an int or bytes, got {value!r}")
 
 
 def _is_int_enum(ann: Any) -> bool:
+    if not isinstance(ann, type):
+        return False
     # An IntEnum annotation means enum is loaded already.
     enum = sys.modules.get("enum")
-    return (
-        enum is not None and isinstance(ann, type) and issubclass(ann, enum.IntEnum | enum.IntFlag)
-    )
+    return enum is not None and issubclass(ann, (enum.IntEnum, enum.IntFlag))
 
 
 class _EnumConverter:
@@ -135,6 +139,8 @@ def _converter(
 ) -> tuple[Callable[[Any], Any], Callable[[Any], Any]] | None:
     """The (decode, encode) callables of a field, or None."""
     conv = spec.convert
+    if conv is None and not isinstance(ann, type):
+        return None  # the common case: a scalar alias, a list...
     is_enum_marker = isinstance(conv, tuple) and len(conv) == 2 and conv[0] == "enum"
     if is_enum_marker or (conv is None and _is_int_enum(ann)):
         if not _is_int_enum(ann):
@@ -159,6 +165,8 @@ class _Builder:
         self.owner: type | None = None
         # Registry bases this schema embeds (their later variants make it stale).
         self.registries: list[type] = []
+        # Struct ids referred to by "ref" (recursion), so far.
+        self.refs: list[int] = []
 
     def emit(self, *pieces: str) -> None:
         self.out.extend(pieces)
@@ -166,10 +174,12 @@ class _Builder:
     def struct(
         self, cls: type, info: StructInfo, where: str, order: str | None, tag: Any = MISSING
     ) -> None:
+        out = self.out
         for active, sid in self.active:
             if active is cls:
                 # Recursion; a registry variant included (its tag is its class's).
-                self.out.extend(('{"t":"ref","id":', sid, "}"))
+                out += ('{"t":"ref","id":', sid, "}")
+                self.refs.append(sid)
                 return
         if tag is MISSING:
             if info.registry is not None:
@@ -184,67 +194,80 @@ class _Builder:
         else:
             cacheable = False
         sid = len(self.infos)
-        start = len(self.out)
+        start = len(out)
+        refs = len(self.refs)
         registries = len(self.registries)
         self.active.append((cls, sid))
         self.infos.append((None, [], [], None, None))
-        self.out.extend(('{"t":"struct","id":', sid, f',"name":{_text(cls.__name__)},"order":'))
-        self.emit(_text(o) if (o := info.byteorder or order) else "null")
-        self.emit(f',"bitorder":"{info.bitorder or "msb"}","fields":[')
+        o = info.byteorder or order
+        out += (
+            '{"t":"struct","id":',
+            sid,
+            f',"name":{_text(cls.__name__)},"order":{_text(o) if o else "null"},'
+            f'"bitorder":"{info.bitorder or "msb"}","fields":[',
+        )
         names: list[str] = []
         defaults: list[Any] = []
-        decoders: list[Any] = []
-        encoders: list[Any] = []
+        convs: dict[int, tuple[Any, Any]] = {}  # by field index, the few with converters
         owner = self.owner
-        for i, f in enumerate(info.fields()):
-            if i:
-                self.emit(",")
-            if f.spec.is_pad:
-                self.emit(f'{{"name":null,"type":{{"t":"pad","n":{f.spec.pad_size}}}}}')
+        self.owner = cls
+        for f in info.fields():
+            spec = f.spec
+            if len(out) - start > 3:
+                out.append(",")
+            if spec is PLAIN:
+                # The common case: a plain scalar (no options, no converter).
+                metadata = getattr(f.annotation, "__metadata__", None)
+                if metadata and isinstance(metadata[0], t.Scalar) and f.name != info.tag_field:
+                    out.append(f'{{"name":"{f.name}","type":{metadata[0].describe(None)}}}')
+                    names.append(f.name)
+                    defaults.append(None)
+                    continue
+            if spec.is_pad:
+                out.append(f'{{"name":null,"type":{{"t":"pad","n":{spec.pad_size}}}}}')
                 continue
             fw = f"{cls.__name__}.{f.name}"
-            self.owner = cls
             is_tag = f.name == info.tag_field and tag is not MISSING and tag is not None
             self.field(f, fw, _const(tag, fw) if is_tag else None)
-            names.append(f.name)
             if is_tag:
-                defaults.append(tag)
-            elif f.spec.default is not MISSING:
-                defaults.append(f.spec.default)
-            elif f.spec.const is not MISSING:
-                defaults.append(f.spec.const)
+                default = tag
+            elif spec.default is not MISSING:
+                default = spec.default
+            elif spec.const is not MISSING:
+                default = spec.const
             else:
-                defaults.append(None)
-            conv = _converter(f.annotation, f.spec, fw)
-            decoders.append(conv[0] if conv else None)
-            encoders.append(conv[1] if conv else None)
+                default = None
+            conv = _converter(f.annotation, spec, fw)
+            if conv is not None:
+                convs[len(names)] = conv
+            names.append(f.name)
+            defaults.append(default)
         self.owner = owner
-        self.emit("]")
-        if info.align:
-            self.emit(f',"align":{info.align}')
-        self.emit("}")
-        if any(x is not None for x in decoders):
+        out.append(f'],"align":{info.align}}}' if info.align else "]}")
+        if convs:
+            decoders = [convs[i][0] if i in convs else None for i in range(len(names))]
+            encoders = [convs[i][1] if i in convs else None for i in range(len(names))]
             self.infos[sid] = (cls, names, defaults, decoders, encoders)
         else:
             self.infos[sid] = (cls, names, defaults, None, None)
         self.active.pop()
         # Kept for reuse unless it refers to a struct outside it (recursion through an
         # enclosing struct) or embeds a registry (which may gain variants).
-        pieces = self.out[start:]
         if (
             cacheable
             and len(self.registries) == registries
-            and all(p >= sid for p in pieces if isinstance(p, int))
+            and all(r >= sid for r in self.refs[refs:])
         ):
-            info._cache[order] = (
-                [p - sid if isinstance(p, int) else p for p in pieces],
-                self.infos[sid:],
-            )
+            info._cache[order] = (out[start:], sid, self.infos[sid:])
 
-    def reuse(self, pieces: Pieces, infos: list[AdapterInfo]) -> None:
-        base = len(self.infos)
-        self.out.extend(p + base if isinstance(p, int) else p for p in pieces)
-        self.infos.extend(infos)
+    def reuse(self, pieces: Pieces, sid: int, infos: list[AdapterInfo]) -> None:
+        """A struct's part of another schema, its struct ids moved to follow this one's."""
+        shift = len(self.infos) - sid
+        if shift:
+            self.out += [p + shift if p.__class__ is int else p for p in pieces]
+        else:
+            self.out += pieces
+        self.infos += infos
 
     def registry(self, cls: type, info: StructInfo, where: str, order: str | None) -> None:
         reg = info.registry
@@ -284,9 +307,9 @@ class _Builder:
         if spec.checksum is not None:
             algo, over, verify = spec.checksum
             if isinstance(algo, str):
-                algo_text = json.dumps(algo)
+                algo_text = json_dumps(algo)
             else:
-                algo_text = json.dumps(
+                algo_text = json_dumps(
                     {
                         "width": algo.width,
                         "poly": algo.poly,
@@ -296,7 +319,7 @@ class _Builder:
                         "xorout": algo.xorout,
                     }
                 )
-            over_text = json.dumps(list(over)) if over else "null"
+            over_text = json_dumps(list(over)) if over else "null"
             self.emit(
                 f',"checksum":{{"algo":{algo_text},"over":{over_text},'
                 f'"verify":{json_value(verify)}}}'
@@ -482,7 +505,7 @@ def describe(
     b.emit("}")
     if registries is not None:
         registries.extend(b.registries)
-    schema = "".join(p if isinstance(p, str) else str(p) for p in b.out)
+    schema = "".join(map(str, b.out))
     if typed:
         infos = b.infos
     else:

@@ -7,10 +7,10 @@ bytewright knows about a class is in its one ``__bw__`` attribute (a ``StructInf
 
 from __future__ import annotations
 
-import keyword
 import sys
+from keyword import iskeyword
 
-from bytewright._info import Declared, Pending, Registry, StructInfo, info_of
+from bytewright._info import Pending, Registry, SchemaMeta, StructField, StructInfo, info_of
 from bytewright._methods import make_eq, make_init
 from bytewright._native import Codec, check_align
 from bytewright._value import MISSING
@@ -55,7 +55,7 @@ _RESERVED = frozenset(
 
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(field, bits, flag, enum))
-class StructMeta(type):
+class StructMeta(SchemaMeta):
     """Metaclass of ``bw.Struct``: turns annotations into slots and compiles the codec."""
 
     def __new__(
@@ -81,6 +81,7 @@ class StructMeta(type):
         localns = _caller_locals(declared, sys._getframe(1))
         cls = super().__new__(mcls, name, bases, ns)
         if not declared and not any(isinstance(b, StructMeta) for b in bases):
+            type.__setattr__(cls, "__bw__", None)
             return cls  # the Struct base itself: no schema of its own
         info = StructInfo(
             cls,
@@ -117,39 +118,41 @@ def _check_keywords(
         raise schema_error(name, "registry= names the tag field")
 
 
-def _is_class_var(ann: Any) -> bool:
-    if isinstance(ann, str):
-        return ann.startswith("ClassVar")
-    # A ClassVar annotation means typing is loaded already.
-    typing = sys.modules.get("typing")
-    return typing is not None and typing.get_origin(ann) is typing.ClassVar
-
-
-def _declare(name: str, ns: dict[str, Any]) -> tuple[Declared, ...]:
+def _declare(name: str, ns: dict[str, Any]) -> tuple[StructField, ...]:
     """The fields of a class body's annotations; their values (options or defaults) leave
     the namespace, which gets their ``__slots__``."""
-    declared: list[Declared] = []
+    declared: list[StructField] = []
+    slots: list[str] = []
+    # A ClassVar annotation means typing is loaded already.
+    typing = sys.modules.get("typing")
+    class_var = typing.ClassVar if typing is not None else None
     for fname, ann in ns.get("__annotations__", {}).items():
-        if _is_class_var(ann):
+        if ann.__class__ is str:
+            if ann.startswith("ClassVar"):
+                continue
+        elif (
+            class_var is not None
+            and ann.__class__ is not type
+            and getattr(ann, "__origin__", None) is class_var
+        ):
             continue
         value = ns.pop(fname, MISSING)
         if isinstance(value, FieldSpec):
             spec = value
         else:
             spec = PLAIN if value is MISSING else FieldSpec(default=value)
-        if not spec.is_pad and (
-            not fname.isidentifier()
-            or keyword.iskeyword(fname)
-            or fname in _RESERVED
-            or fname.startswith("__")
-        ):
+        if spec.is_pad:
+            declared.append(StructField(fname, ann, spec))
+            continue
+        if fname in _RESERVED or fname[:2] == "__" or not fname.isidentifier() or iskeyword(fname):
             raise schema_error(f"{name}.{fname}", "this name is reserved and cannot be a field")
-        declared.append(Declared(fname, ann, spec))
-    ns["__slots__"] = tuple(d.name for d in declared if not d.spec.is_pad)
+        declared.append(StructField(fname, ann, spec))
+        slots.append(fname)
+    ns["__slots__"] = tuple(slots)
     return tuple(declared)
 
 
-def _caller_locals(declared: tuple[Declared, ...], caller: Any) -> dict[str, Any] | None:
+def _caller_locals(declared: tuple[StructField, ...], caller: Any) -> dict[str, Any] | None:
     """String annotations of a class defined in a function may name its local classes."""
     if any(isinstance(d.annotation, str) for d in declared):
         if caller.f_locals is not caller.f_globals:

@@ -56,11 +56,20 @@ class Scalar(Value):
 
     def describe(self, order: str | None) -> str:
         """The core's JSON description of this scalar (``order`` overrides the struct's)."""
-        if self.kind == "bool":
-            return '{"t":"bool"}'
-        signed = f',"signed":{json_value(self.signed)}' if self.kind == "int" else ""
-        at = f',"order":"{order}"' if order is not None else ""
-        return f'{{"t":"{self.kind}","width":{json_value(self.width)}{signed}{at}}}'
+        key = (self.kind, self.width, self.signed, order)
+        text = _SCALAR_TEXT.get(key)
+        if text is None:
+            if self.kind == "bool":
+                text = '{"t":"bool"}'
+            else:
+                signed = f',"signed":{json_value(self.signed)}' if self.kind == "int" else ""
+                at = f',"order":"{order}"' if order is not None else ""
+                text = f'{{"t":"{self.kind}","width":{json_value(self.width)}{signed}{at}}}'
+            _SCALAR_TEXT[key] = text
+        return text
+
+
+_SCALAR_TEXT: dict[tuple[str, int, bool, str | None], str] = {}
 
 
 class _Rest:
