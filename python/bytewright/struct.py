@@ -352,8 +352,10 @@ def make_struct(
     module: str | None = None,
     bases: tuple[type, ...] = (),
     **class_keywords: Any,
-) -> type[Struct]:
+) -> type[Any]:
     """Builds a Struct class from data: ``[(name, type), (name, type, bw.field(...)), ...]``.
+
+    Type checkers cannot know the fields of a class made from data: it is typed ``type[Any]``.
 
     ``bases`` (default ``(bw.Struct,)``) and class keywords (``bitorder``, ``align``,
     ``registry``, ``tag``, ``default``) work as in a class statement.
@@ -375,7 +377,7 @@ def make_struct(
             ns[fname] = entry[2]
     ns["__module__"] = module or sys._getframe(1).f_globals.get("__name__", __name__)
     ns["__qualname__"] = name
-    return StructMeta(  # type: ignore[return-value]
+    return StructMeta(
         name,
         bases or (Struct,),
         ns,
