@@ -118,22 +118,29 @@ class StructInfo:
             base = info_of(b)
             if base is not None:
                 break
-        put = object.__setattr__
-        put(self, "cls", cls)
-        put(self, "name", cls.__name__)
-        put(self, "declared", declared)
-        put(self, "byteorder", byteorder or (base.byteorder if base else None))
-        put(self, "bitorder", bitorder or (base.bitorder if base else None))
-        put(self, "align", align)
-        put(self, "limits", limits or (base.limits if base else None))
-        put(self, "registry", Registry(registry) if registry is not None else None)
-        put(self, "tag_field", registry or (base.tag_field if base else None))
-        put(self, "tag", tag)
-        put(self, "localns", localns)
-        put(self, "codec", codec)
-        put(self, "derived", frozenset())
-        put(self, "_fields", None)
-        put(self, "_cache", {})
+        # Through the slot descriptors: the class's own __setattr__ refuses every write.
+        for setter, value in zip(
+            _SETTERS,
+            (
+                cls,
+                cls.__name__,
+                declared,
+                byteorder or (base.byteorder if base else None),
+                bitorder or (base.bitorder if base else None),
+                align,
+                limits or (base.limits if base else None),
+                Registry(registry) if registry is not None else None,
+                registry or (base.tag_field if base else None),
+                tag,
+                localns,
+                codec,
+                _NOTHING,
+                None,
+                {},
+            ),
+            strict=True,
+        ):
+            setter(self, value)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"StructInfo is read-only ({name!r})")
@@ -195,6 +202,29 @@ class SchemaMeta(type):
     """The base of ``StructMeta``: ``isinstance(x, SchemaMeta)`` tells a Struct class."""
 
     __bw__: StructInfo | None
+
+
+_NOTHING: frozenset[str] = frozenset()
+_SETTERS = tuple(
+    StructInfo.__dict__[name].__set__
+    for name in (
+        "cls",
+        "name",
+        "declared",
+        "byteorder",
+        "bitorder",
+        "align",
+        "limits",
+        "registry",
+        "tag_field",
+        "tag",
+        "localns",
+        "codec",
+        "derived",
+        "_fields",
+        "_cache",
+    )
+)
 
 
 def info_of(cls: object) -> StructInfo | None:
