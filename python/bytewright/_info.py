@@ -67,6 +67,7 @@ class StructInfo:
     """
 
     __slots__ = (
+        "_bases",
         "_cache",
         "_fields",
         "align",
@@ -98,6 +99,7 @@ class StructInfo:
     derived: frozenset[str]
     _fields: tuple[StructField, ...] | None
     _cache: dict[Any, Any]
+    _bases: tuple[StructInfo, ...]  # of the Struct classes it derives from, nearest first
 
     def __init__(
         self,
@@ -113,11 +115,8 @@ class StructInfo:
         localns: dict[str, Any] | None,
         codec: Pending,
     ) -> None:
-        base = None
-        for b in cls.__mro__[1:]:
-            base = info_of(b)
-            if base is not None:
-                break
+        bases = tuple(i for b in cls.__mro__[1:] if (i := info_of(b)) is not None)
+        base = bases[0] if bases else None
         # Through the slot descriptors: the class's own __setattr__ refuses every write.
         for setter, value in zip(
             _SETTERS,
@@ -137,6 +136,7 @@ class StructInfo:
                 _NOTHING,
                 None,
                 {},
+                bases,
             ),
             strict=True,
         ):
@@ -169,12 +169,12 @@ class StructInfo:
 
     def _resolve(self) -> tuple[StructField, ...]:
         cls = self.cls
+        if not self._bases and not any(isinstance(d.annotation, str) for d in self.declared):
+            return self.declared  # the common case: nothing inherited, nothing to evaluate
         fields: list[StructField] = []
-        for base in reversed(cls.__mro__[1:]):
-            info = info_of(base)
-            if info is not None:
-                names = {f.name for f in fields}
-                fields.extend(f for f in info.fields() if f.name not in names)
+        for info in reversed(self._bases):
+            names = {f.name for f in fields}
+            fields.extend(f for f in info.fields() if f.name not in names)
         names = {f.name for f in fields}
         namespaces: tuple[dict[str, Any], dict[str, Any]] | None = None
         for d in self.declared:
@@ -223,6 +223,7 @@ _SETTERS = tuple(
         "derived",
         "_fields",
         "_cache",
+        "_bases",
     )
 )
 

@@ -200,12 +200,13 @@ class _Builder:
         self.active.append((cls, sid))
         self.infos.append((None, [], [], None, None))
         o = info.byteorder or order
-        out += (
-            '{"t":"struct","id":',
-            sid,
+        out += ('{"t":"struct","id":', sid)
+        # Text since the last piece, so a run of plain scalars becomes one piece.
+        text = (
             f',"name":{_text(cls.__name__)},"order":{_text(o) if o else "null"},'
-            f'"bitorder":"{info.bitorder or "msb"}","fields":[',
+            f'"bitorder":"{info.bitorder or "msb"}","fields":['
         )
+        sep = ""
         names: list[str] = []
         defaults: list[Any] = []
         convs: dict[int, tuple[Any, Any]] = {}  # by field index, the few with converters
@@ -213,19 +214,22 @@ class _Builder:
         self.owner = cls
         for f in info.fields():
             spec = f.spec
-            if len(out) - start > 3:
-                out.append(",")
-            if spec is PLAIN:
+            if spec is PLAIN and f.name != info.tag_field:
                 # The common case: a plain scalar (no options, no converter).
                 metadata = getattr(f.annotation, "__metadata__", None)
-                if metadata and isinstance(metadata[0], t.Scalar) and f.name != info.tag_field:
-                    out.append(f'{{"name":"{f.name}","type":{metadata[0].describe(None)}}}')
+                if metadata and isinstance(metadata[0], t.Scalar):
+                    text += f'{sep}{{"name":"{f.name}","type":{metadata[0].describe(None)}}}'
+                    sep = ","
                     names.append(f.name)
                     defaults.append(None)
                     continue
             if spec.is_pad:
-                out.append(f'{{"name":null,"type":{{"t":"pad","n":{spec.pad_size}}}}}')
+                text += f'{sep}{{"name":null,"type":{{"t":"pad","n":{spec.pad_size}}}}}'
+                sep = ","
                 continue
+            out.append(text + sep)
+            text = ""
+            sep = ","
             fw = f"{cls.__name__}.{f.name}"
             is_tag = f.name == info.tag_field and tag is not MISSING and tag is not None
             self.field(f, fw, _const(tag, fw) if is_tag else None)
@@ -243,7 +247,7 @@ class _Builder:
             names.append(f.name)
             defaults.append(default)
         self.owner = owner
-        out.append(f'],"align":{info.align}}}' if info.align else "]}")
+        out.append(text + (f'],"align":{info.align}}}' if info.align else "]}"))
         if convs:
             decoders = [convs[i][0] if i in convs else None for i in range(len(names))]
             encoders = [convs[i][1] if i in convs else None for i in range(len(names))]
