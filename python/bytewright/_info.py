@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 
-from bytewright._value import MISSING
 from bytewright.errors import SchemaError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -155,10 +154,6 @@ class StructInfo:
         a variant)."""
         object.__setattr__(self, "codec", pending)
         self._cache.clear()
-
-    @property
-    def is_variant(self) -> bool:
-        return self.tag is not MISSING
 
     def fields(self) -> tuple[StructField, ...]:
         """Every field: the base classes' first, then this class's, annotations resolved."""
