@@ -323,8 +323,10 @@ impl Compiler {
     }
 
     /// Resolves the checksum fields of a finished struct and marks them in its runs.
+    /// `within` names the struct (its frame is closed by now), for the error paths.
     fn checksums(
         &self,
+        within: &str,
         sums: &[(u16, crate::schema::ChecksumDesc)],
         names: &[Arc<str>],
         steps: &mut [Step],
@@ -333,7 +335,7 @@ impl Compiler {
         use crate::schema::AlgoDesc;
         let mut out = Vec::new();
         for (field, desc) in sums {
-            let fname = &*names[*field as usize];
+            let fname = &*format!("{within}.{}", names[*field as usize]);
             let algo = match &desc.algo {
                 AlgoDesc::Name(n) => Algo::from_name(n).ok_or_else(|| {
                     let known = Algo::names().iter().map(|s| s.to_string());
@@ -424,7 +426,7 @@ impl Compiler {
                 verify: desc.verify,
             });
         }
-        let out = self.sum_order(out, names)?;
+        let out = self.sum_order(within, out, names)?;
         for s in steps.iter_mut() {
             if let Step::Run(r) = s {
                 if r.items.iter().any(|it| it.sum) {
@@ -440,6 +442,7 @@ impl Compiler {
     /// final bytes by then, or verification would see different bytes).
     fn sum_order(
         &self,
+        within: &str,
         mut left: Vec<Checksum>,
         names: &[Arc<str>],
     ) -> Result<Vec<Checksum>, SchemaError> {
@@ -454,7 +457,7 @@ impl Compiler {
                 let a = &left[0];
                 let b = left.iter().find(|b| covers(a, b)).expect("a cycle");
                 return Err(self.err(
-                    &names[a.field as usize],
+                    &format!("{within}.{}", names[a.field as usize]),
                     format!(
                         "the checksums '{}' and '{}' cover each other's bytes",
                         names[a.field as usize], names[b.field as usize]
@@ -611,7 +614,7 @@ impl Compiler {
             d
         };
         let mut steps = coalesce(steps);
-        let checksums = self.checksums(&frame.sums, &names, &mut steps)?;
+        let checksums = self.checksums(&frame.name, &frame.sums, &names, &mut steps)?;
         let mut derived = derived;
         for c in &checksums {
             derived[c.field as usize] = true;
