@@ -286,7 +286,11 @@ def test_schema_errors_are_typed():
 
     with pytest.raises(bw.SchemaError) as ei:
         bw.field(lenght=3)  # type: ignore[call-overload]
-    assert (ei.value.kind, ei.value.name, ei.value.suggestion) == ("unknown_option", "lenght", "len")
+    assert (ei.value.kind, ei.value.name, ei.value.suggestion) == (
+        "unknown_option",
+        "lenght",
+        "len",
+    )
 
     with pytest.raises(bw.SchemaError) as ei:
 
