@@ -23,6 +23,7 @@ lint: venv
 	cargo clippy --workspace --all-targets -- -D warnings
 	ruff check .
 	ruff format --check .
+	mypy --strict python/bytewright
 
 test-rust:
 	cargo test --workspace --exclude bytewright-python

@@ -3,32 +3,30 @@ library (pandas uses pyarrow when it is installed, and works without it)."""
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 
 def to_arrow(table: Any) -> Any:
-    import pyarrow as pa
-
+    pa: Any = import_module("pyarrow")
     return pa.table(table)
 
 
 def to_polars(table: Any) -> Any:
-    import polars as pl
-
+    pl: Any = import_module("polars")
     return pl.DataFrame(table)
 
 
 def to_numpy(table: Any) -> dict[str, Any]:
-    import numpy as np
-
+    np: Any = import_module("numpy")
     return {name: np.asarray(table[name]) for name in table.column_names}
 
 
 def to_pandas(table: Any, **options: Any) -> Any:
-    import pandas as pd
-
+    pd: Any = import_module("pandas")
+    pa: Any
     try:
-        import pyarrow as pa
+        pa = import_module("pyarrow")
     except ImportError:
         pa = None
     if pa is not None:

@@ -7,17 +7,22 @@ use crate::expr::{self, Expr, SlotRef, Value};
 use crate::program::*;
 use crate::schema::{BitOrder, ConstDesc, FieldDesc, LenDesc, Order, Schema, StructDesc, TypeDesc};
 
-/// A problem in the schema, found at compile time. The message names the field.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaError(pub String);
+pub use crate::error::{closest, SchemaError, SchemaErrorKind};
 
-impl std::fmt::Display for SchemaError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+/// The largest alignment `align=` accepts.
+pub const MAX_ALIGN: u64 = 4096;
+
+/// The rule for `align=` (of a struct or of a field): a whole number of bytes from 1 to
+/// [`MAX_ALIGN`]. `n` is None when the value is not an integer at all; `shown` is the value as
+/// the user wrote it. The Python frontend calls this too, to reject a bad class keyword early.
+pub fn check_align(n: Option<i128>, shown: &str) -> Result<u64, String> {
+    match n {
+        Some(n) if (1..=i128::from(MAX_ALIGN)).contains(&n) => Ok(n as u64),
+        _ => Err(format!(
+            "align= must be an int between 1 and {MAX_ALIGN}, got {shown}"
+        )),
     }
 }
-
-impl std::error::Error for SchemaError {}
 
 const PAD: u16 = u16::MAX;
 /// Marks an alignment step while a struct is being built.
@@ -47,6 +52,8 @@ struct Compiler {
     /// (description id, struct index) of structs being compiled, for recursive references.
     in_progress: Vec<(u32, u32)>,
     limits: Limits,
+    /// The name `resolve` did not find, for the typed error of the expression holding it.
+    unknown_name: Option<String>,
 }
 
 /// Where a bit field sits in its group.
@@ -70,6 +77,7 @@ pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
         structs: Vec::new(),
         in_progress: Vec::new(),
         limits,
+        unknown_name: None,
     };
     let root = c.node(&schema.root, Order::Big, "")?;
     let structs: Vec<StructProg> = c
@@ -88,39 +96,38 @@ pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
     })
 }
 
-fn suggest(name: &str, options: impl Iterator<Item = String>) -> String {
-    let best = options
-        .map(|o| (edit_distance(name, &o), o))
-        .filter(|(d, o)| *d <= 2.max(o.len() / 3))
-        .min_by_key(|(d, _)| *d);
-    match best {
-        Some((_, o)) => format!("; did you mean '{o}'?"),
-        None => String::new(),
-    }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 impl Compiler {
-    fn err(&self, field: &str, msg: impl std::fmt::Display) -> SchemaError {
+    /// The dotted path of `field` in the struct being compiled.
+    fn path(&self, field: &str) -> String {
         let mut path: Vec<&str> = self.frames.iter().map(|f| f.name.as_str()).collect();
         if !field.is_empty() {
             path.push(field);
         }
-        SchemaError(format!("{}: {msg}", path.join(".")))
+        path.join(".")
+    }
+
+    fn err(&self, field: &str, msg: impl std::fmt::Display) -> SchemaError {
+        SchemaError::at(SchemaErrorKind::Invalid, self.path(field), msg, None, None)
+    }
+
+    /// An unknown name (or, with [`SchemaErrorKind::UnknownValue`], value) at `field`, with
+    /// the nearest of `known` as the suggestion.
+    fn unknown(
+        &self,
+        kind: SchemaErrorKind,
+        field: &str,
+        msg: impl std::fmt::Display,
+        name: &str,
+        known: impl IntoIterator<Item = String>,
+    ) -> SchemaError {
+        let suggestion = closest(name, known);
+        SchemaError::at(
+            kind,
+            self.path(field),
+            msg,
+            Some(name.to_string()),
+            suggestion,
+        )
     }
 
     fn resolve(&mut self, name: &str) -> Result<SlotRef, String> {
@@ -154,20 +161,29 @@ impl Compiler {
                 idx: slot,
             });
         }
-        let known = self
-            .frames
-            .iter()
-            .flat_map(|f| f.declared.iter().map(|d| d.name.clone()));
+        // The expression parser passes errors on as text: the name is kept aside for
+        // `expr` to build the typed error.
+        self.unknown_name = Some(name.to_string());
         Err(format!(
-            "unknown field '{name}' in expression (expressions may use earlier fields of this struct or of an enclosing struct){}",
-            suggest(name, known)
+            "unknown field '{name}' in expression (expressions may use earlier fields of this struct or of an enclosing struct)"
         ))
     }
 
     fn expr(&mut self, field: &str, v: &serde_json::Value) -> Result<Expr, SchemaError> {
+        self.unknown_name = None;
         let mut resolve = |n: &str| self.resolve(n);
         let r = expr::parse(v, &mut resolve);
-        r.map_err(|m| self.err(field, m))
+        r.map_err(|m| match self.unknown_name.take() {
+            Some(name) => {
+                let known: Vec<String> = self
+                    .frames
+                    .iter()
+                    .flat_map(|f| f.declared.iter().map(|d| d.name.clone()))
+                    .collect();
+                self.unknown(SchemaErrorKind::UnknownName, field, m, &name, known)
+            }
+            None => self.err(field, m),
+        })
     }
 
     fn len(&mut self, field: &str, d: &LenDesc) -> Result<Len, SchemaError> {
@@ -304,8 +320,10 @@ impl Compiler {
     }
 
     /// Resolves the checksum fields of a finished struct and marks them in its runs.
+    /// `within` names the struct (its frame is closed by now), for the error paths.
     fn checksums(
         &self,
+        within: &str,
         sums: &[(u16, crate::schema::ChecksumDesc)],
         names: &[Arc<str>],
         steps: &mut [Step],
@@ -314,13 +332,16 @@ impl Compiler {
         use crate::schema::AlgoDesc;
         let mut out = Vec::new();
         for (field, desc) in sums {
-            let fname = &*names[*field as usize];
+            let fname = &*format!("{within}.{}", names[*field as usize]);
             let algo = match &desc.algo {
                 AlgoDesc::Name(n) => Algo::from_name(n).ok_or_else(|| {
                     let known = Algo::names().iter().map(|s| s.to_string());
-                    self.err(
+                    self.unknown(
+                        SchemaErrorKind::UnknownValue,
                         fname,
-                        format!("unknown checksum algorithm '{n}'{}", suggest(n, known)),
+                        format!("unknown checksum algorithm '{n}'"),
+                        n,
+                        known,
                     )
                 })?,
                 AlgoDesc::Crc(p) => {
@@ -382,12 +403,12 @@ impl Compiler {
                                 .map(|i| i as u16)
                                 .ok_or_else(|| {
                                     let known = names.iter().map(|s| s.to_string());
-                                    self.err(
+                                    self.unknown(
+                                        SchemaErrorKind::UnknownField,
                                         fname,
-                                        format!(
-                                            "checksum over unknown field '{n}'{}",
-                                            suggest(n, known)
-                                        ),
+                                        format!("checksum over unknown field '{n}'"),
+                                        n,
+                                        known,
                                     )
                                 })
                         })
@@ -402,7 +423,7 @@ impl Compiler {
                 verify: desc.verify,
             });
         }
-        let out = self.sum_order(out, names)?;
+        let out = self.sum_order(within, out, names)?;
         for s in steps.iter_mut() {
             if let Step::Run(r) = s {
                 if r.items.iter().any(|it| it.sum) {
@@ -418,6 +439,7 @@ impl Compiler {
     /// final bytes by then, or verification would see different bytes).
     fn sum_order(
         &self,
+        within: &str,
         mut left: Vec<Checksum>,
         names: &[Arc<str>],
     ) -> Result<Vec<Checksum>, SchemaError> {
@@ -432,7 +454,7 @@ impl Compiler {
                 let a = &left[0];
                 let b = left.iter().find(|b| covers(a, b)).expect("a cycle");
                 return Err(self.err(
-                    &names[a.field as usize],
+                    &format!("{within}.{}", names[a.field as usize]),
                     format!(
                         "the checksums '{}' and '{}' cover each other's bytes",
                         names[a.field as usize], names[b.field as usize]
@@ -589,7 +611,7 @@ impl Compiler {
             d
         };
         let mut steps = coalesce(steps);
-        let checksums = self.checksums(&frame.sums, &names, &mut steps)?;
+        let checksums = self.checksums(&frame.name, &frame.sums, &names, &mut steps)?;
         let mut derived = derived;
         for c in &checksums {
             derived[c.field as usize] = true;
@@ -613,9 +635,7 @@ impl Compiler {
     }
 
     fn align_step(&mut self, n: u64, field: &str) -> Result<(), SchemaError> {
-        if n == 0 || n > 4096 {
-            return Err(self.err(field, format!("alignment {n} must be between 1 and 4096")));
-        }
+        check_align(Some(i128::from(n)), &n.to_string()).map_err(|m| self.err(field, m))?;
         let frame = self.frames.last_mut().expect("inside a struct");
         frame.steps.push(FieldStep {
             field: ALIGN,
@@ -1081,4 +1101,76 @@ fn tag_place(sp: &StructProg, name: &str) -> Option<(usize, Scalar, u16)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compile_json(root: serde_json::Value) -> Result<Program, SchemaError> {
+        let text = serde_json::json!({ "root": root }).to_string();
+        compile(&Schema::from_json(&text).expect("a valid description"))
+    }
+
+    fn field(name: &str, ty: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({ "name": name, "type": ty })
+    }
+
+    #[test]
+    fn schema_errors_are_typed() {
+        let u8t = serde_json::json!({"t": "int", "width": 1, "signed": false});
+        let e = compile_json(serde_json::json!({
+            "t": "struct", "id": 0, "name": "S", "fields": [
+                field("payload_len", u8t.clone()),
+                field("payload", serde_json::json!({"t": "bytes", "len": {"expr": ["name", "payload_lne"]}})),
+            ]
+        }))
+        .unwrap_err();
+        assert_eq!(e.kind, SchemaErrorKind::UnknownName);
+        assert_eq!(e.path, "S.payload");
+        assert_eq!(e.name.as_deref(), Some("payload_lne"));
+        assert_eq!(e.suggestion.as_deref(), Some("payload_len"));
+        assert!(e
+            .message
+            .starts_with("S.payload: unknown field 'payload_lne' in expression"));
+        assert!(e.message.ends_with("; did you mean 'payload_len'?"), "{e}");
+
+        // A name nothing resembles: no suggestion, and the message says none.
+        let e = compile_json(serde_json::json!({
+            "t": "struct", "id": 0, "name": "S", "fields": [
+                field("data", serde_json::json!({"t": "bytes", "len": {"expr": ["name", "n"]}})),
+            ]
+        }))
+        .unwrap_err();
+        assert_eq!(
+            (e.kind, e.name.as_deref(), e.suggestion.as_deref()),
+            (SchemaErrorKind::UnknownName, Some("n"), None)
+        );
+        assert!(!e.message.contains("did you mean"), "{e}");
+
+        let e = compile_json(serde_json::json!({
+            "t": "struct", "id": 0, "name": "S", "fields": [
+                {"name": "a", "type": u8t, "align": 0},
+            ]
+        }))
+        .unwrap_err();
+        assert_eq!(
+            (e.kind, e.path.as_str(), e.name.as_deref()),
+            (SchemaErrorKind::Invalid, "S.a", None)
+        );
+        assert_eq!(
+            e.message,
+            "S.a: align= must be an int between 1 and 4096, got 0"
+        );
+    }
+
+    #[test]
+    fn the_align_rule() {
+        assert_eq!(check_align(Some(1), "1"), Ok(1));
+        assert_eq!(check_align(Some(4096), "4096"), Ok(4096));
+        for bad in [0, -4, 4097, i128::MAX] {
+            assert!(check_align(Some(bad), "x").is_err());
+        }
+        assert!(check_align(None, "'4'").unwrap_err().ends_with("got '4'"));
+    }
 }

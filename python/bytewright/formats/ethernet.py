@@ -77,7 +77,7 @@ class Dot1Q(bw.Struct, byteorder="big"):
     type: bw.U16
     payload: Dot1Q | IPv4 | IPv6 | Raw = bw.field(tag=_TAG, cases=_CASES, default_case=Raw)
 
-    def pack(self, *, verify: bool = True) -> bytes:  # type: ignore[override]
+    def pack(self, *, verify: bool = True) -> bytes:
         head = _Dot1QHeader(pcp=self.pcp, dei=self.dei, vid=self.vid, type=self.type).pack()
         return head + _pack(self.payload, verify)
 
@@ -98,13 +98,13 @@ class Ethernet(bw.Struct, byteorder="big"):
     payload: Dot1Q | IPv4 | IPv6 | Raw = bw.field(tag=_TAG, cases=_CASES, default_case=Raw)
     trailer: bytes = bw.field(len=bw.REST, default=b"")
 
-    def pack(self, *, verify: bool = True) -> bytes:  # type: ignore[override]
+    def pack(self, *, verify: bool = True) -> bytes:
         """Packs the frame; ``verify`` is passed to the IP layer (``ip.IPv4.pack``)."""
         head = _EthernetHeader(dst=self.dst, src=self.src, type=self.type).pack()
         return head + _pack(self.payload, verify) + bytes(self.trailer)
 
     @classmethod
-    def unpack(cls, data: Any, *, verify: bool = True) -> Ethernet:  # type: ignore[override]
+    def unpack(cls, data: Any, *, verify: bool = True) -> Ethernet:
         """Decodes a frame and verifies every checksum of its IP layer (``verify=False``
         accepts wrong ones). A truncated or malformed packet is a ``bw.DecodeError``; use
         ``decode`` to read whatever a capture holds."""
@@ -136,7 +136,7 @@ class LinuxSLL(bw.Struct, byteorder="big"):
     payload: Dot1Q | IPv4 | IPv6 | Raw = bw.field(tag=_TAG, cases=_CASES, default_case=Raw)
     trailer: bytes = bw.field(len=bw.REST, default=b"")
 
-    def pack(self, *, verify: bool = True) -> bytes:  # type: ignore[override]
+    def pack(self, *, verify: bool = True) -> bytes:
         head = _SLLHeader(
             packet_type=self.packet_type,
             arphrd_type=self.arphrd_type,

@@ -302,7 +302,7 @@ class IPv4(bw.Struct, byteorder="big"):
         """Whether this packet is a fragment of a larger datagram."""
         return bool(self.mf or self.fragment_offset)
 
-    def pack(self, *, verify: bool = True) -> bytes:  # type: ignore[override]
+    def pack(self, *, verify: bool = True) -> bytes:
         """Packs the packet, computing ``ihl``, ``total_length`` and every checksum left as
         None. A supplied value that disagrees is a ``bw.PackError``, except with
         ``verify=False``, which writes it as given (a captured packet with offloaded
@@ -327,7 +327,7 @@ class IPv4(bw.Struct, byteorder="big"):
             )
         at = _checksum_at(self.protocol, self.is_fragment, self.payload)
         if at is not None:
-            given = self.payload.checksum
+            given = _checksum_of(self.payload)
             if self.protocol == Protocol.ICMP:
                 seg[at : at + 2] = b"\0\0"
                 want = internet_checksum(seg)
@@ -359,7 +359,7 @@ class IPv4(bw.Struct, byteorder="big"):
         return bytes(header + seg)
 
     @classmethod
-    def unpack(cls, data: Any, *, verify: bool = True) -> IPv4:  # type: ignore[override]
+    def unpack(cls, data: Any, *, verify: bool = True) -> IPv4:
         """Decodes one packet (exactly ``data``), verifying the header checksum and the UDP,
         TCP or ICMP checksum; ``verify=False`` accepts wrong checksums (captures of
         offloaded traffic). ``total_length == 0`` (TCP segmentation offload) takes the
@@ -396,7 +396,14 @@ def _zeroed(seg: bytes | bytearray, at: int) -> bytes:
 
 
 def _segment_bytes(payload: Any) -> bytes:
-    return payload.pack()
+    wire: bytes = payload.pack()
+    return wire
+
+
+def _checksum_of(segment: Any) -> int | None:
+    """The checksum a UDP, TCP or ICMP segment holds (None: left to compute)."""
+    value: int | None = segment.checksum
+    return value
 
 
 def _checksum_at(protocol: int, is_fragment: bool, payload: Any) -> int | None:
@@ -533,7 +540,7 @@ def checksums(pkt: IPv4) -> dict[str, bool]:
     at = _checksum_at(pkt.protocol, pkt.is_fragment, pkt.payload)
     if at is None:
         return out
-    got = pkt.payload.checksum
+    got = _checksum_of(pkt.payload)
     name = type(pkt.payload).__name__.lower()
     if pkt.protocol == Protocol.UDP and got == 0:
         return out
@@ -559,7 +566,7 @@ def _verify_transport(pkt: IPv4, wire: bytes) -> None:
         want = internet_checksum(_zeroed(seg, at))
     else:
         want = transport_checksum(pkt.src, pkt.dst, pkt.protocol, _zeroed(seg, at))
-    got = pkt.payload.checksum
+    got = _checksum_of(pkt.payload)
     raise bw.DecodeError(
         f"payload.checksum: checksum mismatch: stored {got:#06x}, computed {want:#06x}",
         "payload.checksum",

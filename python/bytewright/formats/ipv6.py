@@ -172,7 +172,7 @@ class IPv6(bw.Struct, byteorder="big"):
         bw.field(size="payload_length", tag="next_header", cases=_CASES, default_case=Raw)
     )
 
-    def pack(self, *, verify: bool = True) -> bytes:  # type: ignore[override]
+    def pack(self, *, verify: bool = True) -> bytes:
         """Packs the packet, computing ``payload_length`` and the transport checksum when
         None; supplied values must agree, except with ``verify=False``. A
         ``payload_length`` of 0 (a jumbogram, or segmentation offload) is kept."""
@@ -218,7 +218,7 @@ class IPv6(bw.Struct, byteorder="big"):
         return header + body
 
     @classmethod
-    def unpack(cls, data: Any, *, verify: bool = True) -> IPv6:  # type: ignore[override]
+    def unpack(cls, data: Any, *, verify: bool = True) -> IPv6:
         """Decodes one packet (exactly ``data``) and verifies its UDP, TCP or ICMPv6
         checksum (``verify=False`` accepts a wrong one)."""
         wire = bytes(data)
@@ -240,7 +240,8 @@ class IPv6(bw.Struct, byteorder="big"):
                 _, got, want = bad
                 chain = _chain(pkt)
                 at = 40 + sum(len(_pack_header_only(x)) for x in chain[:-1])
-                at += {UDP: 6, TCP: 16, ICMPv6: 2}[type(chain[-1])]
+                offsets: dict[type, int] = {UDP: 6, TCP: 16, ICMPv6: 2}
+                at += offsets[type(chain[-1])]
                 path = f"{_path(chain)}.checksum"
                 raise bw.DecodeError(
                     f"{path}: checksum mismatch: stored {got:#06x}, computed {want:#06x}",
@@ -291,7 +292,8 @@ def _replace_last(pkt: Any, last: Any) -> list[Any]:
 
 
 def _pack_upper(x: Any) -> bytes:
-    return x.pack()
+    wire: bytes = x.pack()
+    return wire
 
 
 _HEADERS: dict[type, Any] = {}

@@ -281,7 +281,7 @@ _BASES: tuple[Any, ...] = (bool, int, float, str, bytes, list, tuple, dict)
 def packb(value: Any) -> bytes:
     """Encodes a value as MessagePack, byte-identical with ``msgpack.packb(value)``."""
     try:
-        return _NATIVE.pack({"value": value})  # type: ignore[no-any-return]
+        return _NATIVE.pack({"value": value})
     except bw.PackError:
         # Types the native node does not take (memoryview...) go through the declared schema,
         # which also reports what cannot be packed at all.

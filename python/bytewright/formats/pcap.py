@@ -249,7 +249,7 @@ def write(
     recs: list[Any] = []
     for r in records:
         sec, frac, payload = r[0], r[1], r[2]
-        orig = r[3] if len(r) > 3 else len(payload)  # type: ignore[misc]
+        orig = r[3] if len(r) > 3 else len(payload)
         recs.append(rec_cls(ts_sec=sec, ts_frac=frac, orig_len=orig, data=payload))
     body: BodyLE | BodyBE
     if little:

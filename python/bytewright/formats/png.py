@@ -56,7 +56,7 @@ def read(data: bytes | bytearray | memoryview, *, limits: bw.Limits | None = Non
     cls = _LIMITED.get(limits)
     if cls is None:
         # A subclass compiled with these limits: its values are still Png instances.
-        cls = _LIMITED[limits] = type("Png", (Png,), {}, limits=limits)  # type: ignore[call-arg]
+        cls = _LIMITED[limits] = type("Png", (Png,), {}, limits=limits)
     f = cls.unpack(data)
     f.__class__ = Png  # the same slots: a plain Png, equal to one read without limits
     return f

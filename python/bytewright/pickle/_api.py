@@ -1,13 +1,15 @@
 """dumps/loads and their file and stream forms."""
 
+from __future__ import annotations
+
 import collections
-from collections.abc import Iterable, Mapping
-from typing import Any, BinaryIO
 
 from bytewright import _native
 from bytewright.pickle import _classes, _stdlib
 from bytewright.pickle._errors import IntegrityError, LimitError, PicklingError, UnpicklingError
 from bytewright.pickle._limits import DEFAULT_LIMITS, Limits
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 
 _native.graph_configure(
     (PicklingError, UnpicklingError, IntegrityError, LimitError),
@@ -20,8 +22,12 @@ _native.graph_configure(
     _classes.class_map,
 )
 
-Buffer = bytes | bytearray | memoryview
-Classes = Iterable[type] | Mapping[str, type]
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any, BinaryIO, TypeAlias
+
+    Buffer: TypeAlias = bytes | bytearray | memoryview
+    Classes: TypeAlias = Iterable[type] | Mapping[str, type]
 
 # Both are native functions; their signatures are in bytewright/_native.pyi:
 #   dumps(obj, protocol=None, *, hmac_key=None, deterministic=False) -> bytes

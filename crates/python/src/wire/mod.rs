@@ -116,7 +116,7 @@ impl Codec {
         .unbind();
         let structs: Vec<StructArg<'_>> = structs.extract()?;
         let parsed = Schema::from_json(schema).map_err(|m| errors::schema_error(py, m))?;
-        let prog = compile(&parsed).map_err(|e| errors::schema_error(py, e.0))?;
+        let prog = compile(&parsed).map_err(|e| errors::compile_error(py, e))?;
         let infos = structs
             .into_iter()
             .map(|(cls, names, defaults, dec, enc)| {
@@ -148,6 +148,16 @@ impl Codec {
             args,
             size_hint: AtomicUsize::new(hint),
         })
+    }
+
+    /// `Codec[T]` in annotations (what it unpacks), as for any generic class.
+    #[classmethod]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let alias = cls.py().import("types")?.getattr("GenericAlias")?;
+        alias.call1((cls, item))
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, Py<PyTuple>)> {
@@ -487,5 +497,6 @@ fn checksum_names() -> Vec<&'static str> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Codec>()?;
     m.add_function(wrap_pyfunction!(checksum_names, m)?)?;
+    errors::register(m)?;
     Ok(())
 }
