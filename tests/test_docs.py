@@ -43,6 +43,7 @@ def test_doc_examples_type_check(tmp_path: Path) -> None:
             "--no-incremental",
             "--cache-dir=/dev/null",
             "--show-error-codes",
+            f"--config-file={ROOT / 'pyproject.toml'}",
             ".",
         ],
         capture_output=True,

@@ -143,7 +143,7 @@ def test_every_truncation_and_byte_flip_fails_like_per_record_decoding() -> None
         cls(
             f0=i,
             f1="é" * (i % 3),
-            f2=cls.__bw_fields__()[3].annotation(a=i, b=-i),
+            f2=cls.__annotations__["f2"](a=i, b=-i),
             f3_on=i % 2,
             f3=(7 if i % 2 else None),
             f4=list(range(i % 4)),

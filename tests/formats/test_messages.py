@@ -204,4 +204,6 @@ def test_trailing_bytes_error_names_where_the_message_ends() -> None:
         ip.IPv4Header.unpack(wire + b"xyz")
     # No field holds the extra bytes: the message names the message type and where it ends.
     assert e.value.offset == 20 and e.value.path == ""
-    assert str(e.value).startswith("3 trailing bytes after the IPv4Header message ends at offset 20")
+    assert str(e.value).startswith(
+        "3 trailing bytes after the IPv4Header message ends at offset 20"
+    )

@@ -256,7 +256,7 @@ class IPv4Header(bw.Struct, byteorder="big"):
     """The IPv4 header alone, every field as it is on the wire (nothing computed but
     ``ihl``): what ``IPv4`` packs and decodes leniently through."""
 
-    version: int = bw.field(type=bw.Bits(4), const=4)
+    version: int = bw.field(type=bw.Bits(4), const=4, default=4)
     ihl: int = bw.bits(4, default=None)
     dscp: int = bw.bits(6, default=0)
     ecn: int = bw.bits(2, default=0)
@@ -277,7 +277,7 @@ class IPv4Header(bw.Struct, byteorder="big"):
 class IPv4(bw.Struct, byteorder="big"):
     """An IPv4 packet; ``ihl``, ``total_length`` and every checksum are computed on pack."""
 
-    version: int = bw.field(type=bw.Bits(4), const=4)
+    version: int = bw.field(type=bw.Bits(4), const=4, default=4)
     ihl: int = bw.bits(4, default=None)
     dscp: int = bw.bits(6, default=0)
     ecn: int = bw.bits(2, default=0)

@@ -141,7 +141,7 @@ class Fragment(bw.Struct, byteorder="big"):
 class IPv6Header(bw.Struct, byteorder="big"):
     """The fixed IPv6 header alone, every field as on the wire."""
 
-    version: int = bw.field(type=bw.Bits(4), const=6)
+    version: int = bw.field(type=bw.Bits(4), const=6, default=6)
     dscp: int = bw.bits(6, default=0)
     ecn: int = bw.bits(2, default=0)
     flow_label: int = bw.bits(20, default=0)
@@ -159,7 +159,7 @@ _UPPER = (UDP, UDPFragment, TCP, ICMPv6)
 class IPv6(bw.Struct, byteorder="big"):
     """An IPv6 packet; ``payload_length`` and the transport checksum are computed on pack."""
 
-    version: int = bw.field(type=bw.Bits(4), const=6)
+    version: int = bw.field(type=bw.Bits(4), const=6, default=6)
     dscp: int = bw.bits(6, default=0)
     ecn: int = bw.bits(2, default=0)
     flow_label: int = bw.bits(20, default=0)
@@ -305,7 +305,7 @@ def _header_struct(cls: type) -> Any:
     if got is None:
         fields = [
             (f.name, f.annotation, f.spec)
-            for f in cls.__bw_fields__()  # type: ignore[attr-defined]
+            for f in cls.__bw__.fields()  # type: ignore[attr-defined]
             if f.name != "payload"
         ]
         got = _HEADERS[cls] = bw.make_struct(cls.__name__ + "Header", fields, byteorder="big")
@@ -314,7 +314,7 @@ def _header_struct(cls: type) -> Any:
 
 def _pack_header_only(x: Any) -> bytes:
     h = _header_struct(type(x))
-    names = [f.name for f in h.__bw_fields__()]
+    names = [f.name for f in h.__bw__.fields()]
     return bytes(h(**{n: getattr(x, n) for n in names}).pack())
 
 

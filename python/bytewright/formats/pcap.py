@@ -414,7 +414,7 @@ def _frame(linktype: int, data: bytes, verify: bool, where: str, offset: int) ->
         except bw.DecodeError as e:
             raise _named(_offset(e, offset), where) from None
     try:
-        return linktype, cls.__bw_codec__.unpack(data)
+        return linktype, cls.__bw__.codec.unpack(data)
     except bw.DecodeError:
         return linktype, _lenient(linktype, data)
 

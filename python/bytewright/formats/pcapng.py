@@ -215,7 +215,7 @@ class BlockBE(bw.Struct, byteorder="big"):
 
 
 def _pack_block(block: Any) -> bytes:
-    codec = type(block).__bw_codec__
+    codec = type(block).__bw__.codec
     if block.trailing_length is not None:
         return codec.pack(block)  # type: ignore[no-any-return]
     wire = bytearray(
