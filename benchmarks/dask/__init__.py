@@ -102,14 +102,14 @@ def run_reading(conf: dict[str, Any], sampling: Sampling, part: Part, ui: Ui) ->
     folder = Path(tempfile.mkdtemp(prefix="bytewright-bench-"))
     clusters: list[Any] = []
     try:
-        file_mib = conf["mib"] / conf["files"]
-        one = records(int(file_mib * 2**20))
+        one = records(conf["mib"] * 2**20 // conf["files"])
+        file_mib = len(one.data) / 2**20
         paths = []
         for i in range(conf["files"]):
             (path := folder / f"telemetry-{i:03}.bin").write_bytes(one.data)
             paths.append(str(path))
         mib = len(one.data) * len(paths) / 2**20
-        sliced = paths[: max(1, int(conf["baseline_mib"] / file_mib))]
+        sliced = paths[: max(1, round(conf["baseline_mib"] / file_mib))]
 
         def check_frame(files: int) -> Any:
             def check(df: Any) -> None:
@@ -128,8 +128,9 @@ def run_reading(conf: dict[str, Any], sampling: Sampling, part: Part, ui: Ui) ->
                 n_workers=workers,
                 threads_per_worker=1,
                 processes=conf["processes"],
+                protocol="tcp://",
                 host="127.0.0.1",
-                dashboard_address=None,
+                dashboard_address=":0",  # any free port: never clash with another cluster
                 silence_logs=logging.ERROR,
             )
             clusters.append(cluster)
@@ -156,16 +157,16 @@ def run_reading(conf: dict[str, Any], sampling: Sampling, part: Part, ui: Ui) ->
         ["Arm", "MiB per call", "ms per MiB", "MiB/s", f"÷ {TWO}", "Status"],
         note="The struct loop reads a slice of the files; every time is per MiB of input.",
     )
-    per = {name: t / (file_mib * arms[name][1]) for name, t in ns.items()}
+    per = {name: t / 1e6 / (file_mib * arms[name][1]) for name, t in ns.items()}  # ms/MiB
     for name in arms:
         p = per.get(name)
         part.record(f"dask/read/{name}", p, statuses[name])
         part.arm_status(f"dask/{name}", statuses[name])
-        rate = f"{1e9 / p:,.1f}" if p else "—"
+        rate = f"{1e3 / p:,.1f}" if p else "—"
         table.add(
             name,
             f"{file_mib * arms[name][1]:,.0f}",
-            fmt(p, 1e6),
+            fmt(p),
             rate,
             ratio(p, per.get(TWO)),
             statuses[name],
