@@ -13,6 +13,7 @@ pytest.importorskip("rich")
 pytest.importorskip("matplotlib")
 
 import bytewright
+
 from benchmarks.report import SECTION_ARMS, SECTION_ENVIRONMENT, SECTION_TARGETS
 from benchmarks.runner import PARTS, Run, run
 from benchmarks.targets import MET, MISSED, NOT_MEASURED, TARGETS
