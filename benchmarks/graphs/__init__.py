@@ -222,17 +222,16 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
             def get(name: str, t: dict[str, float] = t) -> float | None:
                 return t.get(f"{op}/{name}")
 
-            cells = [
-                fmt(get(n), 1e3)
-                if get(n) is not None
-                else "—"
-                if op == "dumps" and n == LOADS_PICKLE
-                else (statuses[shape].get(n) or missing[n])
-                for n in names
-            ]
+            def cell(name: str, shape: str = shape) -> str:
+                if get(name) is not None:
+                    return fmt(get(name), 1e3)
+                if op == "dumps" and name == LOADS_PICKLE:
+                    return "—"  # it reads pickle's payload: no dumps of its own
+                return statuses[shape].get(name) or missing[name]
+
             table.add(
                 shape,
-                *cells,
+                *map(cell, names),
                 fmt(t.get("copy_floor"), 1e3),
                 ratio(get(PICKLE), get(BYTEWRIGHT)),
                 ratio(get(PYSAFE), get(BYTEWRIGHT)),
