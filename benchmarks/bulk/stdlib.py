@@ -6,6 +6,7 @@ import struct
 from typing import Any
 
 FORMAT = "<IHHQ"
+RECORD_SIZE = struct.calcsize(FORMAT)  # 16
 Records = list[tuple[int, int, int, int]]
 
 
@@ -42,7 +43,7 @@ def to_bytes_join(items: Records) -> bytes:
 
 
 def to_bytes_memoryview(items: Records) -> bytearray:
-    buf = bytearray(16 * len(items))
+    buf = bytearray(RECORD_SIZE * len(items))
     mv = memoryview(buf)
     off = 0
     for a, b, c, d in items:
@@ -56,7 +57,7 @@ def to_bytes_memoryview(items: Records) -> bytearray:
 
 
 def manual_shifts(items: Records) -> bytearray:
-    buf = bytearray(16 * len(items))
+    buf = bytearray(RECORD_SIZE * len(items))
     o = 0
     for a, b, c, d in items:
         buf[o] = a & 0xFF

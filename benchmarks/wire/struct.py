@@ -9,7 +9,7 @@ from typing import Any
 from benchmarks.wire import workloads as w
 from benchmarks.wire.workloads import Case, WireArm
 
-U16, ITEM = struct.Struct(">H"), struct.Struct(">HH")
+_U16, _ITEM = struct.Struct(">H"), struct.Struct(">HH")
 
 
 class Telemetry:
@@ -39,17 +39,23 @@ class Telemetry:
             )
             parts.append(payload)
         src = f["source"].encode("utf-8")
-        head = self.head.pack(
-            f["version"],
-            f["flags"],
-            f["message_type"],
-            f["sequence"],
-            f["timestamp"],
-            f["session"],
-            f["source_id"],
-            len(src),
+        frame = b"".join(
+            [
+                self.head.pack(
+                    f["version"],
+                    f["flags"],
+                    f["message_type"],
+                    f["sequence"],
+                    f["timestamp"],
+                    f["session"],
+                    f["source_id"],
+                    len(src),
+                ),
+                src,
+                self.u16.pack(len(f["records"])),
+                *parts,
+            ]
         )
-        frame = b"".join([head, src, self.u16.pack(len(f["records"])), *parts])
         return self.u32.pack(len(frame)) + frame
 
     def unpack(self, buf: bytes) -> dict[str, Any]:
@@ -64,7 +70,8 @@ class Telemetry:
         off += source_len
         (count,) = self.u16.unpack_from(buf, off)
         off += 2
-        record, size = self.record.unpack_from, self.record.size
+        record = self.record.unpack_from
+        size = self.record.size
         records = []
         for _ in range(count):
             record_id, kind, status, code, x, y, reading, payload_len = record(buf, off)
@@ -105,15 +112,17 @@ class Telemetry:
 
 
 def vector_pack(d: dict[str, Any]) -> bytes:
-    item, items = ITEM.pack, d["items"]
-    return U16.pack(len(items)) + b"".join([item(it["a"], it["b"]) for it in items])
+    item = _ITEM.pack
+    items = d["items"]
+    return _U16.pack(len(items)) + b"".join([item(it["a"], it["b"]) for it in items])
 
 
 def vector_unpack(buf: bytes) -> dict[str, Any]:
-    (count,) = U16.unpack_from(buf, 0)
+    (count,) = _U16.unpack_from(buf, 0)
     if len(buf) != 2 + 4 * count:
         raise ValueError("vector count does not match the buffer")
-    return {"count": count, "items": [{"a": a, "b": b} for a, b in ITEM.iter_unpack(buf[2:])]}
+    items = [{"a": a, "b": b} for a, b in _ITEM.iter_unpack(buf[2:])]
+    return {"count": count, "items": items}
 
 
 def scalars(n: int) -> tuple[Any, Any]:
