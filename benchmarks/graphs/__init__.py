@@ -128,7 +128,7 @@ def run_hmac(
 
 
 def run_threads(
-    arms: dict[str, Serializer], threads: list[int], loads_count: int, ui: Ui, rounds: int = 3
+    arms: dict[str, Serializer], threads: list[int], loads_count: int, ui: Ui, rounds: int
 ) -> Table:
     records = [
         {"id": i, "name": f"user{i}", "score": i * 1.5, "active": i % 2 == 0, "tags": ["a", "b"]}
@@ -262,7 +262,7 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
             ratio(s.get(BYTEWRIGHT), s.get(MSGSPEC)),
         )
     hmac = run_hmac(arms, conf["hmac_mb"], sampling, part)
-    threads = run_threads(arms, conf["threads"], conf["thread_loads"], ui)
+    threads = run_threads(arms, conf["threads"], conf["thread_loads"], ui, conf["thread_rounds"])
     ui.finish()
     section = Section(
         "Part C: object graphs",
