@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import targets
-from benchmarks.harness import Sampling
+from benchmarks.harness import Sampling, describe
 from benchmarks.report import Part, Ui, environment, load_average, render
 
 HERE = Path(__file__).resolve().parent
@@ -65,7 +65,13 @@ def run(
         part_conf = conf[name]
         budget_ms = part_conf.get("budget_ms", conf["budget_ms"])
         sampling = Sampling(int(budget_ms * 1e6), part_conf.get("rounds", conf["rounds"]))
-        part = importlib.import_module(f"benchmarks.{name}").run(part_conf, sampling, results, ui)
+        try:
+            module = importlib.import_module(f"benchmarks.{name}")
+            part = module.run(part_conf, sampling, results, ui)
+        except Exception as exc:  # a broken part is reported; the other parts still run
+            ui.finish()
+            ui.console.print_exception()
+            part = Part(name, incorrect=[f"{name}: the part raised {describe(exc)}"])
         for table in (t for s in part.sections for t in s.tables):
             ui.table(table)
         parts.append(part)

@@ -21,7 +21,17 @@ from benchmarks.bench_data import shapes
 from benchmarks.columns.data import records
 from benchmarks.dask import bytewright, pickle, struct
 from benchmarks.graphs.serializer import same
-from benchmarks.harness import DirectCall, Incorrect, Sampling, gate, measure, need, race, status
+from benchmarks.harness import (
+    DirectCall,
+    Incorrect,
+    Sampling,
+    Unavailable,
+    gate,
+    measure,
+    need,
+    race,
+    status,
+)
 from benchmarks.report import Part, Section, Table, Ui, fmt, ratio
 
 FAMILIES = {**pickle.ARMS, **bytewright.ARMS}
@@ -180,7 +190,7 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
     ui.step("serialization families", advance=1)
     try:
         tables = [run_families(sampling, part)]
-    except Exception as exc:
+    except Unavailable as exc:  # no distributed: the reading arms say so too
         part.arm_status("dask/serialization", f"unavailable: {exc}")
         tables = []
     ui.step("reading", advance=1)
