@@ -58,13 +58,14 @@ def run(
     env = environment(profile_name, datetime.now(UTC).strftime("%Y-%m-%d %H:%M"))
     ui.table(env)
     t0 = time.perf_counter()
-    parts = []
+    parts, spent = [], {}
     for name in PARTS:
         if only and name not in only:
             continue
         part_conf = conf[name]
         budget_ms = part_conf.get("budget_ms", conf["budget_ms"])
         sampling = Sampling(int(budget_ms * 1e6), part_conf.get("rounds", conf["rounds"]))
+        started = time.perf_counter()
         try:
             module = importlib.import_module(f"benchmarks.{name}")
             part = module.run(part_conf, sampling, results, ui)
@@ -75,6 +76,7 @@ def run(
         for table in (t for s in part.sections for t in s.tables):
             ui.table(table)
         parts.append(part)
+        spent[name] = time.perf_counter() - started
     outcomes = targets.evaluate(parts)
     ui.table(targets.table(outcomes))
     seconds = time.perf_counter() - t0
@@ -89,6 +91,7 @@ def run(
             "# bytewright benchmark report",
             "",
             f"Profile `{profile_name}`, produced by `{command}` in {seconds:,.0f} s. Targets: {summary}.",
+            "Seconds per part: " + ", ".join(f"{n} {s:,.0f}" for n, s in spent.items()) + ".",
             f"Load average at the end (1/5/15 min): {load_average()} on {os.cpu_count()} cores; "
             "a load above the core count means other work competed with the run (noisy numbers).",
             "Lower times are better. Every arm passed its correctness gate before it was timed;",
