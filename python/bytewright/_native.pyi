@@ -4,7 +4,7 @@ from typing import Any, Generic, final
 
 from typing_extensions import Buffer, TypeVar
 
-from bytewright.errors import Incomplete
+from bytewright.errors import DecodeError, Incomplete
 
 __all__ = [
     "Codec",
@@ -59,6 +59,30 @@ class Codec(Generic[_T]):
     def unpack(self, data: Buffer) -> _T: ...
     def unpack_from(self, data: Buffer, offset: int = 0) -> tuple[_T, int]: ...
     def parse(self, data: Buffer, offset: int = 0) -> tuple[_T, int] | Incomplete: ...
+    def explain(
+        self, data: Buffer, offset: int = 0, whole: bool = True
+    ) -> tuple[
+        list[
+            tuple[
+                int | None,
+                str | int | None,
+                str,
+                int,
+                int | None,
+                tuple[int, int, int, bool] | None,
+                tuple[str, ...],
+                tuple[str, ...],
+                str | None,
+                bool,
+                Any,
+            ]
+        ],
+        int | None,
+        DecodeError | None,
+        int | None,
+        int | None,
+        int | None,
+    ]: ...
     def iter_unpack(self, data: Buffer) -> list[_T]: ...
     def unpack_table(
         self,

@@ -76,11 +76,11 @@ fn struct_fields<'p>(p: &'p Program, sp: &'p StructProg) -> Vec<FieldMeta<'p>> {
                 }
                 if let Some(w) = &fs.when {
                     m.marks.push(Mark::Conditional);
-                    m.notes.push(format!("when {}", show_expr(w)));
+                    m.notes.push(format!("when={}", show_expr(w)));
                 }
                 if let Some(w) = &fs.window {
                     m.marks.push(Mark::Window);
-                    m.notes.push(format!("window of {} bytes", show_expr(w)));
+                    m.notes.push(format!("size={}", show_expr(w)));
                 }
                 if let Some(note) = length_note(&fs.node) {
                     m.notes.push(note);
@@ -138,13 +138,14 @@ fn derive(m: &mut FieldMeta<'_>, d: &Option<Derive>, sp: &StructProg) {
 
 fn length_note(node: &Node) -> Option<String> {
     let (len, what) = match node {
-        Node::Bytes { len, .. } | Node::Str { len, .. } => (len, "length"),
+        Node::Bytes { len, .. } | Node::Str { len, .. } => (len, "len"),
         Node::Array { count, .. } => (count, "count"),
         _ => return None,
     };
+    // As the field was declared: `len=length - 8`, `count=REST`.
     match len {
-        Len::Expr(e) => Some(format!("{what} = {}", show_expr(e))),
-        Len::Rest => Some(format!("{what}: up to the end")),
+        Len::Expr(e) => Some(format!("{what}={}", show_expr(e))),
+        Len::Rest => Some(format!("{what}=REST")),
         Len::Fixed(_) => None,
     }
 }

@@ -141,7 +141,9 @@ impl<'p, H: Host> ExplainSink<'p, H> {
                 };
                 if whole && end < len {
                     ex.failure = Some(Failure::Trailing { end });
-                    ex.rest = Some(push_rest(&mut ex.nodes, end, len));
+                    let r = push_rest(&mut ex.nodes, end, len);
+                    ex.nodes[r].mark(Mark::Failed);
+                    ex.rest = Some(r);
                 }
                 ex
             }

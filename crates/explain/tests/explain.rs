@@ -317,7 +317,7 @@ fn png_fields_offsets_and_marks() {
         Some("Chunk")
     );
     let data = node(&ex, "chunks[0].data");
-    assert_eq!(data.notes, vec!["length = length"]);
+    assert_eq!(data.notes, vec!["len=length"]);
 }
 
 #[test]
@@ -515,7 +515,7 @@ fn a_registry_names_its_variant() {
     assert_eq!(u.struct_name.as_deref(), Some("Unknown"));
     assert_eq!(
         node(&ex, "options[2].data").notes,
-        vec!["length = length - 2"]
+        vec!["len=length - 2"]
     );
 }
 
@@ -532,7 +532,7 @@ fn conditional_padding_alignment_and_absent_fields() {
     let ex = check_tree(&p, &[1, 0, 0x34, 0x12, 1, 0, 0, 0]);
     let extra = node(&ex, "extra");
     assert!(extra.has(Mark::Conditional) && !extra.has(Mark::Absent));
-    assert_eq!(extra.notes, vec!["when flags & 1"]);
+    assert_eq!(extra.notes, vec!["when=flags & 1"]);
     assert_eq!(extra.value, Some(Val::Int(0x1234)));
     let pads: Vec<_> = ex
         .nodes
