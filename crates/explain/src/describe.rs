@@ -97,6 +97,12 @@ fn struct_fields<'p>(p: &'p Program, sp: &'p StructProg) -> Vec<FieldMeta<'p>> {
         let algo = cs.algo.name().unwrap_or("crc");
         let over = match &cs.over {
             None => "the struct".to_string(),
+            Some(fields) if fields.len() > 4 => format!(
+                "{} fields, {} to {}",
+                fields.len(),
+                sp.fields[fields[0] as usize],
+                sp.fields[fields[fields.len() - 1] as usize]
+            ),
             Some(fields) => fields
                 .iter()
                 .map(|&f| sp.fields[f as usize].to_string())

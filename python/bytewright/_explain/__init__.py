@@ -22,23 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ExplainNode", "Explained", "explain"]
 
-_MARKS = frozenset(
-    {
-        "derived",
-        "constant",
-        "checksum",
-        "padding",
-        "conditional",
-        "absent",
-        "window",
-        "opaque",
-        "failed",
-        "rest",
-        "shared",
-    }
-)
-
-
 class ExplainNode:
     """One field, list item, padding run or record of an explained message.
 
@@ -423,7 +406,12 @@ def explain(
 
         codec = codec_of(schema)
     buf = bytes(data)
-    nodes, end, error, needed, failed, rest = codec.explain(buf, offset)
+    return from_native(codec.explain(buf, offset), buf, offset)
+
+
+def from_native(got: tuple[Any, ...], buf: bytes, offset: int = 0) -> Explained:
+    """The ``Explained`` of what ``Codec.explain`` returned for ``buf``."""
+    nodes, end, error, needed, failed, rest = got
     made: list[ExplainNode] = []
     for parent, name, kind, start, stop, bits, marks, notes, type_name, has, value in nodes:
         made.append(

@@ -23,7 +23,18 @@ PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_cyan", "bright_
 FAIL = "bold red"
 DIM = "dim"
 # Marks shown as tags before a node's notes.
-_TAGS = ("derived", "constant", "checksum", "conditional", "absent", "window", "padding", "shared")
+_TAGS = (
+    "derived",
+    "constant",
+    "checksum",
+    "conditional",
+    "absent",
+    "window",
+    "padding",
+    "shared",
+    "global",
+    "call",
+)
 
 
 def short(text: str, limit: int) -> str:
@@ -56,6 +67,8 @@ def show_value(node: ExplainNode, limit: int = 60) -> str:
         return f"{size} bytes not decoded: {short(repr(node.raw), limit)}"
     if not node.decoded:
         return "…" if node.failed else ""
+    if node.children and isinstance(node.value, str | int | float | bytes):
+        return _scalar(node.value, limit)  # a value with parts (a pickle's global)
     items = [c for c in node.children if isinstance(c.name, int)]
     if node.children and len(items) == len(node.children) or node.kind.startswith("list["):
         return f"{len(node.value) if _sized(node.value) else len(items)} items"
@@ -77,7 +90,7 @@ def _scalar(value: Any, limit: int) -> str:
     import enum
 
     if isinstance(value, enum.Flag) and isinstance(value, int):
-        return f"{value!s} ({int(value)})"
+        return f"{value.name} ({int(value)})" if value.name else str(int(value))
     if isinstance(value, enum.Enum):
         return f"{value.name} ({value.value!r})"
     if isinstance(value, bytes | bytearray | memoryview):
