@@ -1,4 +1,5 @@
-"""Every ```python block of the README and docs/ runs, in order, per file, and type-checks."""
+"""Every ```python block of the README and docs/ (subfolders too) runs, in order, per file,
+and type-checks."""
 
 from __future__ import annotations
 
@@ -11,16 +12,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
-@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def _name(path: Path) -> str:
+    """``docs/reference/cli.md`` -> ``reference_cli``: unique per page, a module name too."""
+    rel = path.relative_to(ROOT / "docs") if path.parent != ROOT else Path(path.name)
+    return "_".join(rel.with_suffix("").parts)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=_name)
 def test_doc_examples_run(path: Path) -> None:
     blocks = BLOCK.findall(path.read_text(encoding="utf-8"))
-    namespace: dict[str, object] = {"__name__": f"doc_{path.stem}"}
+    namespace: dict[str, object] = {"__name__": f"doc_{_name(path)}"}
     for i, code in enumerate(blocks):
-        exec(compile(code, f"{path.name}[block {i}]", "exec", dont_inherit=True), namespace)
+        exec(compile(code, f"{_name(path)}[block {i}]", "exec", dont_inherit=True), namespace)
 
 
 def test_doc_examples_type_check(tmp_path: Path) -> None:
@@ -31,7 +38,7 @@ def test_doc_examples_type_check(tmp_path: Path) -> None:
     for path in DOCS:
         blocks = BLOCK.findall(path.read_text(encoding="utf-8"))
         text = "".join(f"# {path.name}, block {i}\n{code}" for i, code in enumerate(blocks))
-        (tmp_path / f"doc_{path.stem}.py").write_text(text, encoding="utf-8")
+        (tmp_path / f"doc_{_name(path)}.py").write_text(text, encoding="utf-8")
     r = subprocess.run(
         [
             sys.executable,

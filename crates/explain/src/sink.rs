@@ -148,7 +148,7 @@ impl<'p, H: Host> ExplainSink<'p, H> {
                 ex
             }
             Err(error) => {
-                let node = attach(&mut self.nodes, &error);
+                let node = attach(self.prog, &self.fields, &mut self.nodes, &error);
                 let decoded = self
                     .nodes
                     .iter()
@@ -186,9 +186,46 @@ fn push_rest<V>(nodes: &mut Vec<Node<V>>, from: usize, to: usize) -> usize {
     i
 }
 
+/// The declared kind of a node that decoding failed before making: a field of the struct
+/// `parent` decoded as, or an item like its siblings.
+fn kind_of<V>(
+    prog: &Program,
+    fields: &[Vec<FieldMeta<'_>>],
+    parent: &Node<V>,
+    seg: &Seg,
+    nodes: &[Node<V>],
+) -> String {
+    match seg {
+        Seg::Field(f) => parent
+            .struct_name
+            .as_ref()
+            .and_then(|name| prog.structs.iter().position(|s| s.name == *name))
+            .and_then(|i| {
+                let sp = &prog.structs[i];
+                let k = sp.fields.iter().position(|x| x == f)?;
+                Some(fields[i][k].kind.clone())
+            })
+            .unwrap_or_default(),
+        Seg::Index(_) => match parent.children.last() {
+            Some(&c) => nodes[c].kind.clone(),
+            None => parent
+                .kind
+                .strip_prefix("list[")
+                .and_then(|k| k.strip_suffix(']'))
+                .map(|k| k.split("; ").next().unwrap_or(k).to_string())
+                .unwrap_or_default(),
+        },
+    }
+}
+
 /// Marks the node the error's path names as failed (making it when decoding failed before
 /// the node began: a field of a run that did not fit, a constant that did not match).
-fn attach<V, E>(nodes: &mut Vec<Node<V>>, e: &Error<E>) -> usize {
+fn attach<V, E>(
+    prog: &Program,
+    fields: &[Vec<FieldMeta<'_>>],
+    nodes: &mut Vec<Node<V>>,
+    e: &Error<E>,
+) -> usize {
     let mut at = 0usize;
     for seg in e.rev_path.iter().rev() {
         if nodes[at].has(Mark::Opaque) {
@@ -212,7 +249,8 @@ fn attach<V, E>(nodes: &mut Vec<Node<V>>, e: &Error<E>) -> usize {
                     Seg::Field(f) => Name::Field(f.clone()),
                     Seg::Index(i) => Name::Index(*i),
                 };
-                let n = Node::new(Some(at), name, String::new(), e.offset);
+                let kind = kind_of(prog, fields, &nodes[at], seg, nodes);
+                let n = Node::new(Some(at), name, kind, e.offset);
                 let i = nodes.len();
                 nodes.push(n);
                 nodes[at].children.push(i);

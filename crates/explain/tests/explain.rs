@@ -513,10 +513,7 @@ fn a_registry_names_its_variant() {
     assert!(node(&ex, "options[1].kind").has(Mark::Constant));
     let u = node(&ex, "options[2]");
     assert_eq!(u.struct_name.as_deref(), Some("Unknown"));
-    assert_eq!(
-        node(&ex, "options[2].data").notes,
-        vec!["len=length - 2"]
-    );
+    assert_eq!(node(&ex, "options[2].data").notes, vec!["len=length - 2"]);
 }
 
 #[test]
@@ -631,6 +628,9 @@ fn a_constant_that_does_not_match_and_a_run_that_does_not_fit() {
     assert_eq!(**error, *want);
     assert_eq!(ex.path(*at), "magic");
     assert_eq!(ex.nodes[*at].start, 2);
+    // Decoding failed before the field's node began: it is made, with its declared kind.
+    assert_eq!(ex.nodes[*at].kind, "u16 be");
+    assert_eq!(ex.nodes[*at].end, None);
     assert_eq!(node(&ex, "a").value, Some(Val::Int(1)));
     let rest = &ex.nodes[ex.rest.unwrap()];
     assert_eq!((rest.start, rest.end), (2, Some(8)));

@@ -128,7 +128,7 @@ header h1 { font-size:1.1em; margin:0; }
 main { flex:1; display:flex; min-height:0; }
 #hexpane { flex:0 0 auto; border-right:1px solid var(--line); display:flex; }
 #hexscroll { overflow-y:auto; height:100%; padding:0 .8em; }
-#hexspace { position:relative; }
+#hexspace { position:relative; font:13px/18px var(--mono); width:80ch; }
 #hexrows { position:absolute; left:0; right:0; }
 .row { font:13px/18px var(--mono); height:18px; white-space:pre; }
 .off { color:var(--dim); margin-right:1em; }
@@ -208,9 +208,13 @@ _JS = r"""
     if (b >= ss && b < se) c += " sel"; else if (b >= hs && b < he) c += " hov";
     return c;
   }
+  let drawn = "";
   function drawHex() {
     const first = Math.max(0, Math.floor(scroll.scrollTop / RH) - 20);
     const last = Math.min(nrows, first + Math.ceil(scroll.clientHeight / RH) + 40);
+    // The rows in view are drawn already: only their styles may change.
+    if (drawn === first + ":" + last) { restyle(); return; }
+    drawn = first + ":" + last;
     rows.style.top = first * RH + "px";
     const out = [];
     for (let r = first; r < last; r++) {
@@ -228,6 +232,13 @@ _JS = r"""
       out.push(h + a + "</span></div>");
     }
     rows.innerHTML = out.join("");
+  }
+  // Hover and selection restyle the drawn bytes in place (the elements stay).
+  function restyle() {
+    for (const e of rows.querySelectorAll("[data-o]")) {
+      const base = e.classList.contains("b") ? "b " : "c ";
+      e.className = base + byteClass(Number(e.dataset.o));
+    }
   }
   scroll.addEventListener("scroll", drawHex);
   window.addEventListener("resize", drawHex);
@@ -262,7 +273,7 @@ _JS = r"""
     const tw = kids[i].length ? "▸" : "";
     d.innerHTML = '<div class="line"><span class="tw">' + tw + '</span><span class="nm">' +
       esc(n.n) + '</span><span class="at">@' + n.s + "+" + size + '</span><span class="kd">' +
-      esc(n.k) + '</span><span class="vl">' + esc(n.bits ? n.bits + " = " + n.v : n.v) +
+      esc(n.k) + '</span><span class="vl">' + esc(n.v) +
       '</span><span class="nt">' + esc(n.a) + "</span></div>";
     el[i] = d;
     return d;
@@ -337,17 +348,17 @@ _JS = r"""
     if (hov >= 0 && el[hov]) el[hov].firstChild.classList.remove("hov");
     hov = i;
     if (hov >= 0 && el[hov]) el[hov].firstChild.classList.add("hov");
-    drawHex();
+    restyle();
   }
   function select(i, fromBytes) {
     if (sel >= 0 && el[sel]) el[sel].firstChild.classList.remove("sel");
     sel = i;
-    if (i < 0) { drawHex(); detail.textContent = ""; return; }
+    if (i < 0) { restyle(); detail.textContent = ""; return; }
     reveal(i);
     el[i].firstChild.classList.add("sel");
     if (fromBytes) el[i].scrollIntoView({ block: "nearest" });
     showBytes(i);
-    drawHex();
+    restyle();
     const n = N[i];
     const [s, e] = rangeOf(i);
     let raw = "";

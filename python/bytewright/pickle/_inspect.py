@@ -20,9 +20,32 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["explain_pickle", "explain_record", "is_record"]
+__all__ = ["explain", "explain_pickle", "explain_record", "is_record"]
 
 MAGIC = b"BW\x01"
+
+
+def explain(
+    data: bytes | bytearray | memoryview, *, classes: Any = None, hmac_key: bytes | None = None
+) -> Explained:
+    """The tree of pickled data: a bytewright.pickle record stream (``dumps`` output, one
+    record or more back to back) or a standard pickle, told apart by the record magic.
+
+    Every value is a node with its offset, size, type and value; containers have their
+    items as children; shared objects are marked with their memo slot, and every reference
+    names the node it refers to. Nothing in the data is imported or called. A record is
+    also handed to ``loads`` (with ``classes`` and ``hmac_key``): a record it rejects is
+    marked failed with its error, as are malformed records and pickles.
+
+    >>> from bytewright import pickle as bwp
+    >>> ex = bwp.explain(bwp.dumps([1, "a", None]))
+    >>> [(n.path, n.kind, n.value) for n in ex["records[0].body"].children]
+    [('records[0].body[0]', 'small int', 1), ('records[0].body[1]', 'short str', 'a'), ('records[0].body[2]', 'None', None)]
+    """
+    buf = bytes(data)
+    if is_record(buf):
+        return explain_record(buf, classes=classes, hmac_key=hmac_key)
+    return explain_pickle(buf)
 
 
 def is_record(data: bytes) -> bool:

@@ -84,7 +84,11 @@ pub fn explain_py<'py>(
         ),
         Some(Failure::Decode { error, node }) => {
             let needed = match error.kind {
-                Kind::Short { need, left, at_end: true } => Some(need.saturating_sub(left).max(1)),
+                Kind::Short {
+                    need,
+                    left,
+                    at_end: true,
+                } => Some(need.saturating_sub(left).max(1)),
                 _ => None,
             };
             let err = raise(py, *error, Mode::Unpack);
