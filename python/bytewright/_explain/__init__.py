@@ -423,7 +423,8 @@ def from_native(got: tuple[Any, ...], buf: bytes, offset: int = 0) -> Explained:
                 data=buf,
                 parent=None if parent is None else made[parent],
                 value=value,
-                decoded=has,
+                # Padding has no value, but it was read.
+                decoded=has or ("padding" in marks and stop is not None),
                 marks=marks,
                 notes=notes,
                 type_name=type_name,

@@ -57,7 +57,7 @@ def explain_format(name: str, data: bytes, *, offset: int = 0) -> Explained:
     return explain(_struct(name), data, offset=offset)
 
 
-def graft(at: ExplainNode, sub: Explained, shift: int, data: bytes) -> None:
+def graft(at: ExplainNode, sub: Explained, shift: int, data: bytes, *, note: bool = True) -> None:
     """Adds the nodes of ``sub`` (an explained part of ``data`` starting at ``shift``) as
     the children of ``at``, at their absolute offsets; a failure inside them is marked
     where it happened, its error kept on the node."""
@@ -82,7 +82,8 @@ def graft(at: ExplainNode, sub: Explained, shift: int, data: bytes) -> None:
             copy(c, node)
 
     at.type_name = sub.root.type_name
-    at.notes = (*at.notes, f"decoded as {sub.root.type_name or sub.root.kind}")
+    if note:
+        at.notes = (*at.notes, f"decoded as {sub.root.type_name or sub.root.kind}")
     for c in sub.root.children:
         copy(c, at)
     if sub.error is not None and sub.failed is sub.root:
@@ -150,10 +151,10 @@ def _pcapng(data: bytes, offset: int) -> Explained:
             linktypes = []
         elif cls is None:
             cls = pcapng.BlockLE  # not a pcapng file: the first block's type shows it
-        item = ExplainNode(index, cls.__name__, at, None, data=data, parent=blocks)
+        item = ExplainNode(index, "Block", at, None, data=data, parent=blocks)
         # One block at a time: the bytes after it are the next block, not trailing bytes.
         part = from_native(cls.__bw__.codec.explain(data[at:], 0, False), data[at:])
-        graft(item, part, at, data)
+        graft(item, part, at, data, note=False)
         item.value = part.root.value
         item.decoded = part.error is None
         if part.error is not None:
@@ -210,6 +211,8 @@ def _packets(item: ExplainNode, linktypes: list[int], data: bytes) -> None:
     fields = {c.name: c for c in body.children}
     if kind.value == pcapng.BLOCK_IDB and "linktype" in fields:
         linktypes.append(int(fields["linktype"].value))
+        return
+    if kind.value not in (pcapng.BLOCK_EPB, pcapng.BLOCK_SPB, pcapng.BLOCK_PB):
         return
     frame = fields.get("data")
     if frame is None:
