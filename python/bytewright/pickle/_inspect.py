@@ -257,6 +257,34 @@ class _RecordWalk:
         return p, name, fields
 
 
+_ORDERED = ("list", "tuple", "short list", "short tuple", "deque")
+_MAPPINGS = ("dict", "short dict", "OrderedDict", "Counter", "defaultdict")
+
+
+def _fill(node: ExplainNode, value: Any) -> None:
+    """Gives the containers of a record's tree the values ``loads`` built, walking both
+    together (sets, whose iteration order is not the record's, keep their items' values)."""
+    node.value = value
+    node.decoded = True
+    if node.kind in _ORDERED and len(node.children) == len(value):
+        for child, item in zip(node.children, value, strict=True):
+            _fill(child, item)
+    elif node.kind in _MAPPINGS and len(node.children) == len(value):
+        for entry, (k, v) in zip(node.children, value.items(), strict=True):
+            entry.value = (k, v)
+            entry.decoded = True
+            key, val = entry.children
+            _fill(key, k)
+            _fill(val, v)
+    elif node.kind == "replace" or node.kind.startswith("enum "):
+        pass
+    elif node.children and all(isinstance(c.name, str) for c in node.children):
+        # An instance: one child per field.
+        for child in node.children:
+            if hasattr(value, str(child.name)) and node.kind not in _STD.values():
+                _fill(child, getattr(value, str(child.name)))
+
+
 def _fixed(tag: int, raw: bytes) -> Any:
     import struct
 
@@ -297,6 +325,8 @@ def explain_record(data: bytes, *, classes: Any = None, hmac_key: bytes | None =
         try:
             rec.value = loads(raw, classes=classes, hmac_key=hmac_key)
             rec.decoded = True
+            body = next(c for c in rec.children if c.name == "body")
+            _fill(body, rec.value)
         except Exception as e:  # the reader's own verdict (UnpicklingError and its kinds)
             error, failed = _attach(rec, e, index)
             break
