@@ -24,9 +24,7 @@ def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
     for png in _plots():
-        files.append(
-            File.generated(config, f"{PLOTS}/{png.name}", abs_src_path=str(png))
-        )
+        files.append(File.generated(config, f"{PLOTS}/{png.name}", abs_src_path=str(png)))
     return files
 
 

@@ -16,10 +16,9 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import bytewright
 import bytewright.pickle
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "python" / "bytewright" / "_native.pyi"
@@ -85,16 +84,12 @@ def test_public_name_has_summary_and_example(name: str, obj: Any) -> None:
     doc = _doc(obj)
     assert doc.strip(), f"{name} has no docstring"
     summary = doc.strip().splitlines()[0]
-    assert summary and summary[0].isupper() or summary.startswith(("`", "``")), name
+    assert (summary and summary[0].isupper()) or summary.startswith(("`", "``")), name
     assert ">>>" in doc, f"{name}: no example in its docstring"
 
 
 def _modules() -> list[str]:
-    mods = {
-        obj.__module__
-        for _, obj in _public()
-        if _documented(obj) and not _native(obj)
-    }
+    mods = {obj.__module__ for _, obj in _public() if _documented(obj) and not _native(obj)}
     return sorted(mods)
 
 

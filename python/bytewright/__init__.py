@@ -6,7 +6,7 @@ through the stream a caller passes, and ``bytewright.formats`` / ``bytewright.pi
 imported.
 """
 
-from bytewright._explain import ExplainNode, Explained, explain
+from bytewright._explain import Explained, ExplainNode, explain
 from bytewright._native import Column, Table, TableSchema, __version__
 from bytewright.errors import DecodeError, Error, Incomplete, PackError, SchemaError
 from bytewright.fields import (

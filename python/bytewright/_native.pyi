@@ -242,6 +242,7 @@ def pickle_dumps(
     >>> bwp.dumps([1, "a", None])
     b'BW\\x01\\x00\\x05c\\x01Aa\\x90'
     """
+
 def pickle_loads(
     data: bytes | bytearray | memoryview,
     *,
@@ -256,6 +257,7 @@ def pickle_loads(
     >>> bwp.loads(b"BW\\x01\\x00\\x05c\\x01Aa\\x90")
     [1, 'a', None]
     """
+
 def graph_configure(
     errors: tuple[type, type, type, type],
     describe: Callable[[type], Any],
@@ -289,6 +291,7 @@ def loads_pickle(
     Traceback (most recent call last):
     bytewright.pickle._errors.UnpicklingError: global os.system is not allowed; it can run code and is never allowed (at byte 0)
     """
+
 def legacy_check(
     data: bytes | bytearray | memoryview,
     *,

@@ -31,9 +31,8 @@ def telemetry() -> bytes:
 
 def tcp_capture() -> bytes:
     """A pcap file of one Ethernet/IPv4/TCP packet (built by scapy)."""
-    from scapy.all import IP, TCP, Ether, Raw
-
     from bytewright.formats import pcap
+    from scapy.all import IP, TCP, Ether, Raw
 
     frame = bytes(
         Ether(dst="aa:bb:cc:dd:ee:ff", src="11:22:33:44:55:66")

@@ -15,11 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import bytewright as bw
+import pytest
 from bytewright._explain._formats import explain_format
-
 from explain_samples import Telemetry, tcp_capture, telemetry
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

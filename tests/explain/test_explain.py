@@ -11,14 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import bytewright as bw
 import pytest
+from bytewright.formats import dns, ethernet, ip, ipv6, msgpack, pcap, png
+from explain_samples import Telemetry, tcp_capture, telemetry
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import bytewright as bw
-from bytewright.formats import dns, ethernet, ip, ipv6, msgpack, pcap, png
-
-from explain_samples import Telemetry, tcp_capture, telemetry
 
 EXTERNAL = Path("/work/shared/formats_external")
 CAPTURES = Path(__file__).resolve().parents[1] / "formats" / "captures"
@@ -223,7 +221,9 @@ def everything() -> Everything:
         shapes=[Circle(r=10), Rect(w=2, h=3), OtherShape(kind=9, data=b"zz")],
         name="www.example.com.",
         doc={"k": [1, None, b"x"], "f": 1.5},
-        tree=Node(value=1, kids=[Node(value=2, kids=[]), Node(value=3, kids=[Node(value=4, kids=[])])]),
+        tree=Node(
+            value=1, kids=[Node(value=2, kids=[]), Node(value=3, kids=[Node(value=4, kids=[])])]
+        ),
         rest=b"tail",
     )
 
@@ -304,7 +304,9 @@ def test_at_finds_the_innermost_node() -> None:
     for offset in range(len(ex.data)):
         node = ex.at(offset)
         assert node is not None and node.start <= offset < (node.end or 0)
-        assert not node.children or all(not (c.start <= offset < (c.end or 0)) for c in node.children)
+        assert not node.children or all(
+            not (c.start <= offset < (c.end or 0)) for c in node.children
+        )
     assert ex.at(len(ex.data)) is None
 
 

@@ -10,11 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import bytewright as bw
+import pytest
 from bytewright._explain._cli import main
-
 from explain_samples import Telemetry, tcp_capture, telemetry
 
 HERE = Path(__file__).resolve().parent

@@ -14,7 +14,6 @@ import uuid
 from typing import Any
 
 import pytest
-
 from bytewright import pickle as bwp
 from bytewright.pickle.__main__ import main
 

@@ -11,7 +11,6 @@ import pickletools
 from typing import Any
 
 import pytest
-
 from bytewright import pickle as bwp
 from bytewright.pickle.__main__ import main
 
@@ -47,9 +46,30 @@ def test_every_protocol(value: Any, protocol: int) -> None:
 
 
 _STRUCTURAL = {
-    "MARK", "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE", "APPEND", "APPENDS", "SETITEM",
-    "SETITEMS", "ADDITEMS", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "LIST", "DICT",
-    "FROZENSET", "REDUCE", "BUILD", "NEWOBJ", "NEWOBJ_EX", "STACK_GLOBAL", "POP", "POP_MARK",
+    "MARK",
+    "PUT",
+    "BINPUT",
+    "LONG_BINPUT",
+    "MEMOIZE",
+    "APPEND",
+    "APPENDS",
+    "SETITEM",
+    "SETITEMS",
+    "ADDITEMS",
+    "TUPLE",
+    "TUPLE1",
+    "TUPLE2",
+    "TUPLE3",
+    "LIST",
+    "DICT",
+    "FROZENSET",
+    "REDUCE",
+    "BUILD",
+    "NEWOBJ",
+    "NEWOBJ_EX",
+    "STACK_GLOBAL",
+    "POP",
+    "POP_MARK",
 }
 
 

@@ -9,8 +9,6 @@ on first use.
 
 from __future__ import annotations
 
-from bytewright.errors import DecodeError
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -21,6 +19,7 @@ if TYPE_CHECKING:
     from bytewright._native import Codec
 
 __all__ = ["ExplainNode", "Explained", "explain"]
+
 
 class ExplainNode:
     """One field, list item, padding run or record of an explained message.
@@ -73,7 +72,7 @@ class ExplainNode:
     value: Any
     parent: ExplainNode | None
     children: list[ExplainNode]
-    error: DecodeError | None
+    error: Exception | None
     _bits: tuple[int, int, int, bool] | None
     _data: bytes
 
@@ -237,7 +236,8 @@ class Explained:
     what ``unpack`` returns. When it does not, ``error`` is the ``DecodeError`` that
     ``unpack`` raises, ``failed`` the node it names (marked ``"failed"``), ``rest`` one node
     over the bytes not decoded, and ``needed`` (short data only) the further bytes the next
-    step of decoding needs, as ``parse`` reports them.
+    step of decoding needs, as ``parse`` reports them. (The trees of pickled data that
+    ``bytewright.pickle.explain`` gives carry an ``UnpicklingError`` instead.)
 
     ``render()`` gives the terminal views (``"tree"`` or ``"hex"``), ``to_html()`` the
     browser view; ``find(path)`` or ``explained["path"]`` a node, ``at(offset)`` the
@@ -260,7 +260,7 @@ class Explained:
     data: bytes
     offset: int
     end: int | None
-    error: DecodeError | None
+    error: Exception | None
     needed: int | None
     failed: ExplainNode | None
     rest: ExplainNode | None
@@ -273,7 +273,7 @@ class Explained:
         *,
         offset: int = 0,
         end: int | None = None,
-        error: DecodeError | None = None,
+        error: Exception | None = None,
         needed: int | None = None,
         failed: ExplainNode | None = None,
         rest: ExplainNode | None = None,
@@ -372,9 +372,7 @@ def _holds(node: ExplainNode, offset: int) -> bool:
     return node.start <= offset < end
 
 
-def explain(
-    schema: type[Any] | Codec[Any], data: Buffer, *, offset: int = 0
-) -> Explained:
+def explain(schema: type[Any] | Codec[Any], data: Buffer, *, offset: int = 0) -> Explained:
     """Decodes one message of ``schema`` (a ``bw.Struct`` class or a ``bw.Codec``) at
     ``offset`` and returns its field tree: where every field sits, its bytes, its value and
     what the schema says about it.

@@ -20,8 +20,8 @@ def load_target(spec: str) -> Any:
     class or a ``bw.Codec``."""
     import importlib
 
-    from bytewright._native import Codec
     from bytewright._info import info_of
+    from bytewright._native import Codec
 
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -81,7 +81,9 @@ def emit(
         for line in lines:
             print("".join(t for t, _ in line).rstrip(), file=out)
     else:
-        console = rich.console.Console(file=out, force_terminal=True, highlight=False, soft_wrap=True)
+        console = rich.console.Console(
+            file=out, force_terminal=True, highlight=False, soft_wrap=True
+        )
         for line in lines:
             console.print(rich.text.Text.assemble(*line))
     if html is not None:
@@ -116,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("target", nargs="?", help="MODULE:CLASS, a bw.Struct class or bw.Codec")
     p.add_argument("file", help="the data file ('-' for standard input)")
-    p.add_argument("--format", choices=sorted(FORMATS), help="a bundled format instead of MODULE:CLASS")
+    p.add_argument(
+        "--format", choices=sorted(FORMATS), help="a bundled format instead of MODULE:CLASS"
+    )
     p.add_argument("--offset", type=int, default=0, help="where the message starts (default 0)")
     p.add_argument("--view", choices=("tree", "hex"), default="tree")
     p.add_argument("--max-depth", type=int, default=None, help="show nodes down to this depth")

@@ -160,8 +160,13 @@ def _pcapng(data: bytes, offset: int) -> Explained:
         if part.error is not None:
             failed = _shifted(item, part.failed, at) if part.failed is not None else item
             return Explained(
-                root, data, offset=offset, error=_named(part.error, index, at),
-                needed=part.needed, failed=failed, rest=_rest(root, data, failed.start),
+                root,
+                data,
+                offset=offset,
+                error=_named(part.error, index, at),
+                needed=part.needed,
+                failed=failed,
+                rest=_rest(root, data, failed.start),
                 title="pcapng",
             )
         assert part.end is not None

@@ -59,7 +59,7 @@ def payload(ex: Explained) -> dict[str, Any]:
         error = {
             "type": type(ex.error).__name__,
             "message": str(ex.error),
-            "offset": ex.error.offset,
+            "offset": getattr(ex.error, "offset", None),
             "needed": ex.needed,
         }
     return {

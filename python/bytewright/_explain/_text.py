@@ -70,7 +70,7 @@ def show_value(node: ExplainNode, limit: int = 60) -> str:
     if node.children and isinstance(node.value, str | int | float | bytes):
         return _scalar(node.value, limit)  # a value with parts (a pickle's global)
     items = [c for c in node.children if isinstance(c.name, int)]
-    if node.children and len(items) == len(node.children) or node.kind.startswith("list["):
+    if (node.children and len(items) == len(node.children)) or node.kind.startswith("list["):
         return f"{len(node.value) if _sized(node.value) else len(items)} items"
     if node.children:
         # The struct a union chose (a plain struct's name is its kind already).
@@ -137,7 +137,11 @@ def _visible(node: ExplainNode, max_items: int) -> list[ExplainNode | tuple[int,
         return list(kids)
     head = max(max_items - 2, 1)
     hidden = kids[head:-1]
-    return [*kids[:head], (len(hidden), hidden[0].start, hidden[-1].end or hidden[-1].start), kids[-1]]
+    return [
+        *kids[:head],
+        (len(hidden), hidden[0].start, hidden[-1].end or hidden[-1].start),
+        kids[-1],
+    ]
 
 
 def tree_lines(
@@ -162,9 +166,7 @@ def tree_lines(
             branch, cont = ("└─ ", "   ") if last else ("├─ ", "│  ")
             if isinstance(child, tuple):
                 count, first, end = child
-                rows.append(
-                    (tail + branch, None, f"… {count} more items (bytes {first}..{end})")
-                )
+                rows.append((tail + branch, None, f"… {count} more items (bytes {first}..{end})"))
                 continue
             visit(child, tail + branch, tail + cont, depth + 1)
 
@@ -202,7 +204,8 @@ def tree_lines(
 def _failure_lines(ex: Explained) -> list[Line]:
     if ex.error is None:
         return []
-    where = f" at offset {ex.error.offset}" if ex.error.offset is not None else ""
+    offset = getattr(ex.error, "offset", None)
+    where = f" at offset {offset}" if offset is not None else ""
     out: list[Line] = [[(f"✗ {type(ex.error).__name__}{where}: {ex.error}", FAIL)]]
     if ex.needed is not None:
         out.append([(f"  short data: {ex.needed} more bytes needed to go on", FAIL)])

@@ -24,6 +24,7 @@ else:
             return explain
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "IntegrityError",
     "LimitError",

@@ -61,18 +61,45 @@ class _Malformed(Exception):
 
 # ---------------------------------------------------------------- bytewright.pickle records
 
-_ATOMS = {0x90: ("None", None), 0x91: ("False", False), 0x92: ("True", True), 0x93: ("Ellipsis", ...)}
-_FIXED = {0x94: ("uint8", 1), 0x95: ("neg8", 1), 0x96: ("uint16", 2), 0x97: ("neg16", 2), 0x98: ("int32", 4), 0x9A: ("float64", 8), 0x9B: ("float32", 4), 0x9C: ("complex", 16)}
+_ATOMS = {
+    0x90: ("None", None),
+    0x91: ("False", False),
+    0x92: ("True", True),
+    0x93: ("Ellipsis", ...),
+}
+_FIXED = {
+    0x94: ("uint8", 1),
+    0x95: ("neg8", 1),
+    0x96: ("uint16", 2),
+    0x97: ("neg16", 2),
+    0x98: ("int32", 4),
+    0x9A: ("float64", 8),
+    0x9B: ("float32", 4),
+    0x9C: ("complex", 16),
+}
 _BLOBS = {0x9D: "str", 0x9E: "str (surrogates)", 0x9F: "bytes", 0xA0: "bytearray"}
 _SEQS = {0xA1: "list", 0xA2: "tuple", 0xA4: "set", 0xA5: "frozenset"}
 _MAPS = {0xA3: "dict", 0xAB: "OrderedDict", 0xAC: "Counter"}
 _STD = {
-    1: "datetime.date", 2: "datetime.time", 3: "datetime.datetime", 4: "datetime.timedelta",
-    5: "datetime.timezone", 6: "zoneinfo.ZoneInfo", 7: "decimal.Decimal",
-    8: "fractions.Fraction", 9: "uuid.UUID", 10: "pathlib.PurePosixPath",
-    11: "pathlib.PureWindowsPath", 12: "pathlib.PosixPath", 13: "pathlib.WindowsPath",
-    14: "ipaddress.IPv4Address", 15: "ipaddress.IPv6Address", 16: "ipaddress.IPv4Network",
-    17: "ipaddress.IPv6Network", 18: "ipaddress.IPv4Interface", 19: "ipaddress.IPv6Interface",
+    1: "datetime.date",
+    2: "datetime.time",
+    3: "datetime.datetime",
+    4: "datetime.timedelta",
+    5: "datetime.timezone",
+    6: "zoneinfo.ZoneInfo",
+    7: "decimal.Decimal",
+    8: "fractions.Fraction",
+    9: "uuid.UUID",
+    10: "pathlib.PurePosixPath",
+    11: "pathlib.PureWindowsPath",
+    12: "pathlib.PosixPath",
+    13: "pathlib.WindowsPath",
+    14: "ipaddress.IPv4Address",
+    15: "ipaddress.IPv6Address",
+    16: "ipaddress.IPv4Network",
+    17: "ipaddress.IPv6Network",
+    18: "ipaddress.IPv4Interface",
+    19: "ipaddress.IPv6Interface",
     20: "out-of-band value",
 }
 
@@ -189,13 +216,12 @@ class _RecordWalk:
             return self.value(n, "discarded", p)
         if tag in (0xA9, 0xAA):
             n.kind = "range" if tag == 0xA9 else "slice"
-            for i, part in enumerate(("start", "stop", "step")):
+            for part in ("start", "stop", "step"):
                 p = self.value(n, part, p)
-            del i
             return p
         if tag == 0xAF:
-            kind, p = self.varint(p)
-            n.kind = _STD.get(kind, f"std kind {kind}")
+            code, p = self.varint(p)
+            n.kind = _STD.get(code, f"std kind {code}")
             return self.value(n, "args", p)
         if tag in (0xB0, 0xB1):
             p, cls, fields = self._class(n, p)
@@ -342,31 +368,89 @@ def explain_record(data: bytes, *, classes: Any = None, hmac_key: bytes | None =
         last = max((n.end or 0 for n in root.walk()), default=0)
         start = max(start, last) if failed.children else start
         if start < len(data):
-            rest = ExplainNode(None, "bytes", start, len(data), data=data, parent=root, marks=("rest",), decoded=False)
-    return Explained(root, data, end=at if ok else None, error=error, failed=failed, rest=rest, title="bytewright.pickle")  # type: ignore[arg-type]
+            rest = ExplainNode(
+                None,
+                "bytes",
+                start,
+                len(data),
+                data=data,
+                parent=root,
+                marks=("rest",),
+                decoded=False,
+            )
+    return Explained(
+        root,
+        data,
+        end=at if ok else None,
+        error=error,
+        failed=failed,
+        rest=rest,
+        title="bytewright.pickle",
+    )
 
 
 def _record(rec: ExplainNode, data: bytes, at: int) -> int:
     """Walks one record at ``at``: its header, body and tag; returns its end."""
     walk = _RecordWalk(data, len(data))
     header = ExplainNode("header", "header", at, None, data=data, parent=rec)
-    magic = ExplainNode("magic", "bytes[2]", at, at + 2, data=data, parent=header, value=data[at : at + 2], marks=("constant",), notes=("= b'BW'",))
+    magic = ExplainNode(
+        "magic",
+        "bytes[2]",
+        at,
+        at + 2,
+        data=data,
+        parent=header,
+        value=data[at : at + 2],
+        marks=("constant",),
+        notes=("= b'BW'",),
+    )
     if data[at : at + 2] != b"BW":
-        raise _Malformed(f"not a bytewright.pickle record: magic {data[at:at + 2]!r}", at)
+        raise _Malformed(f"not a bytewright.pickle record: magic {data[at : at + 2]!r}", at)
     version = walk.byte(at + 2)
-    ExplainNode("version", "u8", at + 2, at + 3, data=data, parent=header, value=version, marks=("constant",), notes=("= 1",))
+    ExplainNode(
+        "version",
+        "u8",
+        at + 2,
+        at + 3,
+        data=data,
+        parent=header,
+        value=version,
+        marks=("constant",),
+        notes=("= 1",),
+    )
     if version != 1:
         raise _Malformed(f"unsupported version {version}", at + 2)
     flags = walk.byte(at + 3)
-    ExplainNode("flags", "u8", at + 3, at + 4, data=data, parent=header, value=flags, notes=("signed",) if flags & 1 else ())
+    ExplainNode(
+        "flags",
+        "u8",
+        at + 3,
+        at + 4,
+        data=data,
+        parent=header,
+        value=flags,
+        notes=("signed",) if flags & 1 else (),
+    )
     size, body_at = walk.varint(at + 4)
-    ExplainNode("body_len", "varuint", at + 4, body_at, data=data, parent=header, value=size, marks=("derived",), notes=("length of body",))
+    ExplainNode(
+        "body_len",
+        "varuint",
+        at + 4,
+        body_at,
+        data=data,
+        parent=header,
+        value=size,
+        marks=("derived",),
+        notes=("length of body",),
+    )
     header.end = body_at
     del magic
     end = body_at + size
     if end > len(data):
         ExplainNode("body", "value", body_at, None, data=data, parent=rec, decoded=False)
-        raise _Malformed(f"the body needs {size} bytes at offset {body_at}, {len(data) - body_at} left", body_at)
+        raise _Malformed(
+            f"the body needs {size} bytes at offset {body_at}, {len(data) - body_at} left", body_at
+        )
     walk.end = end
     body_end = walk.value(rec, "body", body_at)
     if body_end != end:
@@ -374,7 +458,17 @@ def _record(rec: ExplainNode, data: bytes, at: int) -> int:
     if flags & 1:
         if end + 32 > len(data):
             raise _Malformed("the HMAC tag needs 32 bytes", end)
-        ExplainNode("tag", "bytes[32]", end, end + 32, data=data, parent=rec, value=data[end : end + 32], marks=("checksum",), notes=("HMAC-SHA256 of header and body",))
+        ExplainNode(
+            "tag",
+            "bytes[32]",
+            end,
+            end + 32,
+            data=data,
+            parent=rec,
+            value=data[end : end + 32],
+            marks=("checksum",),
+            notes=("HMAC-SHA256 of header and body",),
+        )
         end += 32
     return end
 
@@ -405,7 +499,14 @@ def _attach(rec: ExplainNode, e: Exception, index: int) -> tuple[Exception, Expl
 
 _BUILD_SEQ = {"LIST": "list", "TUPLE": "tuple", "DICT": "dict", "FROZENSET": "frozenset"}
 _EMPTY = {"EMPTY_LIST": "list", "EMPTY_DICT": "dict", "EMPTY_SET": "set", "EMPTY_TUPLE": "tuple"}
-_CALLS = {"REDUCE": "call", "NEWOBJ": "new object", "NEWOBJ_EX": "new object", "BUILD": "set state", "OBJ": "object", "INST": "instance"}
+_CALLS = {
+    "REDUCE": "call",
+    "NEWOBJ": "new object",
+    "NEWOBJ_EX": "new object",
+    "BUILD": "set state",
+    "OBJ": "object",
+    "INST": "instance",
+}
 _PUTS = {"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"}
 _GETS = {"GET", "BINGET", "LONG_BINGET"}
 
@@ -430,10 +531,10 @@ def explain_pickle(data: bytes) -> Explained:
     error: Exception | None = None
     failed: ExplainNode | None = None
     end = 0
-    ops = []
+    ops: list[tuple[Any, Any, int]] = []
     try:
         for op, arg, pos in pickletools.genops(data):
-            ops.append((op, arg, pos))
+            ops.append((op, arg, pos or 0))  # positions are given for bytes
     except Exception as e:  # pickletools reports malformed input as various errors
         error = UnpicklingError(f"malformed pickle: {type(e).__name__}: {e}")
     for i, (op, arg, pos) in enumerate(ops):
@@ -456,12 +557,15 @@ def explain_pickle(data: bytes) -> Explained:
                 target.notes = (*target.notes, f"memo slot {slot}")
             continue
         if name in _GETS:
-            target = memo.get(int(arg))
+            got = memo.get(int(arg))
             n = _orphan("ref", pos, nxt, data)
             n.marks = frozenset({"shared"})
-            n.notes = (f"memo slot {arg}" + (f": the same object as {_where(target)}" if target is not None else " (undefined)"),)
-            n.value = None if target is None else target.value
-            n.type_name = None if target is None else target.kind
+            n.notes = (
+                f"memo slot {arg}"
+                + (f": the same object as {_where(got)}" if got is not None else " (undefined)"),
+            )
+            n.value = None if got is None else got.value
+            n.type_name = None if got is None else got.kind
             stack.append(n)
             continue
         if name in _EMPTY:
@@ -502,25 +606,35 @@ def explain_pickle(data: bytes) -> Explained:
             stack.append(_container("tuple", items, start, nxt, data))
             continue
         if name in ("APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS"):
-            items = _pop_mark(stack) if name.endswith("S") else [stack.pop() for _ in range(2 if name == "SETITEM" else 1)][::-1]
-            target = stack[-1] if stack and isinstance(stack[-1], ExplainNode) else None
-            if target is not None:
+            items = (
+                _pop_mark(stack)
+                if name.endswith("S")
+                else [stack.pop() for _ in range(2 if name == "SETITEM" else 1)][::-1]
+            )
+            owner = stack[-1] if stack and isinstance(stack[-1], ExplainNode) else None
+            if owner is not None:
                 if name.startswith("SETITEM"):
                     # Key, value: one entry each, as a record's dicts show them.
                     for k in range(0, len(items) - 1, 2):
-                        entry = _container("entry", [], items[k].start, items[k + 1].end or nxt, data)
+                        entry = _container(
+                            "entry", [], items[k].start, items[k + 1].end or nxt, data
+                        )
                         _adopt(entry, items[k])
                         _adopt(entry, items[k + 1])
                         items[k].name, items[k + 1].name = "key", "value"
-                        _adopt(target, entry)
+                        _adopt(owner, entry)
                 else:
                     for c in items:
-                        _adopt(target, c)
-                target.end = nxt
+                        _adopt(owner, c)
+                owner.end = nxt
             continue
         if name in _CALLS:
-            k = {"REDUCE": 2, "NEWOBJ": 2, "NEWOBJ_EX": 3, "BUILD": 2}.get(name)
-            items = _pop_mark(stack) if k is None else [stack.pop() for _ in range(min(k, len(stack)))][::-1]
+            arity = {"REDUCE": 2, "NEWOBJ": 2, "NEWOBJ_EX": 3, "BUILD": 2}.get(name)
+            items = (
+                _pop_mark(stack)
+                if arity is None
+                else [stack.pop() for _ in range(min(arity, len(stack)))][::-1]
+            )
             items = [c for c in items if isinstance(c, ExplainNode)]
             start = min([pos, *(c.start for c in items)])
             n = _container(_CALLS[name], items, start, nxt, data)
@@ -560,9 +674,19 @@ def explain_pickle(data: bytes) -> Explained:
         error.offset = end  # type: ignore[attr-defined]
     rest = None
     if error is not None and end < len(data):
-        rest = ExplainNode(None, "bytes", end, len(data), data=data, parent=root, marks=("rest",), decoded=False)
+        rest = ExplainNode(
+            None, "bytes", end, len(data), data=data, parent=root, marks=("rest",), decoded=False
+        )
     root.value = None
-    return Explained(root, data, end=end if error is None else None, error=error, failed=failed, rest=rest, title="pickle")  # type: ignore[arg-type]
+    return Explained(
+        root,
+        data,
+        end=end if error is None else None,
+        error=error,
+        failed=failed,
+        rest=rest,
+        title="pickle",
+    )
 
 
 def _where(node: ExplainNode | None) -> str:
@@ -615,7 +739,7 @@ def _sort(node: ExplainNode) -> None:
     """Children in byte order, the unnamed ones numbered."""
     node.children.sort(key=lambda c: c.start)
     for i, c in enumerate(node.children):
-        if (isinstance(c.name, int) or c.name is None) and c.kind != "entry" or c.parent is None:
+        if ((isinstance(c.name, int) or c.name is None) and c.kind != "entry") or c.parent is None:
             c.name = i
         elif c.kind == "entry" or isinstance(c.name, int):
             c.name = i
