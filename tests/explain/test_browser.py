@@ -168,6 +168,7 @@ def test_pcap_packet(browser: Any, tmp_path: Path) -> None:
         f"{frame}.payload.fragment_offset",
         f"{frame}.payload.payload.dst_port",
         f"{frame}.payload.payload.payload",
+        f"{frame}.payload.payload.dst_port",
     ):
         select_and_check(browser, ex, path)
     assert ex[f"{frame}.payload.payload.dst_port"].value == 80

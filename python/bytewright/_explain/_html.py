@@ -151,7 +151,7 @@ main { flex:1; display:flex; min-height:0; }
 .tw { width:1em; display:inline-block; color:var(--dim); text-align:center; }
 .nm { font-weight:600; }
 .kd, .at { color:var(--dim); }
-.vl { color:#0d47a1; overflow:hidden; text-overflow:ellipsis; }
+.vl { color:#0d47a1; }
 .nt { color:var(--dim); font-style:italic; }
 .node.failed > .line .nm, .node.failed > .line .vl { color:var(--fail); }
 .node.dim > .line { color:var(--dim); }
@@ -370,6 +370,8 @@ _JS = r"""
       (n.bits ? "\nbits " + esc(n.bits) : "") +
       (n.v ? "\nvalue " + esc(n.v) : "") + (n.a ? "\n" + esc(n.a) : "") +
       (n.err ? '\n<span class="err">' + esc(n.err) + "</span>" : "") + "\nbytes " + raw;
+    // The details may have taken room from the tree: keep the selected line in view.
+    el[i].firstChild.scrollIntoView({ block: "nearest" });
   }
   window.bwExplain = {
     nodes: N,
