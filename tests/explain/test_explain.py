@@ -297,6 +297,27 @@ def test_offset_and_trailing_bytes() -> None:
 def test_explain_never_raises_for_bad_offsets() -> None:
     ex = bw.explain(Telemetry, telemetry(), offset=10_000)
     assert not ex.ok and isinstance(ex.error, bw.DecodeError)
+    assert str(ex.error) == "offset 10000 is past the end of the 49-byte buffer"
+
+
+def test_only_the_arguments_raise() -> None:
+    wire = telemetry()
+    for bad in ("TM", 5, [84, 77], None):
+        # bytes(5) is five zero bytes: explain takes buffers only, as unpack does.
+        with pytest.raises(TypeError, match="expected a bytes-like object"):
+            bw.explain(Telemetry, bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="offset must be >= 0, got -1"):
+        bw.explain(Telemetry, wire, offset=-1)
+    with pytest.raises(TypeError):
+        bw.explain(Telemetry, wire, offset=1.5)  # type: ignore[arg-type]
+    with pytest.raises(bw.SchemaError):
+        bw.explain(int, wire)
+    # Any buffer: memoryview, bytearray, array.
+    import array
+
+    assert bw.explain(Telemetry, memoryview(wire)).ok
+    assert bw.explain(Telemetry, bytearray(wire)).ok
+    assert bw.explain(Telemetry, array.array("B", wire)).ok
 
 
 def test_at_finds_the_innermost_node() -> None:

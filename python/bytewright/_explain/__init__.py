@@ -382,6 +382,8 @@ def explain(schema: type[Any] | Codec[Any], data: Buffer, *, offset: int = 0) ->
     bytes not decoded are one node. Bytes after the message are the same error as for
     ``unpack`` (with ``offset``, as for ``unpack(data[offset:])``). Values are those of
     ``unpack`` on the same codec: instances for a Struct class, dicts for ``bw.compile``.
+    Only its arguments raise: TypeError for data that is not bytes-like, ValueError for a
+    negative ``offset`` (one past the end is a failed tree, as ``unpack_from``'s error).
 
     >>> import bytewright as bw
     >>> class Chunk(bw.Struct, byteorder="big"):
@@ -394,6 +396,8 @@ def explain(schema: type[Any] | Codec[Any], data: Buffer, *, offset: int = 0) ->
     >>> ex["length"].derived, ex["length"].notes
     (True, ('length of data',))
     """
+    import operator
+
     from bytewright._native import Codec
 
     codec: Any
@@ -403,7 +407,14 @@ def explain(schema: type[Any] | Codec[Any], data: Buffer, *, offset: int = 0) ->
         from bytewright.struct import codec_of
 
         codec = codec_of(schema)
-    buf = bytes(data)
+    try:
+        # bytes(5) would be five zero bytes: only a buffer is data, as for unpack.
+        buf = memoryview(data).tobytes()
+    except TypeError:
+        raise TypeError(f"expected a bytes-like object, got {type(data).__name__}") from None
+    offset = operator.index(offset)
+    if offset < 0:
+        raise ValueError(f"offset must be >= 0, got {offset}")
     return from_native(codec.explain(buf, offset), buf, offset)
 
 
