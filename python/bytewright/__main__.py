@@ -9,7 +9,7 @@ its offset), 2 for a usage error.
 
 import sys
 
-from bytewright._explain._cli import main
+from bytewright._explain._cli import main, run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

@@ -166,3 +166,39 @@ def test_main_in_process(frame: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "signature" in capsys.readouterr().out
     codec_path = f"{Telemetry.__module__}:Telemetry"
     assert main(["explain", codec_path, str(frame), "--color", "never"]) == 0
+
+
+@pytest.mark.parametrize("module", ["bytewright", "bytewright.pickle"])
+def test_a_reader_that_stops_early_is_no_error(module: str, tmp_path: Path) -> None:
+    # More output than a pipe holds, read by something that stops after a few bytes (| head).
+    if module == "bytewright":
+        capture = HERE.parent / "formats" / "captures" / "lo.pcap"  # 23 kB: a 2 MB hex view
+        args = ["explain", "--format", "pcap", str(capture), "--view", "hex"]
+    else:
+        from bytewright import pickle as bwp
+
+        big = tmp_path / "big.bw"
+        big.write_bytes(bwp.dumps(list(range(20_000))))
+        args = ["inspect", str(big), "--max-items", "100000"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=HERE,
+        env=dict(os.environ, PYTHONPATH=str(HERE)),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    from bytewright.pickle.__main__ import main as pickle_main
+
+    missing = str(tmp_path / "nope.pkl")
+    assert pickle_main(["inspect", missing]) == 2
+    done = run("--format", "pcap", missing)
+    assert done.returncode == 2 and "No such file" in done.stderr

@@ -10,9 +10,25 @@ from bytewright._explain import Explained
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, TextIO
 
-__all__ = ["emit", "load_target", "main"]
+__all__ = ["emit", "load_target", "main", "run"]
+
+
+def run(main: Callable[[], int]) -> int:
+    """Runs a command line's ``main`` and returns its exit status; a reader that stops
+    reading early (``| head``) ends the output quietly instead of with a traceback."""
+    import os
+
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at nothing so that is quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return status
 
 
 def load_target(spec: str) -> Any:

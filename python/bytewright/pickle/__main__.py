@@ -66,8 +66,12 @@ def _inspect(path: str, args: argparse.Namespace) -> int:
     from bytewright._explain._cli import emit
     from bytewright.pickle._inspect import explain_pickle, explain_record, is_record
 
-    with open(path, "rb") as f:
-        data = f.read()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     view = {
         "view": args.view,
         "max_depth": args.max_depth,
@@ -140,4 +144,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from bytewright._explain._cli import run
+
+    sys.exit(run(main))
