@@ -88,6 +88,9 @@ def test_shared_references_name_their_target() -> None:
     assert ref.notes == (f"memo slot {slot}: the same object as {first.path}",)
     assert ref.size == 2 and ref.raw == bytes([0xA7, slot])
     assert ref.value == first.value == [1, 2]
+    assert first.notes == (f"memo slot {slot}",)  # the count is the value column's
+    line = next(x for x in ex.render().splitlines() if "short list" in x and "[shared]" in x)
+    assert line.count("2 items") == 1, line
 
 
 def test_classes_and_streams() -> None:

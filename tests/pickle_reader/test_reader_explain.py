@@ -8,6 +8,7 @@ import collections
 import datetime
 import pickle
 import pickletools
+import re
 from typing import Any
 
 import pytest
@@ -85,6 +86,9 @@ def test_globals_calls_and_shared_objects() -> None:
     assert len(refs) == 1 and "the same object as the list at offset" in refs[0].notes[0]
     target = int(refs[0].notes[0].rsplit(" ", 1)[1])
     assert any(n.kind == "list" and n.start == target for n in ex.walk())
+    # The tree shows what the reference is, not a value the opcodes never built.
+    line = next(x for x in ex.render().splitlines() if " ref " in x)
+    assert re.search(r" ref +list +\[shared\] memo slot", line), line
 
 
 def test_exploit_is_shown_not_run(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:

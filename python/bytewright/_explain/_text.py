@@ -67,11 +67,15 @@ def show_value(node: ExplainNode, limit: int = 60) -> str:
         return f"{size} bytes not decoded: {short(repr(node.raw), limit)}"
     if not node.decoded:
         return "…" if node.failed else ""
+    if node.kind == "ref" and node.value is None and node.type_name not in (None, "NONE"):
+        # A standard pickle's reference to a container (built by opcodes, so no value).
+        return node.type_name or ""
     if node.children and isinstance(node.value, str | int | float | bytes):
         return _scalar(node.value, limit)  # a value with parts (a pickle's global)
     items = [c for c in node.children if isinstance(c.name, int)]
     if (node.children and len(items) == len(node.children)) or node.kind.startswith("list["):
-        return f"{len(node.value) if _sized(node.value) else len(items)} items"
+        n = len(node.value) if _sized(node.value) else len(items)
+        return "1 item" if n == 1 else f"{n} items"
     if node.children:
         # The struct a union chose (a plain struct's name is its kind already).
         return node.type_name if node.type_name and node.type_name != node.kind else ""

@@ -246,7 +246,6 @@ class _RecordWalk:
                 entry.end = p
             else:
                 p = self.value(n, i, p)
-        n.notes = (*n.notes, f"{count} items")
         return p
 
     def _ref(self, n: ExplainNode, slot: int, at: int) -> None:
