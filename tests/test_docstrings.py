@@ -1,10 +1,11 @@
 """Every public name has a docstring with a summary line and an example, and every example
 in a docstring runs (the API reference of the documentation site is made from them).
 
-Public names are those of ``bytewright``, ``bytewright.pickle`` and ``bytewright.dask``
-(their ``__all__``). Native classes and functions are documented in ``_native.pyi``, which
-is what the site reads for them; names that are values (the scalar aliases, ``REST``, ...)
-are documented in docs/reference/api.md.
+Public names are those of ``bytewright``, ``bytewright.pickle``, ``bytewright.dask`` and
+the modules of ``bytewright.formats`` (their ``__all__``). Native classes and functions are
+documented in ``_native.pyi``, which is what the site reads for them; names that are values
+(the scalar aliases, ``REST``, a format's constants ...) are documented in
+docs/reference/api.md and docs/reference/formats.md.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "python" / "bytewright" / "_native.pyi"
 API = ROOT / "docs" / "reference" / "api.md"
+FORMATS = ROOT / "docs" / "reference" / "formats.md"
 
 
 def _namespaces() -> list[Any]:
+    formats = importlib.import_module("bytewright.formats")
     out: list[Any] = [bytewright, bytewright.pickle]
+    out += [importlib.import_module(f"{formats.__name__}.{name}") for name in formats.__all__]
     try:
         out.append(importlib.import_module("bytewright.dask"))
     except ImportError:  # dask is an extra: without it, its names are not checked
@@ -79,7 +83,7 @@ def test_public_name_has_summary_and_example(name: str, obj: Any) -> None:
     if not _documented(obj):
         # A value (a scalar alias, a constant): the API reference describes it.
         short = name.rsplit(".", 1)[1]
-        assert f"{short}`" in API.read_text(), name
+        assert f"{short}`" in API.read_text() + FORMATS.read_text(), name
         return
     doc = _doc(obj)
     assert doc.strip(), f"{name} has no docstring"

@@ -270,7 +270,14 @@ if TYPE_CHECKING:
     VarInt: TypeAlias = Annotated[int, Varint(True)]
 
     class ExtType(NamedTuple):
-        """A MessagePack extension value: a type code (-128..127) and its bytes."""
+        """A MessagePack extension value: a type code (-128..127) and its bytes.
+
+        >>> from bytewright.formats import msgpack
+        >>> msgpack.unpackb(b"\\xd5\\x05\\x01\\x02")
+        ExtType(code=5, data=b'\\x01\\x02')
+        >>> msgpack.packb(msgpack.ExtType(5, b"\\x01\\x02"))
+        b'\\xd5\\x05\\x01\\x02'
+        """
 
         code: int
         data: bytes
@@ -281,7 +288,14 @@ else:
         from typing import Annotated, NamedTuple
 
         class ExtType(NamedTuple):
-            """A MessagePack extension value: a type code (-128..127) and its bytes."""
+            """A MessagePack extension value: a type code (-128..127) and its bytes.
+
+            >>> from bytewright.formats import msgpack
+            >>> msgpack.unpackb(b"\\xd5\\x05\\x01\\x02")
+            ExtType(code=5, data=b'\\x01\\x02')
+            >>> msgpack.packb(msgpack.ExtType(5, b"\\x01\\x02"))
+            b'\\xd5\\x05\\x01\\x02'
+            """
 
             code: int
             data: bytes
