@@ -476,12 +476,32 @@ def test_pcapng_blocks() -> None:
     blocks = ex["blocks"].children
     assert [b.type_name for b in blocks[:2]] == ["BlockLE", "BlockLE"]
     assert ex["blocks[1].body"].type_name == "InterfaceDescriptionLE"
-    frames = [n for n in ex.walk() if n.name == "data" and n.type_name == "Ethernet"]
     packets = [b for b in blocks if b["type"].value == 6]
-    assert len(frames) == len(packets) > 0
+    # Each frame by its interface's link type (lo: Ethernet, any: Linux cooked), as read does.
+    want = [type(p.frame).__name__ for p in pcap.read(data).packets]
+    assert [b["body.data"].type_name for b in packets] == want
+    assert {"Ethernet", "LinuxSLL"} <= set(want)
     # Other blocks' bytes are left alone (an interface statistics block is not a frame).
     stats = [b for b in blocks if b["type"].value == 5]
     assert all(b["body.data"].type_name is None for b in stats)
     ex = explain_format("pcapng", data[:-5])
     assert not ex.ok and ex.failed is not None and ex.failed.path.startswith("blocks[")
     assert ex.error is not None and ex.error.path.startswith("blocks[126]")
+
+
+def test_pcapng_frames_by_their_interface() -> None:
+    from bytewright._explain._formats import explain_format
+    from bytewright.formats import pcapng
+
+    frame = pcap.read(tcp_capture()).packets[0].data  # Ethernet / IPv4 / TCP
+    section = pcapng.Section(
+        interfaces=[(1, 65535, []), (228, 65535, [])],  # Ethernet, then raw IPv4
+        packets=[(0, 1, frame), (1, 2, frame[14:])],
+    )
+    for order in ("little", "big"):
+        section.byteorder = order
+        ex = explain_format("pcapng", pcapng.write([section]))
+        assert ex.ok
+        frames = [n for n in ex.walk() if n.name == "data" and n.parent and n.parent.name == "body"]
+        assert [f.type_name for f in frames] == ["Ethernet", "IPv4"]
+        assert ex["blocks[4].body.data.payload.dst_port"].value == 80

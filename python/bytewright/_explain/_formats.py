@@ -222,7 +222,7 @@ def _packets(item: ExplainNode, linktypes: list[int], data: bytes) -> None:
     frame = fields.get("data")
     if frame is None:
         return
-    iface = fields.get("interface")
+    iface = fields.get("interface_id")
     i = int(iface.value) if iface is not None and iface.decoded else 0
     if 0 <= i < len(linktypes):
         _dissect(frame, linktypes[i], data)
