@@ -112,6 +112,12 @@ def test_telemetry_frame(browser: Any, tmp_path: Path) -> None:
         select_and_check(browser, ex, path)
     # A bit field highlights the byte its bits are in.
     select_and_check(browser, ex, "readings[2].unit")
+    # Hovering a field in the tree highlights its bytes (the selection stays).
+    for path in ("note", "readings[0]"):
+        node = ex[path]
+        ActionChains(browser).move_to_element(tree_line(browser, path)).perform()
+        assert offsets(browser, "hov") == list(range(node.start, node.end or 0)), path
+        assert browser.execute_script("return bwExplain.selected()") == [18, 19]
     # The other way round: a byte selects the innermost field holding it.
     for offset in (0, 3, 20, 40, 47):
         want = ex.at(offset)
