@@ -484,6 +484,8 @@ def test_pcapng_blocks() -> None:
     # Other blocks' bytes are left alone (an interface statistics block is not a frame).
     stats = [b for b in blocks if b["type"].value == 5]
     assert all(b["body.data"].type_name is None for b in stats)
+    # --format pcap takes a pcapng file too, as pcap.read does.
+    assert explain_format("pcap", data).render() == ex.render()
     ex = explain_format("pcapng", data[:-5])
     assert not ex.ok and ex.failed is not None and ex.failed.path.startswith("blocks[")
     assert ex.error is not None and ex.error.path.startswith("blocks[126]")

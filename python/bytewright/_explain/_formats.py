@@ -18,7 +18,7 @@ __all__ = ["FORMATS", "explain_format", "graft"]
 
 # --format NAME: (module, class) of one message, or a function over the whole file.
 FORMATS: dict[str, str] = {
-    "pcap": "a pcap capture, every frame dissected by the link type",
+    "pcap": "a pcap (or pcapng) capture, every frame dissected by the link type",
     "pcapng": "a pcapng capture, block by block, every frame dissected",
     "packet": "one packet record (bytewright.formats.pcap.Packet)",
     "png": "a PNG file (bytewright.formats.png.Png)",
@@ -49,6 +49,9 @@ def _struct(name: str) -> Any:
 def explain_format(name: str, data: bytes, *, offset: int = 0) -> Explained:
     """The tree of ``data`` as the bundled format ``name`` (a key of ``FORMATS``)."""
     if name == "pcap":
+        # As pcap.read: a pcapng file (its section header block type) is read as one.
+        if data[offset : offset + 4] == b"\x0a\x0d\x0d\x0a":
+            return _pcapng(data, offset)
         return _pcap(data, offset)
     if name == "pcapng":
         return _pcapng(data, offset)
