@@ -1,18 +1,22 @@
 """mkdocs hooks of the documentation site (mkdocs.yml: ``hooks``).
 
 The benchmark plots are made by ``make bench`` in benchmarks/results/latest/ (not
-committed: they are one machine's measurements). When a run is there, its plots are added
-to the site and shown on the benchmarks page; when none is, the page says how to make
-them. No number is written into the docs by hand.
+committed: they are one machine's measurements; ``BYTEWRIGHT_BENCH_RESULTS`` names another
+run's folder). When a run is there, its plots are added to the site and shown on the
+benchmarks page; when none is, the page says how to make them. No number is written into
+the docs by hand.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "latest"
+RESULTS = Path(
+    os.environ.get("BYTEWRIGHT_BENCH_RESULTS") or ROOT / "benchmarks" / "results" / "latest"
+)
 PLOTS = "plots/benchmarks"
 
 
