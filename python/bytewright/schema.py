@@ -134,6 +134,18 @@ class _EnumConverter:
         return int(v)
 
 
+def enum_members(decoder: Any) -> tuple[bool, list[tuple[int, str]]] | None:
+    """``(is_flag, [(value, name), ...])`` when ``decoder`` decodes an enum field (the columns'
+    ``enum_names=True``), else None."""
+    conv = getattr(decoder, "__self__", None)
+    if not isinstance(conv, _EnumConverter):
+        return None
+    import enum
+
+    members = [(int(m), str(m.name)) for m in conv.cls]
+    return issubclass(conv.cls, enum.Flag), members
+
+
 def _converter(
     ann: Any, spec: FieldSpec, where: str
 ) -> tuple[Callable[[Any], Any], Callable[[Any], Any]] | None:
