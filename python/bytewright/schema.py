@@ -41,7 +41,7 @@ _ENCODINGS = {
     "latin1": "latin-1",
     "iso-8859-1": "latin-1",
 }
-_LEAF_TYPES = (t.Varint, t.Bits, t.DnsName, t.Msgpack)
+_LEAF_TYPES = (t.Varint, t.Bits, t.Kind)
 
 
 def _text(s: str) -> str:
