@@ -416,9 +416,11 @@ class Struct(metaclass=StructMeta):
         count: int | None = None,
         offset: int = 0,
         threads: int | None = None,
+        enum_names: bool = False,
     ) -> Table:
         """Decodes back-to-back messages into a ``bw.Table``, one column per field, with no
-        Python object per record (see docs/columns.md).
+        Python object per record (see docs/columns.md). ``enum_names=True`` makes enum fields
+        dictionary columns of member names.
 
         >>> import bytewright as bw
         >>> class Word(bw.Struct, byteorder="big"):
@@ -427,14 +429,22 @@ class Struct(metaclass=StructMeta):
         >>> (table.num_rows, table["v"].to_pylist())
         (3, [1, 2, 3])
         """
-        return cls.__bw__.codec.unpack_table(data, count=count, offset=offset, threads=threads)
+        return cls.__bw__.codec.unpack_table(
+            data, count=count, offset=offset, threads=threads, enum_names=enum_names
+        )
 
     @classmethod
     def iter_tables(
-        cls, source: Any, *, rows: int = 65536, threads: int | None = None
+        cls,
+        source: Any,
+        *,
+        rows: int = 65536,
+        threads: int | None = None,
+        enum_names: bool = False,
     ) -> TableReader:
         """Yields ``bw.Table`` batches of at most ``rows`` rows from a path, a binary file
-        object or an iterable of bytes chunks, in bounded memory.
+        object or an iterable of bytes chunks, in bounded memory (``enum_names`` as for
+        ``unpack_table``).
 
         >>> import bytewright as bw
         >>> class Word(bw.Struct, byteorder="big"):
@@ -442,7 +452,9 @@ class Struct(metaclass=StructMeta):
         >>> [t.num_rows for t in Word.iter_tables([b"\\x00\\x01\\x00", b"\\x02\\x00\\x03"], rows=2)]
         [2, 1]
         """
-        return cls.__bw__.codec.iter_tables(source, rows=rows, threads=threads)
+        return cls.__bw__.codec.iter_tables(
+            source, rows=rows, threads=threads, enum_names=enum_names
+        )
 
     @classmethod
     def pack_table(cls, table: Any) -> bytes:
