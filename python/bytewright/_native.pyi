@@ -80,7 +80,7 @@ class Codec(Generic[_T]):
         """Unpacks one value at ``offset``; returns ``(value, end_offset)``."""
     def parse(self, data: Buffer, offset: int = 0) -> tuple[_T, int] | Incomplete:
         """Like ``unpack_from``, but a falsy ``Incomplete`` (with ``needed``) on short data."""
-    def explain(
+    def _explain(
         self, data: Buffer, offset: int = 0, whole: bool = True
     ) -> tuple[
         list[
@@ -104,8 +104,8 @@ class Codec(Generic[_T]):
         int | None,
         int | None,
     ]:
-        """The field tree of one message as plain tuples (``bw.explain`` wraps them): with
-        ``whole``, bytes after the message are the error ``unpack`` raises."""
+        """The field tree of one message as plain tuples (``bw.explain`` wraps them; use
+        it): with ``whole``, bytes after the message are the error ``unpack`` raises."""
     def iter_unpack(self, data: Buffer) -> list[_T]:
         """Unpacks a buffer of back-to-back messages into a list, in one call."""
     def unpack_table(

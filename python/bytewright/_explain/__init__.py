@@ -415,11 +415,11 @@ def explain(schema: type[Any] | Codec[Any], data: Buffer, *, offset: int = 0) ->
     offset = operator.index(offset)
     if offset < 0:
         raise ValueError(f"offset must be >= 0, got {offset}")
-    return from_native(codec.explain(buf, offset), buf, offset)
+    return from_native(codec._explain(buf, offset), buf, offset)
 
 
 def from_native(got: tuple[Any, ...], buf: bytes, offset: int = 0) -> Explained:
-    """The ``Explained`` of what ``Codec.explain`` returned for ``buf``."""
+    """The ``Explained`` of what ``Codec._explain`` returned for ``buf``."""
     nodes, end, error, needed, failed, rest = got
     made: list[ExplainNode] = []
     for parent, name, kind, start, stop, bits, marks, notes, type_name, has, value in nodes:

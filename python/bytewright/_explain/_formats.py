@@ -156,7 +156,7 @@ def _pcapng(data: bytes, offset: int) -> Explained:
             cls = pcapng.BlockLE  # not a pcapng file: the first block's type shows it
         item = ExplainNode(index, "Block", at, None, data=data, parent=blocks)
         # One block at a time: the bytes after it are the next block, not trailing bytes.
-        part = from_native(cls.__bw__.codec.explain(data[at:], 0, False), data[at:])
+        part = from_native(cls.__bw__.codec._explain(data[at:], 0, False), data[at:])
         graft(item, part, at, data, note=False)
         item.value = part.root.value
         item.decoded = part.error is None

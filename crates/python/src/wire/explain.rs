@@ -1,5 +1,5 @@
-//! `Codec.explain`: the field tree of one message, as plain Python tuples for
-//! `bytewright._explain` to wrap.
+//! `Codec._explain` (behind `bytewright.explain`): the field tree of one message, as plain
+//! Python tuples for `bytewright._explain` to wrap.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};

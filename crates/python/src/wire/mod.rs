@@ -366,10 +366,11 @@ impl Codec {
             .map_err(|e| raise(py, *e, Mode::Unpack))
     }
 
-    /// The field tree of one message at `offset` (see `bytewright.explain`): with `whole`,
-    /// bytes after it are the error `unpack` raises. Never raises a `DecodeError`: it is
-    /// returned with the tree decoded up to it.
-    #[pyo3(signature = (data, offset=0, whole=true))]
+    /// The field tree of one message at `offset`, as the plain tuples `bytewright.explain`
+    /// wraps (private: `bw.explain(codec, data)` is the API). With `whole`, bytes after it
+    /// are the error `unpack` raises. Never raises a `DecodeError`: it is returned with the
+    /// tree decoded up to it.
+    #[pyo3(name = "_explain", signature = (data, offset=0, whole=true))]
     fn explain<'py>(
         &self,
         py: Python<'py>,
