@@ -161,6 +161,35 @@ def test_telemetry_failure_is_marked(browser: Any, tmp_path: Path) -> None:
     select_and_check(browser, ex, "readings[1].value")
 
 
+def test_keys_move_through_the_tree(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    ex = bw.explain(Telemetry, telemetry())
+    open_page(browser, ex, tmp_path, "telemetry-keys")
+    tree_line(browser, "magic").find_element("css selector", ".nm").click()
+
+    def press(key: str, path: str, opened: bool | None = None) -> None:
+        ActionChains(browser).send_keys(key).perform()
+        node = ex[path]
+        assert browser.execute_script("return bwExplain.selected()") == [node.start, node.end]
+        if opened is not None:
+            line = browser.find_element("css selector", f'#tree .node[data-path="{path}"]')
+            assert (line.get_attribute("data-open") == "1") is opened, path
+
+    press(Keys.ARROW_DOWN, "version")
+    press(Keys.ARROW_UP, "magic")
+    for _ in range(4):
+        ActionChains(browser).send_keys(Keys.ARROW_DOWN).perform()
+    press(Keys.ARROW_DOWN, "readings", opened=False)
+    press(Keys.ARROW_RIGHT, "readings", opened=True)  # opens it
+    press(Keys.ARROW_RIGHT, "readings[0]")  # its first item
+    press(Keys.ARROW_DOWN, "readings[1]")
+    press(Keys.ARROW_LEFT, "readings")  # a closed item: to its parent
+    press(Keys.ARROW_LEFT, "readings", opened=False)  # closes it
+    press(Keys.ARROW_DOWN, "note_len")  # past the closed list
+
+
 def test_pcap_packet(browser: Any, tmp_path: Path) -> None:
     ex = explain_format("pcap", tcp_capture())
     assert ex.ok

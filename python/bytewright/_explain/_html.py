@@ -2,8 +2,8 @@
 
 The hex view is on the left, the collapsible field tree on the right. Selecting or
 hovering a field highlights its bytes; hovering or clicking a byte highlights the innermost
-field that holds it and opens the tree down to it. Failed fields and the bytes not decoded
-are red. The page carries its data as JSON (nodes with the texts the terminal view shows)
+field that holds it and opens the tree down to it; the arrow keys move the selection as in
+Wireshark's packet details. Failed fields and the bytes not decoded are red. The page carries its data as JSON (nodes with the texts the terminal view shows)
 and the bytes as base64; rows of the hex view are drawn as they scroll into view, and tree
 nodes as they are opened, so large captures stay responsive.
 """
@@ -373,6 +373,25 @@ _JS = r"""
     // The details may have taken room from the tree: keep the selected line in view.
     el[i].firstChild.scrollIntoView({ block: "nearest" });
   }
+  // ---- keys, as in Wireshark's packet details: up and down move through the shown lines,
+  // right opens a node (then goes to its first child), left closes it (then goes to its parent)
+  document.addEventListener("keydown", (ev) => {
+    if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const lines = [...tree.querySelectorAll(".line")];
+    const at = sel >= 0 && el[sel] ? lines.indexOf(el[sel].firstChild) : -1;
+    let to = null;
+    if (ev.key === "ArrowDown") to = lines[Math.min(at + 1, lines.length - 1)];
+    else if (ev.key === "ArrowUp") to = lines[Math.max(at - 1, 0)];
+    else if (ev.key === "ArrowRight" && sel >= 0) {
+      if (kids[sel].length && el[sel].dataset.open !== "1") open(sel);
+      else if (kids[sel].length) to = lines[at + 1];
+    } else if (ev.key === "ArrowLeft" && sel >= 0) {
+      if (el[sel].dataset.open === "1") close(sel);
+      else if (N[sel].p !== null) to = el[N[sel].p].firstChild;
+    } else return;
+    ev.preventDefault();
+    if (to) select(Number(to.parentNode.dataset.i), true);
+  });
   window.bwExplain = {
     nodes: N,
     select: (path) => { const i = N.findIndex((n) => n.path === path); select(i, false); return i; },
