@@ -277,6 +277,7 @@ def pickle_loads(
     >>> bwp.loads(b"BW\\x01\\x00\\x05c\\x01Aa\\x90")
     [1, 'a', None]
     """
+
 def graph_record_len(prefix: bytes) -> int: ...
 
 # --- bytewright.pickle.loads_pickle (crates/python/src/pickle_reader) ---
