@@ -260,10 +260,18 @@ class ReadBlock:
 
 def _files(fs: Any, paths: list[str]) -> list[tuple[str, int, str]]:
     """`(path, size, version)` of every file (the version tells a changed file from the
-    same one): directories give the files under them, leaving out names that start with
-    "." or "_" (as `read_parquet` does)."""
+    same one). Globs (`*`, `?`, `[...]`) give the files they match; directories give the
+    files under them, leaving out names that start with "." or "_" (as `read_parquet`
+    does)."""
     out = []
-    for path in paths:
+    for pattern in paths:
+        if any(c in pattern for c in "*?[") and not fs.exists(pattern):
+            for path in sorted(fs.glob(pattern)):
+                info = fs.info(path)
+                if info["type"] != "directory":
+                    out.append((path, int(info["size"]), tokenize(info)))
+            continue
+        path = pattern
         info = fs.info(path)
         if info["type"] == "directory":
             found = fs.find(path, detail=True)
@@ -306,7 +314,7 @@ def read_records(
     if threads is not None and (type(threads) is not int or threads < 1):
         raise ValueError(f"threads must be a positive int or None, not {threads!r}")
     fs, fs_token, paths = get_fs_token_paths(
-        fspaths(urlpath), mode="rb", storage_options=storage_options
+        fspaths(urlpath), mode="rb", storage_options=storage_options, expand=False
     )
     files = _files(fs, paths)
     if not files:
