@@ -8,9 +8,8 @@ import struct
 from pathlib import Path
 from typing import IO, Any
 
-import pyarrow as pa
-
 import bytewright as bw
+import pyarrow as pa
 
 # pcap's little-endian magics (pcap.MAGIC_LE_US, pcap.MAGIC_LE_NS), spelled out so that
 # workers running `pcap_header` need not import the formats.

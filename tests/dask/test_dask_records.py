@@ -4,17 +4,23 @@ decode of the same files, and written files equal the bytes they were read from.
 from __future__ import annotations
 
 import gzip
+import itertools
 import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import bytewright as bw
+import bytewright.dask
 import dask
 import fsspec
 import pandas as pd
 import pyarrow as pa
 import pytest
+from bytewright.dask import FileDecodeError, read_records, to_records
+from bytewright.dask import _read as read_module
+from bytewright.formats import pcap
 from dask.delayed import Delayed
 from dask_records import (
     SAMPLE_SIZE,
@@ -30,12 +36,6 @@ from dask_records import (
     write_files,
 )
 from distributed import Client, get_task_stream
-
-import bytewright as bw
-import bytewright.dask
-from bytewright.dask import FileDecodeError, read_records, to_records
-from bytewright.dask import _read as read_module
-from bytewright.formats import pcap
 
 TELEMETRY = [b"".join(telemetry(seed, 300 + 150 * seed)) for seed in range(4)]
 SAMPLES = [samples(seed, 2000 + 700 * seed) for seed in range(3)]
@@ -205,11 +205,11 @@ def test_the_scan_reads_in_pieces(data: Path, monkeypatch: pytest.MonkeyPatch, p
     starts = [0]
     for m in telemetry(1, 450):
         starts.append(starts[-1] + len(m))
-    blocks = [b for b in df._expr.operand("iterables")[0]]
-    assert [b.start for b in blocks][0] == 0
+    blocks = list(df._expr.operand("iterables")[0])
+    assert blocks[0].start == 0
     for b in blocks:  # every block starts at a message, at least 3000 bytes after the last
         assert b.start in starts
-    assert all(b2.start - b1.start >= 3000 for b1, b2 in zip(blocks, blocks[1:], strict=False))
+    assert all(b2.start - b1.start >= 3000 for b1, b2 in itertools.pairwise(blocks))
     assert rows(df.compute(scheduler="sync")) == expected(Telemetry, TELEMETRY[1:2])
 
 
