@@ -22,8 +22,8 @@ from dask import config
 from dask.base import compute, normalize_token, tokenize
 from dask.delayed import delayed
 from dask.utils import parse_bytes
-from fsspec.core import get_fs_token_paths  # type: ignore[import-untyped]
-from fsspec.utils import infer_compression  # type: ignore[import-untyped]
+from fsspec.core import get_fs_token_paths
+from fsspec.utils import infer_compression
 
 import bytewright as bw
 from bytewright.dask._codec import FileDecodeError, Format, PortableCodec, codec_for, in_file

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, overload
 
 import dask.dataframe as dd
 import pandas as pd
 import pyarrow as pa
 from dask.base import normalize_token, tokenize
 from dask.delayed import Delayed, delayed
-from fsspec.core import get_fs_token_paths  # type: ignore[import-untyped]
+from fsspec.core import get_fs_token_paths
 
 import bytewright as bw
 from bytewright.dask._codec import Format, PortableCodec, codec_for
@@ -50,6 +50,36 @@ class WritePart:
             f.write(self.header)
             f.write(data)
         return path
+
+
+@overload
+def to_records(
+    df: dd.DataFrame,
+    X: Format,
+    urlpath: UrlPath,
+    *,
+    name_function: Callable[[int], str] | None = ...,
+    header: Buffer = ...,
+    compression: str | None = ...,
+    storage_options: dict[str, Any] | None = ...,
+    compute: Literal[True] = ...,
+    compute_kwargs: dict[str, Any] | None = ...,
+) -> list[str]: ...
+
+
+@overload
+def to_records(
+    df: dd.DataFrame,
+    X: Format,
+    urlpath: UrlPath,
+    *,
+    name_function: Callable[[int], str] | None = ...,
+    header: Buffer = ...,
+    compression: str | None = ...,
+    storage_options: dict[str, Any] | None = ...,
+    compute: Literal[False],
+    compute_kwargs: dict[str, Any] | None = ...,
+) -> Delayed: ...
 
 
 def to_records(
