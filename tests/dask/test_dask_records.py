@@ -366,3 +366,12 @@ def test_to_records_refuses_columns_that_are_not_fields(data: Path, tmp_path: Pa
 def test_bytewright_dask_exports() -> None:
     assert bytewright.dask.read_records is read_records
     assert set(bytewright.dask.__all__) >= {"read_records", "to_records", "FileDecodeError"}
+
+
+def test_written_partitions_read_back_in_order(data: Path, tmp_path: Path) -> None:
+    df = read_records(str(data / "samples" / "s-00.bin"), Sample, blocksize=2400)
+    assert df.npartitions == 14  # part.10.bin sorts before part.2.bin as text
+    to_records(df, Sample, tmp_path, compute_kwargs={"scheduler": "sync"})
+    want = expected(Sample, SAMPLES[:1])
+    for urlpath in (tmp_path, str(tmp_path / "part.*.bin")):
+        assert rows(read_records(urlpath, Sample).compute(scheduler="sync")) == want

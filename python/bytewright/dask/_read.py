@@ -21,7 +21,7 @@ import pyarrow as pa
 from dask import config
 from dask.base import compute, normalize_token, tokenize
 from dask.delayed import delayed
-from dask.utils import parse_bytes
+from dask.utils import natural_sort_key, parse_bytes
 from fsspec.core import get_fs_token_paths
 from fsspec.utils import infer_compression
 
@@ -261,12 +261,12 @@ class ReadBlock:
 def _files(fs: Any, paths: list[str]) -> list[tuple[str, int, str]]:
     """`(path, size, version)` of every file (the version tells a changed file from the
     same one). Globs (`*`, `?`, `[...]`) give the files they match; directories give the
-    files under them, leaving out names that start with "." or "_" (as `read_parquet`
-    does)."""
+    files under them, leaving out names that start with "." or "_"; both in natural order
+    (`part.2` before `part.10`), as `read_parquet` does."""
     out = []
     for pattern in paths:
         if any(c in pattern for c in "*?[") and not fs.exists(pattern):
-            for path in sorted(fs.glob(pattern)):
+            for path in sorted(fs.glob(pattern), key=natural_sort_key):
                 info = fs.info(path)
                 if info["type"] != "directory":
                     out.append((path, int(info["size"]), tokenize(info)))
@@ -275,7 +275,7 @@ def _files(fs: Any, paths: list[str]) -> list[tuple[str, int, str]]:
         info = fs.info(path)
         if info["type"] == "directory":
             found = fs.find(path, detail=True)
-            for sub in sorted(found):
+            for sub in sorted(found, key=natural_sort_key):
                 parts = sub[len(path.rstrip("/")) + 1 :].split("/")
                 if not any(p.startswith((".", "_")) for p in parts):
                     out.append((sub, int(found[sub]["size"]), tokenize(found[sub])))
@@ -313,9 +313,10 @@ def read_records(
         raise TypeError(f"header must be a non-negative int or a function, not {header!r}")
     if threads is not None and (type(threads) is not int or threads < 1):
         raise ValueError(f"threads must be a positive int or None, not {threads!r}")
-    fs, fs_token, paths = get_fs_token_paths(
-        fspaths(urlpath), mode="rb", storage_options=storage_options, expand=False
-    )
+    where = fspaths(urlpath)
+    fs, fs_token, paths = get_fs_token_paths(where, mode="rb", storage_options=storage_options)
+    if isinstance(where, str) and "*" in where:  # fsspec expanded the glob, sorted as text
+        paths = sorted(paths, key=natural_sort_key)
     files = _files(fs, paths)
     if not files:
         raise FileNotFoundError(f"{urlpath!r} resolved to no files")
