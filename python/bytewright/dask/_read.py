@@ -22,6 +22,7 @@ from dask import config
 from dask.base import compute, normalize_token, tokenize
 from dask.delayed import delayed
 from dask.utils import natural_sort_key, parse_bytes
+from fsspec.compression import available_compressions
 from fsspec.core import get_fs_token_paths
 from fsspec.utils import infer_compression
 
@@ -313,6 +314,7 @@ def read_records(
         raise TypeError(f"header must be a non-negative int or a function, not {header!r}")
     if threads is not None and (type(threads) is not int or threads < 1):
         raise ValueError(f"threads must be a positive int or None, not {threads!r}")
+    check_compression(compression, "infer")
     where = fspaths(urlpath)
     fs, fs_token, paths = get_fs_token_paths(where, mode="rb", storage_options=storage_options)
     if isinstance(where, str) and "*" in where:  # fsspec expanded the glob, sorted as text
@@ -366,6 +368,13 @@ def fspaths(urlpath: UrlPath) -> str | list[str]:
     if isinstance(urlpath, str | os.PathLike):
         return os.fspath(urlpath)
     return [os.fspath(p) for p in urlpath]
+
+
+def check_compression(compression: str | None, *also: str) -> None:
+    names = [c for c in available_compressions() if c]
+    if compression is not None and compression not in (*also, *names):
+        options = ", ".join(repr(c) for c in (None, *also, *names))
+        raise ValueError(f"compression must be one of {options}, not {compression!r}")
 
 
 def _blocksize(blocksize: int | str | None) -> int | None:

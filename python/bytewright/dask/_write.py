@@ -14,7 +14,7 @@ from fsspec.core import get_fs_token_paths
 
 import bytewright as bw
 from bytewright.dask._codec import Format, PortableCodec, codec_for
-from bytewright.dask._read import UrlPath, fspaths
+from bytewright.dask._read import UrlPath, check_compression, fspaths
 
 Buffer = bytes | bytearray | memoryview
 
@@ -103,6 +103,7 @@ def to_records(
     with `compute=False` a `Delayed` that writes them and returns them.
     """
     codec = codec_for(X)
+    check_compression(compression)
     if not isinstance(header, bytes | bytearray | memoryview):
         raise TypeError(f"header must be bytes, not {type(header).__name__}")
     names = codec.table_schema.names
