@@ -40,13 +40,14 @@ fmt: venv
 	ruff check --fix .
 
 # The comparison packages (pinned; never imported by the library). `make test` installs them
-# too (about 15 s), so the smoke test of the harness measures every peer arm.
+# too (about a minute the first time), so the smoke test of the harness measures every peer arm.
 bench-deps: $(VENV)/.bench-installed
 
 $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
 	touch $@
 
+# Profiles (sizes, sampling) are in benchmarks/profiles.toml, targets in benchmarks/targets.toml.
 bench: build bench-deps
 	$(PY) -m benchmarks --profile default
 

@@ -56,7 +56,7 @@ fn bundled() -> &'static [(Program, bool)] {
             .iter()
             .map(|(name, text, canonical)| {
                 let schema = Schema::from_json(text).unwrap_or_else(|e| panic!("{name}: {e}"));
-                let prog = compile(&schema).unwrap_or_else(|e| panic!("{name}: {}", e.0));
+                let prog = compile(&schema).unwrap_or_else(|e| panic!("{name}: {e}"));
                 (prog, *canonical)
             })
             .collect()

@@ -85,8 +85,8 @@ pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
         .into_iter()
         .map(|s| s.expect("every struct is finished"))
         .collect();
-    let min_size = node_min(&root, &structs);
-    let static_size = node_static(&root, &structs);
+    let min_size = node_min(&root, &structs[..]);
+    let static_size = node_static(&root, &structs[..]);
     Ok(Program {
         structs,
         root,
@@ -273,7 +273,7 @@ impl Compiler {
             TypeDesc::Array { item, count, max } => {
                 let count = self.len(field, count)?;
                 let item = self.node(item, order, field)?;
-                let item_min = node_min(&item, &self.finished());
+                let item_min = node_min(&item, &self.structs[..]);
                 let max = max.unwrap_or(self.limits.max_count);
                 if let Len::Fixed(n) = count {
                     if n > max {
@@ -553,26 +553,6 @@ impl Compiler {
     }
 
     /// Structs finished so far, for size computations (unfinished ones count as unknown).
-    fn finished(&self) -> Vec<StructProg> {
-        // Only used for item_min of arrays: cheap enough at compile time.
-        self.structs
-            .iter()
-            .map(|s| {
-                s.clone().unwrap_or(StructProg {
-                    sink_id: 0,
-                    name: "".into(),
-                    fields: vec![],
-                    derived: vec![],
-                    n_slots: 0,
-                    steps: vec![],
-                    min_size: 0,
-                    static_size: None,
-                    checksums: vec![],
-                })
-            })
-            .collect()
-    }
-
     fn structure(&mut self, desc: &StructDesc, inherited: Order) -> Result<u32, SchemaError> {
         let order = desc.order.unwrap_or(inherited);
         let index = self.structs.len();
@@ -627,9 +607,8 @@ impl Compiler {
             static_size: None,
             checksums,
         };
-        let finished = self.finished();
-        prog.min_size = struct_min(&prog, &finished);
-        prog.static_size = struct_static(&prog, &finished);
+        prog.min_size = struct_min(&prog, &self.structs[..]);
+        prog.static_size = struct_static(&prog, &self.structs[..]);
         self.structs[index] = Some(prog);
         Ok(index as u32)
     }
@@ -1004,12 +983,39 @@ fn len_min(len: &Len) -> u64 {
     }
 }
 
-pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
+/// The sizes of structs by index: of a finished program, or of the structs compiled so far
+/// (a struct still being compiled counts as empty and variable).
+pub(crate) trait StructSizes {
+    fn min_size(&self, i: u32) -> usize;
+    fn static_size(&self, i: u32) -> Option<usize>;
+}
+
+impl StructSizes for [StructProg] {
+    fn min_size(&self, i: u32) -> usize {
+        self.get(i as usize).map_or(0, |s| s.min_size)
+    }
+    fn static_size(&self, i: u32) -> Option<usize> {
+        self.get(i as usize)?.static_size
+    }
+}
+
+impl StructSizes for [Option<StructProg>] {
+    fn min_size(&self, i: u32) -> usize {
+        self.get(i as usize)
+            .and_then(Option::as_ref)
+            .map_or(0, |s| s.min_size)
+    }
+    fn static_size(&self, i: u32) -> Option<usize> {
+        self.get(i as usize)?.as_ref()?.static_size
+    }
+}
+
+pub(crate) fn node_min<S: StructSizes + ?Sized>(node: &Node, structs: &S) -> usize {
     match node {
         Node::Scalar(s) => s.size(),
         Node::Bytes { len, .. } | Node::Str { len, .. } => len_min(len) as usize,
         Node::Cstr { .. } => 1,
-        Node::Struct(i) => structs.get(*i as usize).map_or(0, |s| s.min_size),
+        Node::Struct(i) => structs.min_size(*i),
         Node::Array {
             count, item_min, ..
         } => (len_min(count) as usize).saturating_mul(*item_min),
@@ -1032,7 +1038,7 @@ pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
     }
 }
 
-pub(crate) fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
+pub(crate) fn node_static<S: StructSizes + ?Sized>(node: &Node, structs: &S) -> Option<usize> {
     match node {
         Node::Scalar(s) => Some(s.size()),
         Node::Bytes { .. }
@@ -1042,7 +1048,7 @@ pub(crate) fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> 
         | Node::Registry { .. }
         | Node::Varint { .. }
         | Node::Kind(_) => None,
-        Node::Struct(i) => structs.get(*i as usize)?.static_size,
+        Node::Struct(i) => structs.static_size(*i),
         Node::Array {
             item,
             count: Len::Fixed(n),
@@ -1052,7 +1058,7 @@ pub(crate) fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> 
     }
 }
 
-fn struct_min(p: &StructProg, structs: &[StructProg]) -> usize {
+fn struct_min<S: StructSizes + ?Sized>(p: &StructProg, structs: &S) -> usize {
     p.steps
         .iter()
         .map(|s| match s {
@@ -1067,7 +1073,7 @@ fn struct_min(p: &StructProg, structs: &[StructProg]) -> usize {
         .fold(0usize, usize::saturating_add)
 }
 
-fn struct_static(p: &StructProg, structs: &[StructProg]) -> Option<usize> {
+fn struct_static<S: StructSizes + ?Sized>(p: &StructProg, structs: &S) -> Option<usize> {
     let mut total = 0usize;
     for s in &p.steps {
         total = total.checked_add(match s {

@@ -545,7 +545,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             list = self.sink.begin_list(cap).map_err(|e| self.host(e))?;
             // Items of one static size: running short asks for the whole rest of the array,
             // so an incremental reader does not re-parse the message once per item.
-            let size = crate::compile::node_static(item, &self.p.structs).filter(|&s| s > 0);
+            let size = crate::compile::node_static(item, &self.p.structs[..]).filter(|&s| s > 0);
             if let (false, Some(size)) = (S::KEEPS_VALUES, size) {
                 // Items of one size: the array's size is known without reading them.
                 if self.end - self.pos < n.saturating_mul(size) {

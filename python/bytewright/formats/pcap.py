@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import struct
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = [
     "BodyLE",
     "Capture",
     "CutShort",
+    "CutShortWarning",
     "HeaderBE",
     "HeaderLE",
     "Interface",
@@ -51,6 +53,7 @@ __all__ = [
     "RecordLE",
     "iter_records",
     "read",
+    "read_table",
     "write",
 ]
 
@@ -541,3 +544,211 @@ def _read_pcapng(data: bytes, verify: bool) -> Capture:
                 )
             )
     return cap
+
+
+# --- Captures as tables ----------------------------------------------------------------
+
+_TABLE_RECORDS: dict[tuple[Any, ...], Any] = {}
+
+
+def _frame_field(linktype: str | int, raw: bool) -> tuple[Any, Any]:
+    """The type and options of a record's ``frame``: decoded by its link type when the
+    capture kept the whole packet, its raw bytes when the snap length cut it (or the link
+    type is one no declaration covers). With ``raw`` the same union always takes ``Raw``
+    (same columns, for frames that do not decode)."""
+    # Every link type's case, whatever the file's: tables of any captures share a schema.
+    cases = dict(_STRICT)
+    tag = "0" if raw else f"(captured_length == original_length) * {linktype}"
+    return (
+        Any,
+        bw.field(size="captured_length", tag=tag, cases=cases, default_case=Raw),
+    )
+
+
+def _record_class(magic: bytes, linktype: int, raw: bool = False) -> Any:
+    """The on-disk record of a pcap file with this magic and link type, its data decoded."""
+    key = (magic, linktype, raw)
+    cls = _TABLE_RECORDS.get(key)
+    if cls is None:
+        frac = "ts_nsec" if magic in _NANO else "ts_usec"
+        fields: list[tuple[Any, ...]] = [
+            ("ts_sec", bw.U32),
+            (frac, bw.U32),
+            ("captured_length", bw.U32, bw.derived()),
+            ("original_length", bw.U32),
+        ]
+        if magic in _MODIFIED:
+            fields += [
+                ("ifindex", bw.U32),
+                ("protocol", bw.U16),
+                ("pkt_type", bw.U8),
+                ("pad", bw.U8),
+            ]
+        fields.append(("frame", *_frame_field(linktype, raw)))
+        order = "little" if magic in _LITTLE else "big"
+        cls = _TABLE_RECORDS[key] = bw.make_struct(
+            "PcapPacket", fields, byteorder=order, module=__name__
+        )
+    return cls
+
+
+def _pcapng_record_class(raw: bool = False) -> Any:
+    """The record ``read_table`` rewrites pcapng packets into (big-endian, nanoseconds)."""
+    cls = _TABLE_RECORDS.get(("pcapng", raw))
+    if cls is None:
+        cls = _TABLE_RECORDS[("pcapng", raw)] = bw.make_struct(
+            "PcapngPacket",
+            [
+                ("interface", bw.U32),
+                ("linktype", bw.U16),
+                ("ts_sec", bw.U32),
+                ("ts_nsec", bw.U32),
+                ("captured_length", bw.U32, bw.derived()),
+                ("original_length", bw.U32),
+                ("frame", *_frame_field("linktype", raw)),
+            ],
+            byteorder="big",
+            module=__name__,
+        )
+    return cls
+
+
+def read_table(source: Any, *, threads: int | None = None) -> bw.Table:
+    """A capture (pcap, modified pcap or pcapng: a path, a file object or bytes) as a
+    ``bw.Table`` with one row per packet, decoded by the columnar core.
+
+    Columns: ``ts_sec`` and ``ts_usec`` or ``ts_nsec`` (the file's resolution; pcapng is
+    always nanoseconds), ``captured_length``, ``original_length`` (pcapng adds
+    ``interface`` and ``linktype``; modified pcap its extra record fields), and ``frame``:
+    the packet decoded by its link type into nested struct columns (Ethernet with its VLAN
+    tags, IPv4 or IPv6 with extension headers, TCP, UDP or ICMP, and the payload), each
+    layer a tagged union whose ``variant`` names what the packet holds. As in Wireshark no
+    packet fails the table: a packet the snap length cut short, or a frame that does not
+    decode (a malformed packet, ``total_length`` 0 from segmentation offload), keeps its
+    bytes as ``frame.Raw``. Checksums are not verified here (``read`` and
+    ``ip.checksums`` do). A file cut inside a packet keeps the packets before it and warns
+    (``CutShortWarning``); a malformed file header is a ``bw.DecodeError``.
+    """
+    data = _source_bytes(source)
+    magic = data[:4]
+    if magic == b"\x0a\x0d\x0d\x0a":
+        records = _pcapng_records(data)
+        return _lenient_table(
+            records, 0, 22, _pcapng_record_class(), _pcapng_record_class(True), threads
+        )
+    _check_magic(magic)
+    header = (HeaderLE if magic in _LITTLE else HeaderBE).unpack(data[4:24])
+    lt = header.linktype & 0xFFFF
+    head = 24 if magic in _MODIFIED else 16
+    return _lenient_table(
+        data, 24, head, _record_class(magic, lt), _record_class(magic, lt, True), threads
+    )
+
+
+def _lenient_table(
+    data: bytes, offset: int, head: int, cls: Any, raw: Any, threads: int | None
+) -> bw.Table:
+    """Decodes records from ``offset``; a record whose frame does not decode is decoded
+    again with its frame as raw bytes (``raw``: same columns), and decoding goes on."""
+    parts: list[bw.Table] = []
+    while True:
+        try:
+            parts.append(cls.unpack_table(data, offset=offset, threads=threads))
+            break
+        except bw.DecodeError as e:
+            row = _failed_row(e)
+            if row is None:
+                raise
+            if row:
+                good = cls.unpack_table(data, offset=offset, count=row, threads=threads)
+                parts.append(good)
+                offset += row * head + sum(good["captured_length"].to_pylist())
+            try:
+                one = raw.unpack_table(data, offset=offset, count=1)
+            except bw.DecodeError as cut:
+                if not cut.path.startswith("[0]"):
+                    raise
+                # The file ends inside this packet: keep the packets before it.
+                warnings.warn(
+                    f"the capture is cut short inside packet {len_of(parts)} at offset "
+                    f"{offset}: {cut}",
+                    CutShortWarning,
+                    stacklevel=3,
+                )
+                break
+            parts.append(one)
+            offset += head + one["captured_length"][0]
+            if offset >= len(data):
+                break
+    return parts[0] if len(parts) == 1 else bw.Table.concat(parts)
+
+
+class CutShortWarning(UserWarning):
+    """A capture file ends inside a packet: ``read_table`` keeps the packets before it."""
+
+
+def len_of(parts: list[bw.Table]) -> int:
+    return sum(len(p) for p in parts)
+
+
+def _failed_row(e: bw.DecodeError) -> int | None:
+    """The row a table decode failed at (its path starts ``[row]``)."""
+    if not e.path.startswith("["):
+        return None
+    end = e.path.find("]")
+    return int(e.path[1:end]) if end > 1 else None
+
+
+def _pcapng_records(data: bytes) -> bytes:
+    """The packets of a pcapng capture as back-to-back ``PcapngPacket`` records."""
+    out = bytearray()
+    section: list[Interface] = []
+    first = 0
+    count = 0
+    for off, block in pcapng.iter_blocks(data):
+        body = block.body
+        if block.type == pcapng.BLOCK_SHB:
+            section, first = [], first + len(section)
+        elif block.type == pcapng.BLOCK_IDB:
+            units, offset, name = _units(body.options)
+            section.append(
+                Interface(
+                    linktype=body.linktype,
+                    snaplen=body.snaplen,
+                    name=name,
+                    units_per_second=units,
+                    offset_seconds=offset,
+                )
+            )
+        elif block.type in (pcapng.BLOCK_EPB, pcapng.BLOCK_SPB, pcapng.BLOCK_PB):
+            if block.type == pcapng.BLOCK_SPB:
+                index, ts = 0, 0
+                snap = section[0].snaplen if section else 0
+                payload = body.data[
+                    : min(body.original_length, len(body.data), snap or len(body.data))
+                ]
+            else:
+                index = body.interface_id
+                ts = (body.timestamp_high << 32) | body.timestamp_low
+                payload = body.data
+            if index >= len(section):
+                raise bw.DecodeError(
+                    f"[{count}].interface: the section has {len(section)} interfaces, "
+                    f"no interface {index}",
+                    f"[{count}].interface",
+                    off + 8,
+                )
+            iface = section[index]
+            ns = ts * 10**9 // iface.units_per_second + iface.offset_seconds * 10**9
+            out += struct.pack(
+                ">IHIIII",
+                first + index,
+                iface.linktype & 0xFFFF,
+                ns // 10**9,
+                ns % 10**9,
+                len(payload),
+                body.original_length,
+            )
+            out += payload
+            count += 1
+    return bytes(out)

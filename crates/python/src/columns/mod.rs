@@ -223,6 +223,31 @@ impl Table {
         Ok(rows)
     }
 
+    /// One table holding the rows of `tables` in order (no copy: their chunks are shared).
+    /// Every table must have the same schema.
+    #[staticmethod]
+    fn concat(tables: Vec<PyRef<'_, Table>>) -> PyResult<Table> {
+        let Some(first) = tables.first() else {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "Table.concat needs at least one table",
+            ));
+        };
+        let schema = first.schema.clone();
+        let mut batches = Vec::new();
+        for (i, t) in tables.iter().enumerate() {
+            if t.schema != schema {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "table {i} has another schema than table 0"
+                )));
+            }
+            batches.extend(t.batches.iter().filter(|b| b.num_rows() > 0).cloned());
+        }
+        if batches.is_empty() {
+            batches.push(first.batches[0].clone());
+        }
+        Ok(Table::new(schema, batches))
+    }
+
     /// The table as a `pyarrow.Table` (no copy).
     fn to_arrow<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         convert_with(slf, "to_arrow", None)
