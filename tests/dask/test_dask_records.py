@@ -361,6 +361,8 @@ def test_to_records_refuses_columns_that_are_not_fields(data: Path, tmp_path: Pa
     df = read_records(str(data / "samples"), Sample, include_path_column=True)
     with pytest.raises(ValueError, match=r"\['path'\] are not fields"):
         to_records(df, Sample, tmp_path)
+    with pytest.raises(ValueError, match="urlpath lists 2 paths for 3 partitions"):
+        to_records(df.drop(columns="path"), Sample, [tmp_path / "a", tmp_path / "b"])
     with pytest.raises(ValueError, match="compression must be one of None, 'zip'"):
         to_records(df.drop(columns="path"), Sample, tmp_path, compression="gz")
     assert not list(tmp_path.iterdir())  # refused before anything ran

@@ -116,11 +116,11 @@ def to_records(
     n = df.npartitions
     where = fspaths(urlpath)
     if isinstance(where, list):
+        if len(where) != n:
+            raise ValueError(f"urlpath lists {len(where)} paths for {n} partitions")
         fs, fs_token, paths = get_fs_token_paths(
             where, mode="wb", num=n, storage_options=storage_options
         )
-        if len(paths) != n:
-            raise ValueError(f"urlpath lists {len(paths)} paths for {n} partitions")
     elif "*" in where:
         fs, fs_token, paths = get_fs_token_paths(
             where, mode="wb", num=n, name_function=name_function, storage_options=storage_options
@@ -131,7 +131,7 @@ def to_records(
         )
         name = name_function or (lambda i: f"part.{i}.bin")
         paths = [f"{folder.rstrip('/')}/{name(i)}" for i in range(n)]
-    for parent in sorted({p.rsplit("/", 1)[0] for p in paths if "/" in p}):
+    for parent in sorted({p.rsplit("/", 1)[0] for p in paths if "/" in p} - {""}):
         fs.makedirs(parent, exist_ok=True)
     write = WritePart(fs, fs_token, PortableCodec(codec), bytes(header), compression)
     token = tokenize(write, df, paths)
