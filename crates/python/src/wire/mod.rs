@@ -3,6 +3,7 @@
 pub(crate) mod buffer;
 mod bulk;
 pub(crate) mod errors;
+mod explain;
 mod sink;
 pub(crate) mod source;
 pub(crate) mod structs;
@@ -342,15 +343,11 @@ impl Codec {
         let bytes = buf.as_slice();
         match self.unpack_at(py, bytes, 0) {
             Ok((v, end)) if end == bytes.len() => Ok(v),
-            Ok((_, end)) => Err(errors::decode_error(
+            Ok((_, end)) => Err(explain::trailing_error(
                 py,
-                format!(
-                    "{} trailing bytes after the {} message ends at offset {end} (unpack_from reads a message followed by other data)",
-                    bytes.len() - end,
-                    self.root_name()
-                ),
-                "",
+                bytes.len(),
                 end,
+                &self.root_name(),
             )),
             Err(e) => Err(raise(py, *e, Mode::Unpack)),
         }
@@ -367,6 +364,31 @@ impl Codec {
         let buf = InBuf::new(data, false)?;
         self.unpack_at(py, buf.as_slice(), offset)
             .map_err(|e| raise(py, *e, Mode::Unpack))
+    }
+
+    /// The field tree of one message at `offset`, as the plain tuples `bytewright.explain`
+    /// wraps (private: `bw.explain(codec, data)` is the API). With `whole`, bytes after it
+    /// are the error `unpack` raises. Never raises a `DecodeError`: it is returned with the
+    /// tree decoded up to it.
+    #[pyo3(name = "_explain", signature = (data, offset=0, whole=true))]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        offset: usize,
+        whole: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let buf = InBuf::new(data, false)?;
+        explain::explain_py(
+            py,
+            &self.prog,
+            &self.structs,
+            self.typed,
+            buf.as_slice(),
+            offset,
+            whole,
+            &self.root_name(),
+        )
     }
 
     /// Like `unpack_from`, but returns a falsy `Incomplete` (with `.needed`) when the
