@@ -55,6 +55,20 @@ class FileDecodeError(bw.DecodeError):
 
     `file` names the file, `offset` is absolute in it, and `path` starts with the row of the
     message in the file (`"[1042].text"`), so the message is easy to find with any tool.
+
+    >>> import pathlib, tempfile
+    >>> import bytewright as bw
+    >>> from bytewright.dask import FileDecodeError, read_records
+    >>> class Note(bw.Struct):
+    ...     n: bw.U8 = bw.derived()
+    ...     text: str = bw.field(len="n")
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "notes.bin"
+    >>> _ = path.write_bytes(Note(text="ok").pack() + bytes([2, 0xFF, 0xFE]))  # not UTF-8
+    >>> try:
+    ...     read_records(str(path), Note).compute(scheduler="sync")
+    ... except FileDecodeError as e:
+    ...     print(e.path, e.offset, e.file == str(path))
+    [1].text 4 True
     """
 
     def __init__(

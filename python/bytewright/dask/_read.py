@@ -307,6 +307,21 @@ def read_records(
     each, unless `scan=True`, which walks their message sizes once, when `read_records` is
     called, to split them too. `header` is how many bytes at the start of each file are not
     messages, or a function given the open file that returns it. See docs/dask.md.
+
+    >>> import pathlib, tempfile
+    >>> import bytewright as bw
+    >>> from bytewright.dask import read_records
+    >>> class Tick(bw.Struct, byteorder="little"):
+    ...     ts: bw.U64
+    ...     qty: bw.I32
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> ticks = Tick.pack_many(Tick(ts=i, qty=-i) for i in range(1000))  # 12 bytes each
+    >>> _ = (folder / "0.bin").write_bytes(ticks)
+    >>> df = read_records(str(folder / "*.bin"), Tick, blocksize="4 KiB")
+    >>> df.npartitions  # blocks of 341 whole messages
+    3
+    >>> int(df["qty"].sum().compute(scheduler="sync"))
+    -499500
     """
     codec = codec_for(X)
     size = _blocksize(blocksize)

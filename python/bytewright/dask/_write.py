@@ -101,6 +101,22 @@ def to_records(
     `name_function(i)`), a path with one `*` (replaced by `name_function(i)`), or a list
     of one path per partition, on any fsspec filesystem. Returns the paths written, or
     with `compute=False` a `Delayed` that writes them and returns them.
+
+    >>> import pathlib, tempfile
+    >>> import dask.dataframe as dd
+    >>> import pandas as pd
+    >>> import bytewright as bw
+    >>> from bytewright.dask import to_records
+    >>> class Tick(bw.Struct, byteorder="little"):
+    ...     ts: bw.U64
+    ...     qty: bw.I32
+    >>> df = dd.from_pandas(pd.DataFrame({"ts": [1, 2, 3], "qty": [5, -6, 7]}), npartitions=2)
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> paths = to_records(df, Tick, folder, compute_kwargs={"scheduler": "sync"})
+    >>> [pathlib.Path(p).name for p in paths]
+    ['part.0.bin', 'part.1.bin']
+    >>> pathlib.Path(paths[1]).read_bytes() == Tick(ts=3, qty=7).pack()
+    True
     """
     codec = codec_for(X)
     check_compression(compression)
