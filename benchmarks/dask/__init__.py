@@ -3,7 +3,8 @@
 Reading: generated files of back-to-back telemetry Records, read into one DataFrame by
 `read_records(...)` computed on a `distributed.LocalCluster` (worker processes, one thread
 each, loopback) with 1 and with 2 workers, and by a single-process `struct` loop into
-pandas on a slice of the files. Times are per MiB of input.
+pandas on a slice of the files. Times are per MiB of input. What planning with `scan=True`
+costs: `Codec.scan_messages` against `Codec.unpack_table` on the same bytes.
 
 Serialization: `distributed.protocol.serialize`/`deserialize` of Part C's 16 shapes with
 the `bytewright` family against Dask's default `pickle` family, no cluster.
@@ -37,6 +38,7 @@ from benchmarks.report import Part, Section, Table, Ui, fmt, ratio
 FAMILIES = {**pickle.ARMS, **bytewright.ARMS}
 PICKLE, OURS = "distributed pickle family", "bytewright family"
 TWO, ONE, LOOP = "read_records, 2 workers", "read_records, 1 worker", "struct loop + pandas"
+SCAN, DECODE = "Codec.scan_messages", "Codec.unpack_table"
 
 
 def copy_frames(frames: list[Any]) -> list[bytes]:
@@ -184,9 +186,38 @@ def run_reading(conf: dict[str, Any], sampling: Sampling, part: Part, ui: Ui) ->
     return table
 
 
+def run_scan(conf: dict[str, Any], sampling: Sampling, part: Part) -> Table:
+    """The cost of `scan=True` against decoding the same bytes, in one process."""
+    one = records(conf["mib"] * 2**20 // conf["files"])
+    mib = len(one.data) / 2**20
+
+    def check(name: str, result: Any) -> None:
+        want = (one.count, len(one.data)) if name == SCAN else one.count
+        got = result if name == SCAN else len(result)
+        if got != want:
+            raise Incorrect(f"{got}, expected {want}")
+
+    arms = {SCAN: lambda: bytewright.scan(one.data), DECODE: lambda: bytewright.decode(one.data)}
+    ns, statuses = race(arms, check, sampling)
+    per = {name: t / 1e6 / mib for name, t in ns.items()}  # ms/MiB
+    table = Table(
+        f"What `scan=True` costs: walking {mib:,.0f} MiB of Records against decoding them",
+        ["Arm", "ms per MiB", "MiB/s", f"{DECODE} ÷ arm", "Status"],
+        note="One file, one thread, in this process. The scan also reads every byte of the "
+        "files once more from where they are stored, before any partition starts.",
+    )
+    for name in arms:
+        p = per.get(name)
+        part.record(f"dask/scan/{name}", p, statuses[name])
+        part.arm_status(f"dask/{name}", statuses[name])
+        rate = f"{1e3 / p:,.1f}" if p else "—"
+        table.add(name, fmt(p), rate, ratio(per.get(DECODE), p), statuses[name])
+    return table
+
+
 def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
     part = Part("dask")
-    ui.start("Part E: Dask", 2)
+    ui.start("Part E: Dask", 3)
     ui.step("serialization families", advance=1)
     try:
         tables = [run_families(sampling, part)]
@@ -195,6 +226,8 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
         tables = []
     ui.step("reading", advance=1)
     tables.append(run_reading(conf, sampling, part, ui))
+    ui.step("the cost of scan=True", advance=1)
+    tables.append(run_scan(conf, sampling, part))
     ui.finish()
     intro = __doc__.split("\n\n", 1)[1].replace("\n", " ") if __doc__ else ""
     part.sections.append(Section("Part E: Dask", intro, tables))

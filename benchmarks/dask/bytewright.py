@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.bench_data import CLASSES
-from benchmarks.harness import need
+from benchmarks.harness import DirectCall, need
 
 HMAC_KEY = b"bytewright-benchmark-key-32bytes"
 
@@ -22,6 +22,17 @@ def reader(paths: list[str], blocksize: str = "64 MiB") -> Any:
     """The Dask DataFrame of every Record message in the files (built lazily)."""
     read_records = need("bytewright.dask", "read_records").read_records
     return read_records(paths, record_class(), blocksize=blocksize)
+
+
+def scan(data: bytes) -> Any:
+    """What `read_records(scan=True)` does to plan a file: walk its message sizes."""
+    need("bytewright", "Codec.scan_messages")
+    return DirectCall(record_class().__bw__.codec.scan_messages, data)
+
+
+def decode(data: bytes) -> Any:
+    """What a partition does with the same bytes: decode them into columns, one thread."""
+    return DirectCall(record_class().__bw__.codec.unpack_table, data, threads=1)
 
 
 def family() -> str:

@@ -110,6 +110,8 @@ def test_bytewright_arms_are_measured_once_their_api_exists(metrics: dict[str, f
         if hasattr(importlib.import_module("bytewright.dask"), "read_records"):
             assert "dask/read/read_records, 2 workers" in metrics
             assert "dask/read/read_records, 1 worker" in metrics
+            assert "dask/scan/Codec.scan_messages" in metrics
+            assert "dask/scan/Codec.unpack_table" in metrics
 
 
 def test_report_renders_with_every_section_and_plot(smoke: tuple[Run, Path]) -> None:

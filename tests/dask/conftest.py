@@ -1,7 +1,8 @@
-"""A real distributed cluster on loopback, shared by the tests of one module.
+"""Real distributed clusters on loopback, each shared by the tests of one module.
 
-Two worker processes with one thread each; the "bytewright" family is registered in this
-process and, through `FamilyPlugin`, on every worker, with the test hook on top.
+Two worker processes with one thread each. In `client`'s, the "bytewright" family is
+registered in this process and, through `FamilyPlugin`, on every worker, with the test hook
+on top; `data_client`'s uses Dask's default serialization.
 """
 
 from __future__ import annotations
@@ -49,3 +50,23 @@ def wire(client: Client) -> Iterator[Client]:
     client.run(family_hook.register, KEY)
     client.run(family_hook.stop)
     family_hook.stop()
+
+
+@pytest.fixture(scope="module")
+def data_client() -> Iterator[Client]:
+    """The same kind of cluster with Dask's default serialization, so DataFrames come back
+    (the "bytewright" family carries no pandas objects). Not the default client: tests say
+    where each computation runs."""
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            protocol="tcp",
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL + 1,
+        ) as cluster,
+        Client(cluster, set_as_default=False) as c,
+    ):
+        yield c

@@ -44,3 +44,23 @@ def test_import_bytewright_imports_no_third_party_package() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_family_alone_loads_no_dataframe_library() -> None:
+    code = (
+        "import sys, bytewright.dask\n"
+        "bytewright.dask.register(hmac_key=b'k')\n"
+        "frames = {'pandas', 'pyarrow', 'dask.dataframe', 'fsspec'}\n"
+        "assert not frames & set(sys.modules), frames & set(sys.modules)\n"
+        "from bytewright.dask import read_records, to_records\n"
+        "assert frames <= set(sys.modules)\n"
+        "assert read_records.__module__ == 'bytewright.dask._read'\n"
+        "try:\n"
+        "    bytewright.dask.read_record\n"
+        "except AttributeError as e:\n"
+        "    assert 'read_record' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -181,15 +181,29 @@ impl Columnar {
         offset: usize,
         max_rows: usize,
     ) -> DecodeResult<(usize, usize)> {
+        self.whole_before(input, offset, max_rows, usize::MAX)
+    }
+
+    /// Like `whole`, counting only the messages that start before `stop`: once the input
+    /// reaches that far, the end returned is where the first message at or after `stop`
+    /// starts. This finds split points in a stream without decoding any column.
+    pub fn whole_before(
+        &self,
+        input: &[u8],
+        offset: usize,
+        max_rows: usize,
+        stop: usize,
+    ) -> DecodeResult<(usize, usize)> {
         let avail = input.len().saturating_sub(offset);
         if let Some(size) = self.prog.static_size.filter(|&s| s > 0) {
-            let rows = (avail / size).min(max_rows);
+            let before = stop.saturating_sub(offset).div_ceil(size);
+            let rows = (avail / size).min(max_rows).min(before);
             return Ok((rows, offset + rows * size));
         }
         let mut scratch = Scratch::new();
         let mut pos = offset;
         let mut rows = 0;
-        while rows < max_rows && pos < input.len() {
+        while rows < max_rows && pos < input.len() && pos < stop {
             match scan_one(&self.prog, &mut scratch, input, pos) {
                 Ok(end) if end > pos => pos = end,
                 Ok(_) => return Err(zero_size(pos, rows)),

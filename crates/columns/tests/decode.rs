@@ -212,6 +212,60 @@ fn every_thread_count_gives_the_same_rows() {
 }
 
 #[test]
+fn whole_before_finds_the_first_message_at_or_after_a_position() {
+    let c = columnar(VARYING);
+    let msgs: Vec<Vec<u8>> = (0..200).map(varying_msg).collect();
+    let starts: Vec<usize> = msgs
+        .iter()
+        .scan(0, |pos, m| {
+            let at = *pos;
+            *pos += m.len();
+            Some(at)
+        })
+        .collect();
+    let data: Vec<u8> = msgs.concat();
+    for stop in 0..=data.len() + 3 {
+        // The first message that starts at or after `stop`, and how many start before it.
+        let rows = starts.iter().take_while(|&&s| s < stop).count();
+        let end = starts.get(rows).copied().unwrap_or(data.len());
+        let got = c
+            .whole_before(&data, 0, usize::MAX, stop)
+            .unwrap_or_else(|_| panic!("stop {stop}"));
+        assert_eq!(got, (rows, end), "stop {stop}");
+    }
+    // From a message start, with a row limit, and on input that ends inside a message.
+    let (s5, s9) = (starts[5], starts[9]);
+    assert_eq!(c.whole_before(&data, s5, 2, s9).ok(), Some((2, starts[7])));
+    let cut = &data[..starts[9] + 1];
+    assert_eq!(
+        c.whole_before(cut, 0, usize::MAX, data.len()).ok(),
+        Some((9, starts[9]))
+    );
+    // A length that runs past the input is a message cut short: it waits for more data.
+    let mut long = data.clone();
+    long[starts[199] + 1] = 250;
+    assert_eq!(
+        c.whole_before(&long, 0, usize::MAX, long.len()).ok(),
+        Some((199, starts[199]))
+    );
+    let fixed = columnar(IHHQ);
+    let data = ihhq(10);
+    assert_eq!(
+        fixed.whole_before(&data, 0, usize::MAX, 17).ok(),
+        Some((2, 32))
+    );
+    assert_eq!(
+        fixed.whole_before(&data, 16, usize::MAX, 16).ok(),
+        Some((0, 16))
+    );
+    assert_eq!(
+        fixed.whole_before(&data[..70], 0, usize::MAX, 99).ok(),
+        Some((4, 64))
+    );
+    assert_eq!(fixed.whole_before(&data, 0, 3, 99).ok(), Some((3, 48)));
+}
+
+#[test]
 fn errors_name_the_row_the_field_and_the_absolute_offset() {
     let c = columnar(VARYING);
     let mut data: Vec<u8> = (0..20_000).flat_map(varying_msg).collect();

@@ -463,6 +463,32 @@ impl Codec {
         crate::columns::TableReader::new(py, self.columnar().clone(), source, rows, threads, enums)
     }
 
+    /// Walks back-to-back messages from `offset` without decoding them, reading only what
+    /// their sizes depend on: `(count, end)`, the number of whole messages that start before
+    /// `stop` (default: the end of `data`) and where the last of them ends. A message that
+    /// the end of `data` cuts off is not counted, so chunks of a stream can be walked.
+    #[pyo3(signature = (data, *, offset=0, stop=None))]
+    fn scan_messages(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        offset: usize,
+        stop: Option<usize>,
+    ) -> PyResult<(usize, usize)> {
+        let buf = InBuf::new(data, false)?;
+        let bytes = buf.as_slice();
+        if offset > bytes.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "offset {offset} is past the end of the {}-byte buffer",
+                bytes.len()
+            )));
+        }
+        let columnar = self.columnar();
+        let stop = stop.unwrap_or(usize::MAX);
+        py.detach(|| columnar.whole_before(bytes, offset, usize::MAX, stop))
+            .map_err(|f| crate::columns::raise(py, f))
+    }
+
     /// The Arrow schema of the tables this codec decodes (no data needed).
     #[getter]
     fn table_schema(&self) -> crate::columns::TableSchema {
