@@ -130,17 +130,124 @@ pub const TABLE: &[(&str, &str, Global)] = &[
     ("collections", "deque", Global::Deque),
 ];
 
-/// The built-in meaning of `module.name`, with the protocol 0-2 module spellings mapped.
+/// The built-in meaning of `module.name` (a Python 3 name: see [`python3_name`]).
 pub fn lookup(module: &str, name: &str) -> Option<Global> {
-    let module = match module {
-        "__builtin__" => "builtins",
-        "copy_reg" => "copyreg",
-        other => other,
-    };
     TABLE
         .iter()
         .find(|(m, n, _)| *m == module && *n == name)
         .map(|(_, _, g)| *g)
+}
+
+/// Python 2 modules that protocols 0-2 name, and their Python 3 names (as `pickle`'s
+/// `fix_imports` maps them).
+const PYTHON2_MODULES: &[(&str, &str)] = &[
+    ("__builtin__", "builtins"),
+    ("copy_reg", "copyreg"),
+    ("exceptions", "builtins"),
+    ("UserDict", "collections"),
+    ("UserList", "collections"),
+    ("UserString", "collections"),
+    ("Queue", "queue"),
+    ("SocketServer", "socketserver"),
+    ("ConfigParser", "configparser"),
+    ("repr", "reprlib"),
+    ("cPickle", "pickle"),
+    ("cStringIO", "io"),
+    ("StringIO", "io"),
+    ("thread", "_thread"),
+    ("httplib", "http.client"),
+    ("urllib2", "urllib.request"),
+    ("urlparse", "urllib.parse"),
+    ("cookielib", "http.cookiejar"),
+    ("HTMLParser", "html.parser"),
+    ("xmlrpclib", "xmlrpc.client"),
+    ("anydbm", "dbm"),
+    ("whichdb", "dbm"),
+    ("dbhash", "dbm.bsd"),
+    ("dumbdbm", "dbm.dumb"),
+    ("gdbm", "dbm.gnu"),
+    ("_winreg", "winreg"),
+];
+
+/// A `(module, name)` pair.
+type Name = (&'static str, &'static str);
+
+/// Python 2 names whose Python 3 name differs by more than the module.
+const PYTHON2_NAMES: &[(Name, Name)] = &[
+    (("__builtin__", "xrange"), ("builtins", "range")),
+    (("__builtin__", "unicode"), ("builtins", "str")),
+    (("__builtin__", "basestring"), ("builtins", "str")),
+    (("__builtin__", "long"), ("builtins", "int")),
+    (("__builtin__", "unichr"), ("builtins", "chr")),
+    (("__builtin__", "raw_input"), ("builtins", "input")),
+    (("__builtin__", "reduce"), ("functools", "reduce")),
+    (("__builtin__", "intern"), ("sys", "intern")),
+    (("exceptions", "StandardError"), ("builtins", "Exception")),
+    (
+        ("UserDict", "IterableUserDict"),
+        ("collections", "UserDict"),
+    ),
+];
+
+/// The Python 3 name of a Python 2 `module.name` (`None` when it is not a Python 2 name).
+pub fn python3_name(module: &str, name: &str) -> Option<(&'static str, String)> {
+    if let Some((_, (m, n))) = PYTHON2_NAMES.iter().find(|(k, _)| *k == (module, name)) {
+        return Some((m, (*n).to_string()));
+    }
+    PYTHON2_MODULES
+        .iter()
+        .find(|(py2, _)| *py2 == module)
+        .map(|(_, py3)| (*py3, name.to_string()))
+}
+
+/// Builtins that run code, import, or reach files and the terminal when called.
+const RUNS_CODE: &[&str] = &[
+    "eval",
+    "exec",
+    "compile",
+    "__import__",
+    "open",
+    "getattr",
+    "setattr",
+    "delattr",
+    "globals",
+    "locals",
+    "vars",
+    "input",
+    "breakpoint",
+    "exit",
+    "quit",
+    "help",
+    "print",
+    "copyright",
+    "credits",
+    "license",
+];
+
+/// Why `module.name` (its Python 3 name), outside the table and not resolved through
+/// `classes=`/`allow=`, is refused, and what the user may do about it.
+pub fn refusal(module: &str, name: &str, python2: Option<&str>) -> String {
+    let full = format!("{module}.{name}");
+    let spelled = match python2 {
+        Some(old) => format!("{full} (written as Python 2's {old})"),
+        None => full.clone(),
+    };
+    if (module == "builtins" && RUNS_CODE.contains(&name))
+        || (is_dangerous(module) && module != "builtins")
+    {
+        let why = if module == "builtins" {
+            "it can run code"
+        } else {
+            "its module can run code"
+        };
+        return format!("global {spelled} is not allowed; {why} and is never allowed");
+    }
+    if module == "builtins" || is_dangerous(module) || name.starts_with("__") {
+        return format!("global {spelled} is not allowed (not in the table of allowed globals)");
+    }
+    format!(
+        "global {spelled} is not allowed; if it is your class, pass classes=[{full}]; for a constructor you trust, allow=[{full}]"
+    )
 }
 
 /// Where the adapter finds the Python object of a table global: its canonical name.

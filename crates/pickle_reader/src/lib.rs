@@ -10,6 +10,7 @@ pub mod globals;
 pub mod machine;
 pub mod opcodes;
 pub mod ops;
+pub mod text;
 
 pub use bytewright_graph::{ErrorKind, Limits, ReadError};
 pub use globals::{Builtin, ClassKind, Global};

@@ -1,7 +1,8 @@
 //! The opcode decoder: one bounds-checked pickle opcode at a time, borrowing from the input.
 
 use crate::opcodes::*;
-use crate::ReadError;
+use crate::text;
+use crate::{ErrorKind, ReadError};
 
 /// One decoded opcode of protocols 0 to 5. Text arguments are the raw line, without `\n`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -152,17 +153,6 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn decimal(&self, text: &[u8], what: &str) -> Result<u64, ReadError> {
-        let text = trim(text);
-        if text.is_empty() || text.len() > 19 || !text.iter().all(u8::is_ascii_digit) {
-            return Err(ReadError::malformed(
-                self.pos,
-                format!("bad {what} argument"),
-            ));
-        }
-        Ok(text.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
-    }
-
     /// The next opcode; `Ok(None)` only at the very end of the input.
     #[inline(always)]
     pub fn next_op(
@@ -264,13 +254,13 @@ impl<'a> Decoder<'a> {
             SETITEMS => Op::SetItems,
             GET => {
                 let line = self.line("GET")?;
-                Op::Get(self.decimal(line, "GET")?)
+                Op::Get(text::memo_key(line, at, "GET")?)
             }
             BINGET => Op::Get(u64::from(self.fixed::<1>("BINGET")?[0])),
             LONG_BINGET => Op::Get(u64::from(u32::from_le_bytes(self.fixed("LONG_BINGET")?))),
             PUT => {
                 let line = self.line("PUT")?;
-                Op::Put(self.decimal(line, "PUT")?)
+                Op::Put(text::memo_key(line, at, "PUT")?)
             }
             BINPUT => Op::Put(u64::from(self.fixed::<1>("BINPUT")?[0])),
             LONG_BINPUT => Op::Put(u64::from(u32::from_le_bytes(self.fixed("LONG_BINPUT")?))),
@@ -306,6 +296,13 @@ impl<'a> Decoder<'a> {
             FRAME => {
                 let n = u64::from_le_bytes(self.fixed("FRAME")?);
                 let left = (self.data.len() - self.pos) as u64;
+                if n > i64::MAX as u64 {
+                    return Err(ReadError::of(
+                        ErrorKind::Overflow,
+                        at,
+                        format!("FRAME length {n} exceeds the largest size a system has"),
+                    ));
+                }
                 if n > left {
                     return Err(ReadError::malformed(
                         at,
@@ -319,7 +316,7 @@ impl<'a> Decoder<'a> {
             other => {
                 return Err(ReadError::malformed(
                     at,
-                    format!("unknown pickle opcode 0x{other:02x}"),
+                    format!("invalid load key, unknown pickle opcode 0x{other:02x}"),
                 ));
             }
         };

@@ -5,7 +5,16 @@ docs/pickle.md and the classes you pass as `classes=` can come back.
 """
 
 from bytewright.pickle._api import Pickler, Unpickler, dump, dumps, load, loads
-from bytewright.pickle._errors import IntegrityError, LimitError, PicklingError, UnpicklingError
+from bytewright.pickle._errors import (
+    IntegrityError,
+    LimitError,
+    PicklingError,
+    TruncatedError,
+    UnpicklingError,
+    UnpicklingOverflowError,
+    UnpicklingTypeError,
+    UnpicklingValueError,
+)
 from bytewright.pickle._limits import Limits
 from bytewright.pickle._migrations import migrate
 from bytewright.pickle._pickle_reader import load_pickle, loads_pickle
@@ -16,8 +25,12 @@ __all__ = [
     "Limits",
     "Pickler",
     "PicklingError",
+    "TruncatedError",
     "Unpickler",
     "UnpicklingError",
+    "UnpicklingOverflowError",
+    "UnpicklingTypeError",
+    "UnpicklingValueError",
     "dump",
     "dumps",
     "load",

@@ -18,7 +18,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 use crate::graph::config;
-use crate::graph::errors::read_error;
+use crate::graph::errors::{locate, read_error};
 use crate::graph::{input_bytes, limits_from};
 use loader::Loader;
 use resolver::Resolver;
@@ -185,7 +185,10 @@ fn read_pickle<'py>(
             r
         }
         Err(e) => Err(match loader.res.error.take() {
-            Some(err) => err,
+            Some(err) => {
+                locate(py, &err, e.offset);
+                err
+            }
             None => read_error(py, cfg, &e),
         }),
     };
