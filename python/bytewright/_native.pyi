@@ -2,11 +2,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, final
 
 __all__ = [
-    "Codec",
     "KIND_DICT",
     "KIND_ENUM",
     "KIND_SLOTS",
     "KIND_TUPLE",
+    "Codec",
     "__version__",
     "check_pickle",
     "checksum_names",
@@ -15,6 +15,7 @@ __all__ = [
     "loads_pickle",
     "loads_pickle_at",
     "pickle_dumps",
+    "pickle_extent",
     "pickle_loads",
 ]
 __version__: str
@@ -94,3 +95,4 @@ def loads_pickle_at(
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     limits: Any = None,
 ) -> tuple[Any, int]: ...
+def pickle_extent(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, int, int]: ...

@@ -18,4 +18,4 @@ pub use machine::{
     check, check_in, self_check, Build, Call, Instr, Machine, NoExtras, Program, Recording,
     Resolve, ResolveFailed, Scratch, Sink, Span, Step,
 };
-pub use ops::{Decoder, Op};
+pub use ops::{extent, Decoder, Extent, Op};

@@ -898,18 +898,6 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                 )));
             }
         };
-        if call == Call::Latin1 && !a[0].escaped() {
-            let text = self.str_of(a[0]).unwrap_or_default();
-            let latin1 =
-                std::str::from_utf8(text).map_or(true, |t| t.chars().all(|c| c <= '\u{ff}'));
-            if !latin1 {
-                return Err(ReadError::of(
-                    ErrorKind::Value,
-                    self.at,
-                    "REDUCE of _codecs.encode: 'latin-1' codec can't encode the text",
-                ));
-            }
-        }
         let depth = args.depth() + 1;
         self.emit(Instr::Call(call))?;
         self.push_item(Item::with_depth(kind, 0, depth))

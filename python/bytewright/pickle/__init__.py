@@ -17,12 +17,13 @@ from bytewright.pickle._errors import (
 )
 from bytewright.pickle._limits import Limits
 from bytewright.pickle._migrations import migrate
-from bytewright.pickle._pickle_reader import load_pickle, loads_pickle
+from bytewright.pickle._pickle_reader import PickleUnpickler, load_pickle, loads_pickle
 
 __all__ = [
     "IntegrityError",
     "LimitError",
     "Limits",
+    "PickleUnpickler",
     "Pickler",
     "PicklingError",
     "TruncatedError",

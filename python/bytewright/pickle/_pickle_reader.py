@@ -8,13 +8,14 @@ you name in `allow=` can be reached.
 """
 
 import enum
+import io
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from bytewright import _native
-from bytewright.pickle._classes import KIND_TUPLE, ClassInfo, class_name
-from bytewright.pickle._errors import LimitError, UnpicklingError
+from bytewright.pickle._classes import KIND_TUPLE, ClassInfo, class_map, class_name
+from bytewright.pickle._errors import LimitError, TruncatedError, UnpicklingError
 from bytewright.pickle._limits import Limits
 
 Buffer = bytes | bytearray | memoryview
@@ -111,31 +112,124 @@ def _allow_map(allow: Allow) -> dict[str, Any] | None:
 loads_pickle = _native.loads_pickle
 
 
+class _Stream(Protocol):
+    def read(self, n: int, /) -> bytes: ...
+    def readline(self) -> bytes: ...
+
+
+# The first read of a seekable file, doubled while the pickle goes on.
+_CHUNK = 1 << 16
+
+
+def _read_pickle(file: _Stream, cap: int) -> tuple[bytes, int]:
+    """The bytes of the next pickle of `file` and where its STOP ends in them.
+
+    A seekable file is read in growing chunks, then moved back to just after the STOP;
+    any other file is read exactly: each opcode's bytes (a whole `FRAME` at once) or its
+    line, never past the STOP. Input that cannot be a pickle is returned as it is, for the
+    reader to say why.
+    """
+    seekable = False
+    try:
+        seekable = bool(file.seekable())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        pass
+    buf = bytearray()
+    pos = 0
+    chunk = _CHUNK
+    while True:
+        state, at, need = _native.pickle_extent(memoryview(buf)[pos:], 0)
+        at += pos
+        if state == 0:  # the STOP is in
+            end = at
+            break
+        if state == 3:  # cannot be read: the reader says why
+            end = len(buf)
+            break
+        pos = at
+        if len(buf) + max(need, 1) > cap:
+            raise LimitError(f"the pickle holds more than {cap} bytes (max_bytes)")
+        if seekable:
+            data = file.read(min(chunk, cap + 1 - len(buf)))
+            chunk *= 2
+        elif state == 2:
+            data = file.readline()
+        else:
+            data = _read_exactly(file, need)
+        if not data:
+            end = len(buf)
+            break
+        buf += data
+    if seekable and len(buf) > end:
+        file.seek(end - len(buf), io.SEEK_CUR)  # type: ignore[attr-defined]
+    return bytes(buf), end
+
+
+def _read_exactly(file: _Stream, n: int) -> bytes:
+    chunks = []
+    while n > 0:
+        data = file.read(n)
+        if not data:
+            break
+        chunks.append(data)
+        n -= len(data)
+    return b"".join(chunks)
+
+
 def load_pickle(
-    file: BinaryIO,
+    file: BinaryIO | _Stream,
     *,
     classes: Classes = (),
     allow: Allow = (),
     limits: Limits | None = None,
 ) -> Any:
-    """`loads_pickle` on the next pickle of a binary file; `EOFError` at its end.
+    """`loads_pickle` on the next pickle of a binary file, like `pickle.load`.
 
-    A seekable file is left just after that pickle's `STOP`, like `pickle.load`; from
-    other files the rest of the input (at most `limits.max_bytes`) is consumed.
+    Reads exactly that pickle and leaves the file just after its `STOP`, so repeated calls
+    read consecutive pickles; `TruncatedError` (an `EOFError`) at the end of the file. Any
+    object with `read` and `readline` works (a seekable one is read in larger chunks).
     """
     cap = (limits or Limits()).max_bytes
-    start = file.tell() if file.seekable() else None
-    data = file.read(cap + 1)
+    data, end = _read_pickle(file, cap)
     if not data:
-        raise EOFError("no more pickles in the file")
-    if len(data) > cap and start is None:
-        raise LimitError(f"the file holds more than {cap} bytes (max_bytes)")
-    value, end = _native.loads_pickle_at(
-        data[:cap] if len(data) > cap else data, classes=classes, allow=allow, limits=limits
+        raise TruncatedError("no more pickles in the file: ran out of input")
+    value, _ = _native.loads_pickle_at(
+        data if end == len(data) else data[:end], classes=classes, allow=allow, limits=limits
     )
-    if start is not None:
-        file.seek(start + end)
     return value
+
+
+class PickleUnpickler:
+    """Reads standard pickles from a binary file, one per `load`, like `pickle.Unpickler`.
+
+    The same checks as `loads_pickle`, with the `classes=`, `allow=` and `limits=` given
+    once. `load` raises `TruncatedError` (an `EOFError`) at the end of the file.
+    """
+
+    def __init__(
+        self,
+        file: BinaryIO | _Stream,
+        *,
+        classes: Classes = (),
+        allow: Allow = (),
+        limits: Limits | None = None,
+    ) -> None:
+        if not callable(getattr(file, "read", None)) or not callable(
+            getattr(file, "readline", None)
+        ):
+            raise TypeError("PickleUnpickler needs a file with read() and readline()")
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a pickle.Limits, not {type(limits).__name__}")
+        self._file = file
+        self._classes = class_map(classes) if classes else {}
+        self._allow = _allow_map(allow) or {}
+        self._limits = limits
+
+    def load(self) -> Any:
+        """Read the next pickle of the file."""
+        return load_pickle(
+            self._file, classes=self._classes, allow=self._allow, limits=self._limits
+        )
 
 
 def check_pickle(

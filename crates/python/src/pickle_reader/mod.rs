@@ -43,6 +43,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     LOADS_PICKLE.add_to(m, loads_pickle_trampoline)?;
     m.add_function(wrap_pyfunction!(loads_pickle_at, m)?)?;
     m.add_function(wrap_pyfunction!(check_pickle, m)?)?;
+    m.add_function(wrap_pyfunction!(pickle_extent, m)?)?;
     Ok(())
 }
 
@@ -219,6 +220,21 @@ thread_local! {
     /// Taken out while in use, so a nested call from Python code during a build simply
     /// starts with fresh ones.
     static BUFFERS: std::cell::Cell<Option<Box<Buffers>>> = const { std::cell::Cell::new(None) };
+}
+
+/// How far the pickle at the start of `data` extends, scanning opcodes from `pos`:
+/// `(0, end, 0)` when it ends at `end`; `(1, at, n)` when the opcode at `at` needs `n` more
+/// bytes; `(2, at, 0)` when it needs the rest of a line; `(3, at, 0)` when it cannot be read.
+#[pyfunction]
+fn pickle_extent(data: &Bound<'_, PyAny>, pos: usize) -> PyResult<(u8, usize, u64)> {
+    let mut copy = Vec::new();
+    let input = input_bytes(data, &mut copy, "pickle_extent")?;
+    Ok(match core::extent(input, pos.min(input.len())) {
+        core::Extent::Stop(end) => (0, end, 0),
+        core::Extent::Bytes { at, n } => (1, at, n),
+        core::Extent::Line { at } => (2, at, 0),
+        core::Extent::Bad { at } => (3, at, 0),
+    })
 }
 
 /// Check a standard pickle without building anything: `None` if `loads_pickle` would
