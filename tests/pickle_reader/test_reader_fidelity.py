@@ -254,3 +254,38 @@ def test_pathlib_classes_under_the_module_python_3_13_names(module):
         value = loads_pickle(data)
         assert type(value) is getattr(pathlib, name)
         assert value == getattr(pathlib, name)("a/b")
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_types_exception_classes_and_constants_as_values(proto):
+    import builtins
+
+    exceptions = [
+        v for v in vars(builtins).values() if isinstance(v, type) and issubclass(v, BaseException)
+    ]
+    values = [
+        int,
+        str,
+        type,
+        object,
+        range,
+        slice,
+        NotImplemented,
+        Ellipsis,
+        (int, bytes),
+        {"error": KeyError, "types": [dict, frozenset]},
+        *exceptions,
+    ]
+    for value in values:
+        data = pickle.dumps(value, proto)
+        assert loads_pickle(data) == pickle.loads(data)
+        # Protocols 0-2 write some classes by the Python 2 name of their base (OSError).
+        assert loads_pickle(data) == value or proto < 3
+
+
+def test_a_value_global_is_never_called():
+    with pytest.raises(UnpicklingError, match="REDUCE"):
+        loads_pickle(b"cbuiltins\nValueError\n(Vx\ntR.")
+    # Python 2 module names are read as Python 3's, like pickle.loads does.
+    assert loads_pickle(b"cexceptions\nStandardError\n.") is Exception
+    assert loads_pickle(b"c__builtin__\nunicode\n.") is str

@@ -71,7 +71,95 @@ pub enum Global {
     Class(u32, ClassKind),
     /// A constructor from `allow=`, by its index in the resolver.
     Extra(u32),
+    /// A builtins name that is only ever a value, by its index in [`CONSTANTS`].
+    Constant(u16),
 }
+
+/// Builtins names that pickles hold as plain values, never called by the reader:
+/// `NotImplemented`, type objects and every exception class (`pickle.dumps(ValueError)`).
+pub const CONSTANTS: &[&str] = &[
+    "NotImplemented",
+    "classmethod",
+    "enumerate",
+    "filter",
+    "map",
+    "memoryview",
+    "property",
+    "reversed",
+    "staticmethod",
+    "super",
+    "type",
+    "zip",
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "BaseException",
+    "BaseExceptionGroup",
+    "BlockingIOError",
+    "BrokenPipeError",
+    "BufferError",
+    "BytesWarning",
+    "ChildProcessError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "DeprecationWarning",
+    "EOFError",
+    "EncodingWarning",
+    "EnvironmentError",
+    "Exception",
+    "ExceptionGroup",
+    "FileExistsError",
+    "FileNotFoundError",
+    "FloatingPointError",
+    "FutureWarning",
+    "GeneratorExit",
+    "IOError",
+    "ImportError",
+    "ImportWarning",
+    "IndentationError",
+    "IndexError",
+    "InterruptedError",
+    "IsADirectoryError",
+    "KeyError",
+    "KeyboardInterrupt",
+    "LookupError",
+    "MemoryError",
+    "ModuleNotFoundError",
+    "NameError",
+    "NotADirectoryError",
+    "NotImplementedError",
+    "OSError",
+    "OverflowError",
+    "PendingDeprecationWarning",
+    "PermissionError",
+    "ProcessLookupError",
+    "RecursionError",
+    "ReferenceError",
+    "ResourceWarning",
+    "RuntimeError",
+    "RuntimeWarning",
+    "StopAsyncIteration",
+    "StopIteration",
+    "SyntaxError",
+    "SyntaxWarning",
+    "SystemError",
+    "SystemExit",
+    "TabError",
+    "TimeoutError",
+    "TypeError",
+    "UnboundLocalError",
+    "UnicodeDecodeError",
+    "UnicodeEncodeError",
+    "UnicodeError",
+    "UnicodeTranslateError",
+    "UnicodeWarning",
+    "UserWarning",
+    "ValueError",
+    "Warning",
+    "ZeroDivisionError",
+];
 
 /// (module, name, global); `__builtin__`, `copy_reg` and `xrange` are protocol 0-2 spellings.
 /// The first entry of a global is its canonical name (see [`canonical`]).
@@ -136,6 +224,19 @@ pub fn lookup(module: &str, name: &str) -> Option<Global> {
         .iter()
         .find(|(m, n, _)| *m == module && *n == name)
         .map(|(_, _, g)| *g)
+        .or_else(|| {
+            let i = CONSTANTS
+                .iter()
+                .position(|c| module == "builtins" && *c == name)?;
+            Some(Global::Constant(i as u16))
+        })
+}
+
+/// True for the globals whose object is a plain value as well as callable: the builtin
+/// types, which pickles also hold as values (`pickle.dumps(int)`).
+#[inline(always)]
+pub fn is_value(g: Global) -> bool {
+    matches!(g, Global::Builtin(_) | Global::Range | Global::Slice)
 }
 
 /// Python 2 modules that protocols 0-2 name, and their Python 3 names (as `pickle`'s
@@ -252,6 +353,9 @@ pub fn refusal(module: &str, name: &str, python2: Option<&str>) -> String {
 
 /// Where the adapter finds the Python object of a table global: its canonical name.
 pub fn canonical(global: Global) -> Option<(&'static str, &'static str)> {
+    if let Global::Constant(i) = global {
+        return CONSTANTS.get(usize::from(i)).map(|n| ("builtins", *n));
+    }
     TABLE
         .iter()
         .find(|(_, _, g)| *g == global)

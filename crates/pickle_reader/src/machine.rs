@@ -268,7 +268,7 @@ impl Item {
     #[inline(always)]
     fn is_value(&self) -> bool {
         match self.kind {
-            Kind::Global(_) => false,
+            Kind::Global(g) => globals::is_value(g),
             Kind::Tuple(globals) => !globals,
             _ => true,
         }
@@ -630,7 +630,11 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         let mut globals = false;
         let mut depth = 0;
         for item in &self.stack[start..] {
-            globals |= matches!(item.kind, Kind::Global(_) | Kind::Tuple(true));
+            globals |= match item.kind {
+                Kind::Global(g) => !globals::is_value(g),
+                Kind::Tuple(held) => held,
+                _ => false,
+            };
             depth = depth.max(item.depth());
         }
         let aux = self.arena.len() as u32;
@@ -715,6 +719,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         let g = self.resolve_global(module, name)?;
         let instr = match g {
             Global::Ellipsis => return self.push(Item::of(Kind::Value), Instr::Ellipsis),
+            Global::Constant(_) => return self.push(Item::of(Kind::Value), Instr::Global(g)),
             g => Instr::Global(g),
         };
         self.push(Item::of(Kind::Global(g)), instr)

@@ -74,7 +74,21 @@ fn calls_outside_the_table_are_rejected() {
     assert!(rejected(b"c_codecs\nencode\n(Vx\nVrot13\ntR.").contains("_codecs.encode"));
     assert!(rejected(b"]}b.").contains("BUILD on a list"));
     assert!(rejected(b"Vx\nQ.").contains("persistent"));
-    assert!(rejected(b"(cbuiltins\nlist\nl.").contains("not allowed as a value"));
+    assert!(rejected(b"(cbuiltins\ngetattr\nl.").contains("not allowed as a value"));
+}
+
+#[test]
+fn types_exception_classes_and_not_implemented_are_values() {
+    for data in [
+        b"cbuiltins\nint\n.".as_slice(),
+        b"(cbuiltins\nlist\ncbuiltins\nValueError\nl.",
+        b"cexceptions\nStandardError\n.",
+        b"\x80\x04\x8c\x08builtins\x8c\x0eNotImplemented\x93\x85.",
+    ] {
+        ok(data);
+    }
+    // A value is never called.
+    assert!(rejected(b"cbuiltins\nValueError\n(Vx\ntR.").contains("REDUCE"));
 }
 
 struct User;

@@ -11,7 +11,11 @@
 mod loader;
 mod resolver;
 
-use bytewright_pickle_reader::{self as core, globals::TABLE, Global};
+use bytewright_pickle_reader::{
+    self as core,
+    globals::{CONSTANTS, TABLE},
+    Global,
+};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -38,6 +42,10 @@ static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
 /// The Python object of each `TABLE` entry, imported by its name on first use.
 static TABLE_OBJECTS: [PyOnceLock<Py<PyAny>>; TABLE.len()] =
     [const { PyOnceLock::new() }; TABLE.len()];
+
+/// The same for the builtins that are only ever values (`CONSTANTS`).
+static CONSTANT_OBJECTS: [PyOnceLock<Py<PyAny>>; CONSTANTS.len()] =
+    [const { PyOnceLock::new() }; CONSTANTS.len()];
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     LOADS_PICKLE.add_to(m, loads_pickle_trampoline)?;
@@ -73,6 +81,13 @@ pub(crate) fn table_object<'py>(
         Global::Ellipsis | Global::Getattr | Global::CodecsEncode | Global::Reconstructor
     ) {
         return Ok(None);
+    }
+    if let Global::Constant(i) = g {
+        let i = usize::from(i);
+        let Some(name) = CONSTANTS.get(i) else {
+            return Ok(None);
+        };
+        return CONSTANT_OBJECTS[i].import(py, "builtins", name).map(Some);
     }
     let Some(i) = TABLE.iter().position(|(_, _, t)| *t == g) else {
         return Ok(None);
