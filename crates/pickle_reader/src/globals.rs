@@ -73,23 +73,13 @@ pub enum Global {
     Extra(u32),
     /// A builtins name that is only ever a value, by its index in [`CONSTANTS`].
     Constant(u16),
+    /// A builtin exception class, by its index in [`EXCEPTIONS`]: a value, and called
+    /// with plain values to make an instance (as pickle writes exceptions).
+    Exception(u16),
 }
 
-/// Builtins names that pickles hold as plain values, never called by the reader:
-/// `NotImplemented`, type objects and every exception class (`pickle.dumps(ValueError)`).
-pub const CONSTANTS: &[&str] = &[
-    "NotImplemented",
-    "classmethod",
-    "enumerate",
-    "filter",
-    "map",
-    "memoryview",
-    "property",
-    "reversed",
-    "staticmethod",
-    "super",
-    "type",
-    "zip",
+/// Every builtin exception class.
+pub const EXCEPTIONS: &[&str] = &[
     "ArithmeticError",
     "AssertionError",
     "AttributeError",
@@ -161,6 +151,23 @@ pub const CONSTANTS: &[&str] = &[
     "ZeroDivisionError",
 ];
 
+/// Builtins names that pickles hold as plain values, never called by the reader:
+/// `NotImplemented` and type objects (`pickle.dumps(type)`).
+pub const CONSTANTS: &[&str] = &[
+    "NotImplemented",
+    "classmethod",
+    "enumerate",
+    "filter",
+    "map",
+    "memoryview",
+    "property",
+    "reversed",
+    "staticmethod",
+    "super",
+    "type",
+    "zip",
+];
+
 /// (module, name, global); `__builtin__`, `copy_reg` and `xrange` are protocol 0-2 spellings.
 /// The first entry of a global is its canonical name (see [`canonical`]).
 pub const TABLE: &[(&str, &str, Global)] = &[
@@ -225,10 +232,14 @@ pub fn lookup(module: &str, name: &str) -> Option<Global> {
         .find(|(m, n, _)| *m == module && *n == name)
         .map(|(_, _, g)| *g)
         .or_else(|| {
-            let i = CONSTANTS
-                .iter()
-                .position(|c| module == "builtins" && *c == name)?;
-            Some(Global::Constant(i as u16))
+            if module != "builtins" {
+                return None;
+            }
+            if let Some(i) = CONSTANTS.iter().position(|c| *c == name) {
+                return Some(Global::Constant(i as u16));
+            }
+            let i = EXCEPTIONS.iter().position(|c| *c == name)?;
+            Some(Global::Exception(i as u16))
         })
 }
 
@@ -236,7 +247,10 @@ pub fn lookup(module: &str, name: &str) -> Option<Global> {
 /// types, which pickles also hold as values (`pickle.dumps(int)`).
 #[inline(always)]
 pub fn is_value(g: Global) -> bool {
-    matches!(g, Global::Builtin(_) | Global::Range | Global::Slice)
+    matches!(
+        g,
+        Global::Builtin(_) | Global::Range | Global::Slice | Global::Exception(_)
+    )
 }
 
 /// Python 2 modules that protocols 0-2 name, and their Python 3 names (as `pickle`'s
@@ -353,8 +367,10 @@ pub fn refusal(module: &str, name: &str, python2: Option<&str>) -> String {
 
 /// Where the adapter finds the Python object of a table global: its canonical name.
 pub fn canonical(global: Global) -> Option<(&'static str, &'static str)> {
-    if let Global::Constant(i) = global {
-        return CONSTANTS.get(usize::from(i)).map(|n| ("builtins", *n));
+    match global {
+        Global::Constant(i) => return CONSTANTS.get(usize::from(i)).map(|n| ("builtins", *n)),
+        Global::Exception(i) => return EXCEPTIONS.get(usize::from(i)).map(|n| ("builtins", *n)),
+        _ => {}
     }
     TABLE
         .iter()

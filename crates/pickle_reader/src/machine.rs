@@ -43,6 +43,8 @@ pub enum Build {
     Fields(u32),
     /// `{"int": ..., "is_safe": ...}` of a blank UUID.
     Uuid,
+    /// The `__dict__` of a builtin exception instance (its `__notes__` and attributes).
+    Exception,
 }
 
 /// Where a payload lies in the input (the program refers to the input, never copies it).
@@ -222,6 +224,8 @@ enum Kind {
     Mapping,
     Deque,
     Instance(u32),
+    /// An instance of a builtin exception class.
+    Exception,
     BlankUuid,
     TimeDelta,
     Tz,
@@ -325,6 +329,7 @@ fn describe(kind: Kind) -> &'static str {
         Kind::Mapping => "mapping",
         Kind::Deque => "deque",
         Kind::Instance(_) => "instance",
+        Kind::Exception => "exception",
         Kind::BlankUuid => "UUID",
         Kind::TimeDelta => "timedelta",
         Kind::Tz => "tzinfo",
@@ -888,6 +893,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                 (Call::EnumMember(c), K::Value)
             }
             Global::Extra(c) if kinds.iter().all(any_value) => (Call::Extra(c), K::Value),
+            Global::Exception(_) if kinds.iter().all(any_value) => (Call::Std(g), K::Exception),
             _ => {
                 let shape: Vec<&str> = kinds.iter().map(|k| describe(*k)).collect();
                 let hint = match g {
@@ -1045,7 +1051,8 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         let build = match (target.kind, state.kind) {
             (Kind::Instance(c), Kind::Dict | Kind::Tuple(false)) => Build::Fields(c),
             (Kind::BlankUuid, Kind::Dict) => Build::Uuid,
-            (Kind::Instance(_) | Kind::BlankUuid, k) => {
+            (Kind::Exception, Kind::Dict) => Build::Exception,
+            (Kind::Instance(_) | Kind::BlankUuid | Kind::Exception, k) => {
                 return Err(
                     self.reject(format!("BUILD with a {} state is not allowed", describe(k)))
                 )

@@ -88,7 +88,7 @@ fn types_exception_classes_and_not_implemented_are_values() {
         ok(data);
     }
     // A value is never called.
-    assert!(rejected(b"cbuiltins\nValueError\n(Vx\ntR.").contains("REDUCE"));
+    assert!(rejected(b"cbuiltins\ntype\n(Vx\ntR.").contains("REDUCE"));
 }
 
 struct User;

@@ -76,6 +76,20 @@ def _uuid_state(obj: uuid.UUID, state: dict[Any, Any]) -> None:
     object.__setattr__(obj, "is_safe", safe)
 
 
+# The exception attributes with dunder names that a pickled state may set (each a plain
+# setter of the builtin class, or the instance dict).
+_EXCEPTION_DUNDERS = frozenset({"__notes__", "__cause__", "__context__", "__suppress_context__"})
+
+
+def _exception_state(obj: BaseException, state: dict[Any, Any]) -> None:
+    """What `BaseException.__setstate__` does, for attribute names that run no code."""
+    for key in state:
+        if type(key) is not str or (key.startswith("__") and key not in _EXCEPTION_DUNDERS):
+            raise UnpicklingError(f"exception state with the attribute {key!r} is not allowed")
+    for key, value in state.items():
+        setattr(obj, key, value)
+
+
 def _new_tuple(info: ClassInfo, cls: type, fields: Any) -> Any:
     """A registered named tuple from its field values (its `__new__` is not called)."""
     if info.kind != KIND_TUPLE or type(fields) is not tuple:

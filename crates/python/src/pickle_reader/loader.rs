@@ -783,10 +783,12 @@ impl<'py> Loader<'py> {
                         self.helpers.set_state.bind(py).call1((info, obj, state))
                     }
                     Build::Uuid => self.helpers.uuid_state.bind(py).call1((obj, state)),
+                    Build::Exception => self.helpers.exception_state.bind(py).call1((obj, state)),
                 };
                 let what = match build {
                     Build::Fields(_) => "an instance",
                     Build::Uuid => "uuid.UUID",
+                    Build::Exception => "an exception",
                 };
                 self.wrap(what, r)?;
             }

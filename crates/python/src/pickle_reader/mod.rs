@@ -13,7 +13,7 @@ mod resolver;
 
 use bytewright_pickle_reader::{
     self as core,
-    globals::{CONSTANTS, TABLE},
+    globals::{CONSTANTS, EXCEPTIONS, TABLE},
     Global,
 };
 use pyo3::ffi;
@@ -32,6 +32,7 @@ pub(crate) struct Helpers {
     pub(crate) enum_member: Py<PyAny>,
     pub(crate) set_state: Py<PyAny>,
     pub(crate) uuid_state: Py<PyAny>,
+    pub(crate) exception_state: Py<PyAny>,
     pub(crate) new_tuple: Py<PyAny>,
     /// `allow=` iterable -> dict.
     pub(crate) allow_map: Py<PyAny>,
@@ -46,6 +47,8 @@ static TABLE_OBJECTS: [PyOnceLock<Py<PyAny>>; TABLE.len()] =
 /// The same for the builtins that are only ever values (`CONSTANTS`).
 static CONSTANT_OBJECTS: [PyOnceLock<Py<PyAny>>; CONSTANTS.len()] =
     [const { PyOnceLock::new() }; CONSTANTS.len()];
+static EXCEPTION_OBJECTS: [PyOnceLock<Py<PyAny>>; EXCEPTIONS.len()] =
+    [const { PyOnceLock::new() }; EXCEPTIONS.len()];
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     LOADS_PICKLE.add_to(m, loads_pickle_trampoline)?;
@@ -64,6 +67,7 @@ fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
             enum_member: get("_enum_member")?,
             set_state: get("_set_state")?,
             uuid_state: get("_uuid_state")?,
+            exception_state: get("_exception_state")?,
             new_tuple: get("_new_tuple")?,
             allow_map: get("_allow_map")?,
         })
@@ -81,6 +85,13 @@ pub(crate) fn table_object<'py>(
         Global::Ellipsis | Global::Getattr | Global::CodecsEncode | Global::Reconstructor
     ) {
         return Ok(None);
+    }
+    if let Global::Exception(i) = g {
+        let i = usize::from(i);
+        let Some(name) = EXCEPTIONS.get(i) else {
+            return Ok(None);
+        };
+        return EXCEPTION_OBJECTS[i].import(py, "builtins", name).map(Some);
     }
     if let Global::Constant(i) = g {
         let i = usize::from(i);
