@@ -137,7 +137,8 @@ fn fill_list_with_ints<const IN_PLACE: bool>(
     ints.try_for_each(
         #[inline(always)]
         |value| {
-            // SAFETY: plain constructor; a new reference or NULL with an exception set.
+            // SAFETY: plain constructor; a new reference or NULL with an exception set. The
+            // ints of a run take at most 32 bits, so they fit a C long everywhere.
             let item = unsafe { ffi::PyLong_FromLong(value as std::os::raw::c_long) };
             if item.is_null() {
                 return Err(PyErr::fetch(py));
