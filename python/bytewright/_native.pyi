@@ -74,9 +74,15 @@ class Codec(Generic[_T]):
         count: int | None = None,
         offset: int = 0,
         threads: int | None = None,
+        enum_names: bool = False,
     ) -> Table: ...
     def iter_tables(
-        self, source: Any, *, rows: int = 65536, threads: int | None = None
+        self,
+        source: Any,
+        *,
+        rows: int = 65536,
+        threads: int | None = None,
+        enum_names: bool = False,
     ) -> TableReader: ...
     @property
     def table_schema(self) -> TableSchema: ...

@@ -345,18 +345,29 @@ class Struct(metaclass=StructMeta):
         count: int | None = None,
         offset: int = 0,
         threads: int | None = None,
+        enum_names: bool = False,
     ) -> Table:
         """Decodes back-to-back messages into a ``bw.Table``, one column per field, with no
-        Python object per record (see docs/columns.md)."""
-        return cls.__bw__.codec.unpack_table(data, count=count, offset=offset, threads=threads)
+        Python object per record (see docs/columns.md). ``enum_names=True`` makes enum fields
+        dictionary columns of member names."""
+        return cls.__bw__.codec.unpack_table(
+            data, count=count, offset=offset, threads=threads, enum_names=enum_names
+        )
 
     @classmethod
     def iter_tables(
-        cls, source: Any, *, rows: int = 65536, threads: int | None = None
+        cls,
+        source: Any,
+        *,
+        rows: int = 65536,
+        threads: int | None = None,
+        enum_names: bool = False,
     ) -> TableReader:
         """Yields ``bw.Table`` batches of at most ``rows`` rows from a path, a binary file
         object or an iterable of bytes chunks, in bounded memory."""
-        return cls.__bw__.codec.iter_tables(source, rows=rows, threads=threads)
+        return cls.__bw__.codec.iter_tables(
+            source, rows=rows, threads=threads, enum_names=enum_names
+        )
 
     @classmethod
     def pack_table(cls, table: Any) -> bytes:

@@ -35,6 +35,7 @@ __all__ = [
     "CStr",
     "DnsName",
     "ExtType",
+    "Kind",
     "Msgpack",
     "Str",
     "VarInt",
@@ -126,7 +127,18 @@ class Varint(Value):
         return f'{{"t":"varint","zigzag":{json_value(self.zigzag)}}}'
 
 
-class DnsName(Value):
+class Kind(Value):
+    """Base of the declarations of field kinds: types with a wire format of their own, each
+    implemented in ``crates/wire/src/kinds/`` (see docs/architecture.md). ``describe`` gives
+    the kind's schema description, ``{"t": "<name>", ...}``."""
+
+    __slots__ = ()
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+class DnsName(Kind):
     """A DNS domain name (RFC 1035): text like ``"www.example.com."``; compression pointers
     (counted from the start of the outermost value) are followed on unpack and, when
     ``compress`` is set, written on pack. See ``bytewright.formats.dns``."""
@@ -184,7 +196,7 @@ class Array(Value):
         self._init(item, count)
 
 
-class Msgpack(Value):
+class Msgpack(Kind):
     """A self-describing MessagePack value (None, bool, int, float, str, bytes, list, dict,
     ExtType), nested up to the codec's depth limit."""
 

@@ -389,7 +389,7 @@ impl Codec {
     /// Decodes back-to-back messages into a `bw.Table`: one column per field, with no
     /// Python object per record. `count` asks for exactly that many messages; `threads`
     /// (default: one per MiB up to the cores) splits the work.
-    #[pyo3(signature = (data, *, count=None, offset=0, threads=None))]
+    #[pyo3(signature = (data, *, count=None, offset=0, threads=None, enum_names=false))]
     fn unpack_table(
         &self,
         py: Python<'_>,
@@ -397,6 +397,7 @@ impl Codec {
         count: Option<usize>,
         offset: usize,
         threads: Option<usize>,
+        enum_names: bool,
     ) -> PyResult<crate::columns::Table> {
         let buf = InBuf::new(data, false)?;
         let bytes = buf.as_slice();
@@ -405,20 +406,39 @@ impl Codec {
             count,
             threads: crate::columns::auto_threads(threads, bytes.len().saturating_sub(offset)),
         };
-        crate::columns::decode(py, self.columnar(), bytes, req)
+        let enums = if enum_names {
+            Some(crate::columns::enum_columns(
+                py,
+                self.columnar(),
+                &self.structs,
+            )?)
+        } else {
+            None
+        };
+        crate::columns::decode(py, self.columnar(), bytes, req, enums.as_ref())
     }
 
     /// Tables of at most `rows` rows from a path, a binary file object or an iterable of
     /// bytes chunks, in bounded memory.
-    #[pyo3(signature = (source, *, rows=65536, threads=None))]
+    #[pyo3(signature = (source, *, rows=65536, threads=None, enum_names=false))]
     fn iter_tables(
         &self,
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
         rows: usize,
         threads: Option<usize>,
+        enum_names: bool,
     ) -> PyResult<crate::columns::TableReader> {
-        crate::columns::TableReader::new(py, self.columnar().clone(), source, rows, threads)
+        let enums = if enum_names {
+            Some(crate::columns::enum_columns(
+                py,
+                self.columnar(),
+                &self.structs,
+            )?)
+        } else {
+            None
+        };
+        crate::columns::TableReader::new(py, self.columnar().clone(), source, rows, threads, enums)
     }
 
     /// The Arrow schema of the tables this codec decodes (no data needed).
