@@ -25,6 +25,7 @@ __all__ = [
     "loads_pickle",
     "loads_pickle_at",
     "pickle_dumps",
+    "pickle_extent",
     "pickle_loads",
     "suggest",
 ]
@@ -319,3 +320,4 @@ def loads_pickle_at(
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     limits: Any = None,
 ) -> tuple[Any, int]: ...
+def pickle_extent(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, int, int]: ...

@@ -177,6 +177,21 @@ def test_bad_headers_and_framing(data, match):
         pickle.loads(data)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"B", b"BW", b"BW\x01", b"BW\x01\x00", b"BW\x01\x00\x80", b"BW\x01\x00\x02\x90"],
+)
+def test_truncated_or_empty_input_is_an_eof_error_like_pickles(data):
+    with pytest.raises(pickle.TruncatedError) as info:
+        pickle.loads(data)
+    assert isinstance(info.value, EOFError) and isinstance(info.value, pickle.UnpicklingError)
+    assert info.value.offset == len(data)
+    whole = pickle.dumps({"a": [1, 2, 3]})
+    for end in range(len(whole)):
+        with pytest.raises(EOFError):
+            pickle.loads(whole[:end])
+
+
 @pytest.mark.parametrize("protocol", range(0, 6))
 def test_standard_pickle_streams_are_recognised(protocol):
     with pytest.raises(pickle.UnpicklingError, match="standard pickle"):

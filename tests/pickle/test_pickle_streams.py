@@ -86,11 +86,12 @@ def test_errors_name_the_record():
 def test_truncated_stream():
     data = pickle.dumps(list(range(100)))
     u = pickle.Unpickler(io.BytesIO(data[:-3]))
-    with pytest.raises(pickle.UnpicklingError, match="truncated"):
+    with pytest.raises(pickle.TruncatedError, match="truncated"):
         u.load()
     u = pickle.Unpickler(io.BytesIO(data[:2]))
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(pickle.TruncatedError) as info:
         u.load()
+    assert isinstance(info.value, EOFError) and info.value.offset == 2
 
 
 def test_stream_limit_is_checked_before_reading():

@@ -254,3 +254,92 @@ def test_pathlib_classes_under_the_module_python_3_13_names(module):
         value = loads_pickle(data)
         assert type(value) is getattr(pathlib, name)
         assert value == getattr(pathlib, name)("a/b")
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_types_exception_classes_and_constants_as_values(proto):
+    import builtins
+
+    exceptions = [
+        v for v in vars(builtins).values() if isinstance(v, type) and issubclass(v, BaseException)
+    ]
+    values = [
+        int,
+        str,
+        type,
+        object,
+        range,
+        slice,
+        NotImplemented,
+        Ellipsis,
+        (int, bytes),
+        {"error": KeyError, "types": [dict, frozenset]},
+        *exceptions,
+    ]
+    for value in values:
+        data = pickle.dumps(value, proto)
+        assert loads_pickle(data) == pickle.loads(data)
+        # Protocols 0-2 write some classes by the Python 2 name of their base (OSError).
+        assert loads_pickle(data) == value or proto < 3
+
+
+def test_a_value_global_is_never_called():
+    with pytest.raises(UnpicklingError, match="REDUCE"):
+        loads_pickle(b"cbuiltins\ntype\n(Vx\ntR.")
+    # Python 2 module names are read as Python 3's, like pickle.loads does.
+    assert loads_pickle(b"cexceptions\nStandardError\n.") is Exception
+    assert loads_pickle(b"c__builtin__\nunicode\n.") is str
+
+
+def exception_values():
+    noted = ValueError("with a note", 3)
+    noted.add_note("a note")
+    noted.extra = {"k": [1, 2]}
+    return [
+        ValueError("bad", 1),
+        KeyError("k"),
+        OSError(2, "No such file", "/x"),
+        FileNotFoundError(2, "gone"),
+        UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
+        StopIteration(5),
+        SystemExit(3),
+        noted,
+        [ValueError("shared")] * 2,
+    ]
+
+
+def same_exception(a, b):
+    if isinstance(a, list):
+        return [type(x) for x in a] == [type(x) for x in b] and all(
+            same_exception(x, y) for x, y in zip(a, b, strict=True)
+        )
+    return type(a) is type(b) and a.args == b.args and vars(a) == vars(b)
+
+
+def std_dumps(value, proto):
+    """pickle's own reduction, whatever a library registered in copyreg (tblib does)."""
+    import io
+
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, proto)
+    pickler.dispatch_table = {}
+    pickler.dump(value)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_builtin_exception_instances(proto):
+    for value in exception_values():
+        data = std_dumps(value, proto)
+        got = loads_pickle(data)
+        assert same_exception(got, pickle.loads(data))
+        if proto >= 3:
+            assert same_exception(got, value)
+    shared = loads_pickle(std_dumps([ValueError("s")] * 2, proto))
+    assert shared[0] is shared[1]
+
+
+def test_exception_states_that_could_run_code_are_refused():
+    state = b"cbuiltins\nValueError\n(Vx\ntR(dV__class__\ncbuiltins\nKeyError\nsb."
+    with pytest.raises(UnpicklingError, match="__class__"):
+        loads_pickle(state)

@@ -144,7 +144,7 @@ CORPUS = {
     + b"q\x00h\x00"
     + TOUCH
     + b"\x85R.",
-    "global-smuggled-as-value": b"(" + g("builtins", "list") + b"l.",
+    "global-smuggled-as-value": b"(" + g("builtins", "getattr") + b"l.",
     "global-in-dict": b"}" + u("k") + g("datetime", "date") + b"s.",
     "allowed-global-bad-args": call(g("datetime", "date"), g("builtins", "list")) + b".",
     "defaultdict-factory-not-builtin": call(g("collections", "defaultdict"), g("datetime", "date"))

@@ -72,7 +72,6 @@ def test_huge_declared_lengths(payload):
         b"",
         b".",
         b"N",
-        b"NN.",
         b"(.",
         b"a.",
         b"]a.",

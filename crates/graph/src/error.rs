@@ -11,6 +11,14 @@ pub enum ErrorKind {
     Limit,
     /// The HMAC tag is missing, unexpected or wrong (`IntegrityError`).
     Integrity,
+    /// The input ends where more must follow (`TruncatedError`, also an `EOFError`).
+    Truncated,
+    /// An argument with a bad value, where `pickle` raises `ValueError`.
+    Value,
+    /// An operation on the wrong type, where `pickle` raises `TypeError`.
+    Type,
+    /// A number too large, where `pickle` raises `OverflowError`.
+    Overflow,
 }
 
 /// A decoding failure with the byte offset where it was noticed.
@@ -36,6 +44,19 @@ impl ReadError {
             offset,
             message: message.into(),
         }
+    }
+
+    /// An error of the given kind (the kinds `pickle` itself distinguishes).
+    pub fn of(kind: ErrorKind, offset: usize, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            offset,
+            message: message.into(),
+        }
+    }
+
+    pub fn truncated(offset: usize, message: impl Into<String>) -> Self {
+        Self::of(ErrorKind::Truncated, offset, message)
     }
 
     pub fn integrity(message: impl Into<String>) -> Self {

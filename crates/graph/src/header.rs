@@ -64,8 +64,11 @@ impl Header {
     /// Parses the header at the start of `buf`, enforcing magic, version and flags.
     pub fn parse(buf: &[u8]) -> Result<Header, ReadError> {
         if buf.len() < 2 || buf[..2] != MAGIC {
-            if !buf.is_empty() && MAGIC.starts_with(buf) {
-                return Err(ReadError::malformed(0, "truncated record header"));
+            if buf.is_empty() {
+                return Err(ReadError::truncated(0, "empty input: no record to read"));
+            }
+            if MAGIC.starts_with(buf) {
+                return Err(truncated(buf.len()));
             }
             return Err(ReadError::malformed(
                 0,
@@ -92,7 +95,14 @@ impl Header {
             ));
         }
         let mut pos = 4;
-        let body_len = varint::get(buf, &mut pos).ok_or_else(|| truncated(4))?;
+        let body_len = varint::get(buf, &mut pos).ok_or_else(|| {
+            // Cut short (every byte read says more follows), or too long to be a length.
+            if pos >= buf.len() && buf[4..].iter().all(|b| b & 0x80 != 0) {
+                truncated(buf.len())
+            } else {
+                ReadError::malformed(4, "truncated or invalid record length in the header")
+            }
+        })?;
         Ok(Header {
             flags,
             body_len,
@@ -102,7 +112,7 @@ impl Header {
 }
 
 fn truncated(offset: usize) -> ReadError {
-    ReadError::malformed(offset, "truncated record header")
+    ReadError::truncated(offset, "truncated record: the input ends inside its header")
 }
 
 /// A short human description of input that is not one of our records.

@@ -27,7 +27,7 @@ pub fn open<'a>(
     let header = Header::parse(input)?;
     let total = header.record_len();
     if total > input.len() as u64 {
-        return Err(ReadError::malformed(
+        return Err(ReadError::truncated(
             input.len(),
             format!(
                 "truncated record: the header announces {total} bytes but {} are present",

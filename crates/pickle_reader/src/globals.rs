@@ -71,7 +71,102 @@ pub enum Global {
     Class(u32, ClassKind),
     /// A constructor from `allow=`, by its index in the resolver.
     Extra(u32),
+    /// A builtins name that is only ever a value, by its index in [`CONSTANTS`].
+    Constant(u16),
+    /// A builtin exception class, by its index in [`EXCEPTIONS`]: a value, and called
+    /// with plain values to make an instance (as pickle writes exceptions).
+    Exception(u16),
 }
+
+/// Every builtin exception class.
+pub const EXCEPTIONS: &[&str] = &[
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "BaseException",
+    "BaseExceptionGroup",
+    "BlockingIOError",
+    "BrokenPipeError",
+    "BufferError",
+    "BytesWarning",
+    "ChildProcessError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "DeprecationWarning",
+    "EOFError",
+    "EncodingWarning",
+    "EnvironmentError",
+    "Exception",
+    "ExceptionGroup",
+    "FileExistsError",
+    "FileNotFoundError",
+    "FloatingPointError",
+    "FutureWarning",
+    "GeneratorExit",
+    "IOError",
+    "ImportError",
+    "ImportWarning",
+    "IndentationError",
+    "IndexError",
+    "InterruptedError",
+    "IsADirectoryError",
+    "KeyError",
+    "KeyboardInterrupt",
+    "LookupError",
+    "MemoryError",
+    "ModuleNotFoundError",
+    "NameError",
+    "NotADirectoryError",
+    "NotImplementedError",
+    "OSError",
+    "OverflowError",
+    "PendingDeprecationWarning",
+    "PermissionError",
+    "ProcessLookupError",
+    "RecursionError",
+    "ReferenceError",
+    "ResourceWarning",
+    "RuntimeError",
+    "RuntimeWarning",
+    "StopAsyncIteration",
+    "StopIteration",
+    "SyntaxError",
+    "SyntaxWarning",
+    "SystemError",
+    "SystemExit",
+    "TabError",
+    "TimeoutError",
+    "TypeError",
+    "UnboundLocalError",
+    "UnicodeDecodeError",
+    "UnicodeEncodeError",
+    "UnicodeError",
+    "UnicodeTranslateError",
+    "UnicodeWarning",
+    "UserWarning",
+    "ValueError",
+    "Warning",
+    "ZeroDivisionError",
+];
+
+/// Builtins names that pickles hold as plain values, never called by the reader:
+/// `NotImplemented` and type objects (`pickle.dumps(type)`).
+pub const CONSTANTS: &[&str] = &[
+    "NotImplemented",
+    "classmethod",
+    "enumerate",
+    "filter",
+    "map",
+    "memoryview",
+    "property",
+    "reversed",
+    "staticmethod",
+    "super",
+    "type",
+    "zip",
+];
 
 /// (module, name, global); `__builtin__`, `copy_reg` and `xrange` are protocol 0-2 spellings.
 /// The first entry of a global is its canonical name (see [`canonical`]).
@@ -130,21 +225,153 @@ pub const TABLE: &[(&str, &str, Global)] = &[
     ("collections", "deque", Global::Deque),
 ];
 
-/// The built-in meaning of `module.name`, with the protocol 0-2 module spellings mapped.
+/// The built-in meaning of `module.name` (a Python 3 name: see [`python3_name`]).
 pub fn lookup(module: &str, name: &str) -> Option<Global> {
-    let module = match module {
-        "__builtin__" => "builtins",
-        "copy_reg" => "copyreg",
-        other => other,
-    };
     TABLE
         .iter()
         .find(|(m, n, _)| *m == module && *n == name)
         .map(|(_, _, g)| *g)
+        .or_else(|| {
+            if module != "builtins" {
+                return None;
+            }
+            if let Some(i) = CONSTANTS.iter().position(|c| *c == name) {
+                return Some(Global::Constant(i as u16));
+            }
+            let i = EXCEPTIONS.iter().position(|c| *c == name)?;
+            Some(Global::Exception(i as u16))
+        })
+}
+
+/// True for the globals whose object is a plain value as well as callable: the builtin
+/// types, which pickles also hold as values (`pickle.dumps(int)`).
+#[inline(always)]
+pub fn is_value(g: Global) -> bool {
+    matches!(
+        g,
+        Global::Builtin(_) | Global::Range | Global::Slice | Global::Exception(_)
+    )
+}
+
+/// Python 2 modules that protocols 0-2 name, and their Python 3 names (as `pickle`'s
+/// `fix_imports` maps them).
+const PYTHON2_MODULES: &[(&str, &str)] = &[
+    ("__builtin__", "builtins"),
+    ("copy_reg", "copyreg"),
+    ("exceptions", "builtins"),
+    ("UserDict", "collections"),
+    ("UserList", "collections"),
+    ("UserString", "collections"),
+    ("Queue", "queue"),
+    ("SocketServer", "socketserver"),
+    ("ConfigParser", "configparser"),
+    ("repr", "reprlib"),
+    ("cPickle", "pickle"),
+    ("cStringIO", "io"),
+    ("StringIO", "io"),
+    ("thread", "_thread"),
+    ("httplib", "http.client"),
+    ("urllib2", "urllib.request"),
+    ("urlparse", "urllib.parse"),
+    ("cookielib", "http.cookiejar"),
+    ("HTMLParser", "html.parser"),
+    ("xmlrpclib", "xmlrpc.client"),
+    ("anydbm", "dbm"),
+    ("whichdb", "dbm"),
+    ("dbhash", "dbm.bsd"),
+    ("dumbdbm", "dbm.dumb"),
+    ("gdbm", "dbm.gnu"),
+    ("_winreg", "winreg"),
+];
+
+/// A `(module, name)` pair.
+type Name = (&'static str, &'static str);
+
+/// Python 2 names whose Python 3 name differs by more than the module.
+const PYTHON2_NAMES: &[(Name, Name)] = &[
+    (("__builtin__", "xrange"), ("builtins", "range")),
+    (("__builtin__", "unicode"), ("builtins", "str")),
+    (("__builtin__", "basestring"), ("builtins", "str")),
+    (("__builtin__", "long"), ("builtins", "int")),
+    (("__builtin__", "unichr"), ("builtins", "chr")),
+    (("__builtin__", "raw_input"), ("builtins", "input")),
+    (("__builtin__", "reduce"), ("functools", "reduce")),
+    (("__builtin__", "intern"), ("sys", "intern")),
+    (("exceptions", "StandardError"), ("builtins", "Exception")),
+    (
+        ("UserDict", "IterableUserDict"),
+        ("collections", "UserDict"),
+    ),
+];
+
+/// The Python 3 name of a Python 2 `module.name` (`None` when it is not a Python 2 name).
+pub fn python3_name(module: &str, name: &str) -> Option<(&'static str, String)> {
+    if let Some((_, (m, n))) = PYTHON2_NAMES.iter().find(|(k, _)| *k == (module, name)) {
+        return Some((m, (*n).to_string()));
+    }
+    PYTHON2_MODULES
+        .iter()
+        .find(|(py2, _)| *py2 == module)
+        .map(|(_, py3)| (*py3, name.to_string()))
+}
+
+/// Builtins that run code, import, or reach files and the terminal when called.
+const RUNS_CODE: &[&str] = &[
+    "eval",
+    "exec",
+    "compile",
+    "__import__",
+    "open",
+    "getattr",
+    "setattr",
+    "delattr",
+    "globals",
+    "locals",
+    "vars",
+    "input",
+    "breakpoint",
+    "exit",
+    "quit",
+    "help",
+    "print",
+    "copyright",
+    "credits",
+    "license",
+];
+
+/// Why `module.name` (its Python 3 name), outside the table and not resolved through
+/// `classes=`/`allow=`, is refused, and what the user may do about it.
+pub fn refusal(module: &str, name: &str, python2: Option<&str>) -> String {
+    let full = format!("{module}.{name}");
+    let spelled = match python2 {
+        Some(old) => format!("{full} (written as Python 2's {old})"),
+        None => full.clone(),
+    };
+    if (module == "builtins" && RUNS_CODE.contains(&name))
+        || (is_dangerous(module) && module != "builtins")
+    {
+        let why = if module == "builtins" {
+            "it can run code"
+        } else {
+            "its module can run code"
+        };
+        return format!("global {spelled} is not allowed; {why} and is never allowed");
+    }
+    if module == "builtins" || is_dangerous(module) || name.starts_with("__") {
+        return format!("global {spelled} is not allowed (not in the table of allowed globals)");
+    }
+    format!(
+        "global {spelled} is not allowed; if it is your class, pass classes=[{full}]; for a constructor you trust, allow=[{full}]"
+    )
 }
 
 /// Where the adapter finds the Python object of a table global: its canonical name.
 pub fn canonical(global: Global) -> Option<(&'static str, &'static str)> {
+    match global {
+        Global::Constant(i) => return CONSTANTS.get(usize::from(i)).map(|n| ("builtins", *n)),
+        Global::Exception(i) => return EXCEPTIONS.get(usize::from(i)).map(|n| ("builtins", *n)),
+        _ => {}
+    }
     TABLE
         .iter()
         .find(|(_, _, g)| *g == global)

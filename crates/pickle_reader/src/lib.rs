@@ -10,6 +10,7 @@ pub mod globals;
 pub mod machine;
 pub mod opcodes;
 pub mod ops;
+pub mod text;
 
 pub use bytewright_graph::{ErrorKind, Limits, ReadError};
 pub use globals::{Builtin, ClassKind, Global};
@@ -17,4 +18,4 @@ pub use machine::{
     check, check_in, self_check, Build, Call, Instr, Machine, NoExtras, Program, Recording,
     Resolve, ResolveFailed, Scratch, Sink, Span, Step,
 };
-pub use ops::{Decoder, Op};
+pub use ops::{extent, Decoder, Extent, Op};

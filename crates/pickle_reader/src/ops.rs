@@ -1,7 +1,8 @@
 //! The opcode decoder: one bounds-checked pickle opcode at a time, borrowing from the input.
 
 use crate::opcodes::*;
-use crate::ReadError;
+use crate::text;
+use crate::{ErrorKind, ReadError};
 
 /// One decoded opcode of protocols 0 to 5. Text arguments are the raw line, without `\n`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -152,17 +153,6 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn decimal(&self, text: &[u8], what: &str) -> Result<u64, ReadError> {
-        let text = trim(text);
-        if text.is_empty() || text.len() > 19 || !text.iter().all(u8::is_ascii_digit) {
-            return Err(ReadError::malformed(
-                self.pos,
-                format!("bad {what} argument"),
-            ));
-        }
-        Ok(text.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
-    }
-
     /// The next opcode; `Ok(None)` only at the very end of the input.
     #[inline(always)]
     pub fn next_op(
@@ -264,13 +254,13 @@ impl<'a> Decoder<'a> {
             SETITEMS => Op::SetItems,
             GET => {
                 let line = self.line("GET")?;
-                Op::Get(self.decimal(line, "GET")?)
+                Op::Get(text::memo_key(line, at, "GET")?)
             }
             BINGET => Op::Get(u64::from(self.fixed::<1>("BINGET")?[0])),
             LONG_BINGET => Op::Get(u64::from(u32::from_le_bytes(self.fixed("LONG_BINGET")?))),
             PUT => {
                 let line = self.line("PUT")?;
-                Op::Put(self.decimal(line, "PUT")?)
+                Op::Put(text::memo_key(line, at, "PUT")?)
             }
             BINPUT => Op::Put(u64::from(self.fixed::<1>("BINPUT")?[0])),
             LONG_BINPUT => Op::Put(u64::from(u32::from_le_bytes(self.fixed("LONG_BINPUT")?))),
@@ -306,6 +296,13 @@ impl<'a> Decoder<'a> {
             FRAME => {
                 let n = u64::from_le_bytes(self.fixed("FRAME")?);
                 let left = (self.data.len() - self.pos) as u64;
+                if n > i64::MAX as u64 {
+                    return Err(ReadError::of(
+                        ErrorKind::Overflow,
+                        at,
+                        format!("FRAME length {n} exceeds the largest size a system has"),
+                    ));
+                }
                 if n > left {
                     return Err(ReadError::malformed(
                         at,
@@ -319,7 +316,7 @@ impl<'a> Decoder<'a> {
             other => {
                 return Err(ReadError::malformed(
                     at,
-                    format!("unknown pickle opcode 0x{other:02x}"),
+                    format!("invalid load key, unknown pickle opcode 0x{other:02x}"),
                 ));
             }
         };
@@ -338,4 +335,109 @@ pub fn trim(s: &[u8]) -> &[u8] {
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(start, |e| e + 1);
     &s[start..end]
+}
+
+/// How far a pickle read from a stream extends: what the next opcode still needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extent {
+    /// The pickle ends just before this offset (after its `STOP`).
+    Stop(usize),
+    /// The opcode at `at` needs `n` more bytes than the input holds (a `FRAME` needs its
+    /// whole frame).
+    Bytes { at: usize, n: u64 },
+    /// The opcode at `at` needs the rest of a line.
+    Line { at: usize },
+    /// The opcode at `at` cannot be read (the reader says why).
+    Bad { at: usize },
+}
+
+/// How an opcode's argument is laid out.
+enum Layout {
+    Fixed(usize),
+    Lines(usize),
+    /// A little-endian length of this many bytes, then that many bytes.
+    Counted(usize),
+    Frame,
+}
+
+fn layout(code: u8) -> Option<Layout> {
+    use Layout::*;
+    Some(match code {
+        MARK | STOP | POP | POP_MARK | DUP | NONE | BINPERSID | REDUCE | APPEND | BUILD | DICT
+        | EMPTY_DICT | APPENDS | LIST | EMPTY_LIST | OBJ | SETITEM | TUPLE | EMPTY_TUPLE
+        | SETITEMS | NEWOBJ | TUPLE1 | TUPLE2 | TUPLE3 | NEWTRUE | NEWFALSE | EMPTY_SET
+        | ADDITEMS | FROZENSET | NEWOBJ_EX | STACK_GLOBAL | MEMOIZE | NEXT_BUFFER
+        | READONLY_BUFFER => Fixed(0),
+        FLOAT | INT | LONG | PERSID | STRING | UNICODE | GET | PUT => Lines(1),
+        GLOBAL | INST => Lines(2),
+        BININT1 | BINGET | BINPUT | PROTO | EXT1 => Fixed(1),
+        BININT2 | EXT2 => Fixed(2),
+        BININT | LONG_BINGET | LONG_BINPUT | EXT4 => Fixed(4),
+        BINFLOAT => Fixed(8),
+        SHORT_BINSTRING | SHORT_BINUNICODE | SHORT_BINBYTES | LONG1 => Counted(1),
+        BINSTRING | BINUNICODE | BINBYTES | LONG4 => Counted(4),
+        BINUNICODE8 | BINBYTES8 | BYTEARRAY8 => Counted(8),
+        FRAME => Frame,
+        _ => return None,
+    })
+}
+
+/// Scans opcode extents from `pos` (an opcode boundary) without checking anything else,
+/// so a stream reader can read exactly one pickle: up to its `STOP` and no further.
+pub fn extent(data: &[u8], mut pos: usize) -> Extent {
+    loop {
+        let at = pos;
+        let Some(&code) = data.get(at) else {
+            return Extent::Bytes { at, n: 1 };
+        };
+        let rest = (data.len() - at - 1) as u64;
+        let need = |n: u64| Extent::Bytes { at, n: n - rest };
+        let len = match layout(code) {
+            None => return Extent::Bad { at },
+            Some(Layout::Fixed(n)) => n as u64,
+            Some(Layout::Lines(k)) => {
+                let mut end = at + 1;
+                for _ in 0..k {
+                    match data[end..].iter().position(|&b| b == b'\n') {
+                        Some(i) => end += i + 1,
+                        None => return Extent::Line { at },
+                    }
+                }
+                (end - at - 1) as u64
+            }
+            Some(Layout::Counted(w)) => {
+                if rest < w as u64 {
+                    return need(w as u64);
+                }
+                let mut buf = [0u8; 8];
+                buf[..w].copy_from_slice(&data[at + 1..at + 1 + w]);
+                let n = u64::from_le_bytes(buf);
+                // LONG4 and BINSTRING lengths are signed: the reader rejects a negative one.
+                if w == 4 && matches!(code, LONG4 | BINSTRING) && n >= 1 << 31 {
+                    return Extent::Bad { at };
+                }
+                (w as u64).saturating_add(n)
+            }
+            Some(Layout::Frame) => {
+                if rest < 8 {
+                    return need(8);
+                }
+                let mut buf = [0u8; 8];
+                buf.copy_from_slice(&data[at + 1..at + 9]);
+                let n = u64::from_le_bytes(buf);
+                // The frame's opcodes are scanned one by one, once all of it is here.
+                if n > rest - 8 {
+                    return need(8u64.saturating_add(n));
+                }
+                8
+            }
+        };
+        if len > rest {
+            return need(len);
+        }
+        pos = at + 1 + len as usize;
+        if code == STOP {
+            return Extent::Stop(pos);
+        }
+    }
 }

@@ -74,7 +74,21 @@ fn calls_outside_the_table_are_rejected() {
     assert!(rejected(b"c_codecs\nencode\n(Vx\nVrot13\ntR.").contains("_codecs.encode"));
     assert!(rejected(b"]}b.").contains("BUILD on a list"));
     assert!(rejected(b"Vx\nQ.").contains("persistent"));
-    assert!(rejected(b"(cbuiltins\nlist\nl.").contains("only be called"));
+    assert!(rejected(b"(cbuiltins\ngetattr\nl.").contains("not allowed as a value"));
+}
+
+#[test]
+fn types_exception_classes_and_not_implemented_are_values() {
+    for data in [
+        b"cbuiltins\nint\n.".as_slice(),
+        b"(cbuiltins\nlist\ncbuiltins\nValueError\nl.",
+        b"cexceptions\nStandardError\n.",
+        b"\x80\x04\x8c\x08builtins\x8c\x0eNotImplemented\x93\x85.",
+    ] {
+        ok(data);
+    }
+    // A value is never called.
+    assert!(rejected(b"cbuiltins\ntype\n(Vx\ntR.").contains("REDUCE"));
 }
 
 struct User;
@@ -98,9 +112,26 @@ fn registered_classes_are_blank_instances_filled_by_build() {
 fn memo_and_stack_are_validated() {
     rejected(b"\x80\x02h\x05.");
     rejected(b"a.");
-    rejected(b"NN.");
     rejected(b"(.");
     rejected(b"0.");
+    // Like pickle, STOP takes the top value and ignores what is below it.
+    assert!(check(b"NN.", Limits::default(), NoExtras).is_ok());
+    assert!(check(b"(N.", Limits::default(), NoExtras).is_ok());
+}
+
+#[test]
+fn errors_have_the_kinds_pickle_raises() {
+    let kind = |data: &[u8]| check(data, Limits::default(), NoExtras).unwrap_err().kind;
+    assert_eq!(kind(b""), ErrorKind::Truncated);
+    assert_eq!(kind(b"\x80\x02"), ErrorKind::Truncated);
+    assert_eq!(kind(b"K"), ErrorKind::Malformed);
+    assert_eq!(kind(b"\x80\x06N."), ErrorKind::Value);
+    assert_eq!(kind(b"I09\n."), ErrorKind::Value);
+    assert_eq!(kind(b"F1e500\n."), ErrorKind::Overflow);
+    assert_eq!(kind(b"]p-1\n."), ErrorKind::Value);
+    assert_eq!(kind(b"K\x01)R."), ErrorKind::Type);
+    assert_eq!(kind(b"(]Nd."), ErrorKind::Type);
+    assert_eq!(kind(b"\x8f(]\x90."), ErrorKind::Type);
 }
 
 #[test]

@@ -5,10 +5,19 @@ docs/pickle.md and the classes you pass as `classes=` can come back.
 """
 
 from bytewright.pickle._api import Pickler, Unpickler, dump, dumps, load, loads
-from bytewright.pickle._errors import IntegrityError, LimitError, PicklingError, UnpicklingError
+from bytewright.pickle._errors import (
+    IntegrityError,
+    LimitError,
+    PicklingError,
+    TruncatedError,
+    UnpicklingError,
+    UnpicklingOverflowError,
+    UnpicklingTypeError,
+    UnpicklingValueError,
+)
 from bytewright.pickle._limits import Limits
 from bytewright.pickle._migrations import migrate
-from bytewright.pickle._pickle_reader import load_pickle, loads_pickle
+from bytewright.pickle._pickle_reader import PickleUnpickler, load_pickle, loads_pickle
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -29,10 +38,15 @@ __all__ = [
     "IntegrityError",
     "LimitError",
     "Limits",
+    "PickleUnpickler",
     "Pickler",
     "PicklingError",
+    "TruncatedError",
     "Unpickler",
     "UnpicklingError",
+    "UnpicklingOverflowError",
+    "UnpicklingTypeError",
+    "UnpicklingValueError",
     "dump",
     "dumps",
     "explain",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bytewright import _native
 from bytewright.pickle import _classes
-from bytewright.pickle._errors import LimitError, UnpicklingError
+from bytewright.pickle._errors import LimitError, TruncatedError, UnpicklingError
 from bytewright.pickle._limits import DEFAULT_LIMITS, Limits
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -31,6 +31,13 @@ def _read_exactly(file: BinaryIO, n: int) -> bytes:
         chunks.append(chunk)
         n -= len(chunk)
     return b"".join(chunks)
+
+
+def _in_record(exc: UnpicklingError, record: int) -> UnpicklingError:
+    """The same error, its message naming the record of the stream."""
+    out = type(exc)(f"record {record}: {exc}")
+    out.offset = exc.offset
+    return out
 
 
 class Pickler:
@@ -108,21 +115,21 @@ class Unpickler:
         try:
             total = _native.graph_record_len(head)
         except UnpicklingError as exc:
-            raise type(exc)(f"record {record}: {exc}") from None
+            raise _in_record(exc, record) from None
         if total > self._limits.max_bytes:
             raise LimitError(
                 f"record {record}: {total} bytes exceeds the limit of {self._limits.max_bytes}"
             )
         rest = _read_exactly(self._file, total - len(head))
         if len(head) + len(rest) != total:
-            raise UnpicklingError(f"record {record}: truncated, the stream ends inside it")
+            raise TruncatedError(f"record {record}: truncated, the stream ends inside it")
         self._records = record
         try:
             return loads(
                 head + rest, classes=self._classes, hmac_key=self._key, limits=self._limits
             )
         except UnpicklingError as exc:
-            raise type(exc)(f"record {record}: {exc}") from exc.__cause__
+            raise _in_record(exc, record) from exc.__cause__
 
 
 def dump(

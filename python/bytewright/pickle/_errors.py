@@ -1,4 +1,9 @@
-"""The exceptions of `bytewright.pickle`, subclassing the standard library's."""
+"""The exceptions of `bytewright.pickle`, subclassing the standard library's.
+
+Where `pickle.loads` raises `EOFError`, `ValueError`, `TypeError` or `OverflowError`, the
+readers raise a subclass of `UnpicklingError` that is also that class, so code written
+against either module's exceptions keeps working.
+"""
 
 import pickle as _std_pickle
 
@@ -18,6 +23,9 @@ class PicklingError(_std_pickle.PicklingError):
 class UnpicklingError(_std_pickle.UnpicklingError):
     """The input is not a valid record, or names something that is not allowed.
 
+    `offset` is the byte offset in the input where the reader noticed the problem
+    (`None` when no single byte is at fault).
+
     >>> from bytewright import pickle as bwp
     >>> try:
     ...     bwp.loads(b"not a record")
@@ -25,6 +33,8 @@ class UnpicklingError(_std_pickle.UnpicklingError):
     ...     print(isinstance(e, __import__("pickle").UnpicklingError))
     True
     """
+
+    offset: int | None = None
 
 
 class IntegrityError(UnpicklingError):
@@ -51,4 +61,53 @@ class LimitError(UnpicklingError):
     ... except bwp.LimitError:
     ...     print("too long")
     too long
+    """
+
+
+class TruncatedError(UnpicklingError, EOFError):
+    """The input ends before the value does (empty input included): `pickle`'s `EOFError`.
+
+    >>> import pickle
+    >>> from bytewright import pickle as bwp
+    >>> try:
+    ...     bwp.loads_pickle(pickle.dumps([1, 2, 3])[:-1])
+    ... except EOFError as e:
+    ...     print(type(e).__name__)
+    TruncatedError
+    """
+
+
+class UnpicklingValueError(UnpicklingError, ValueError):
+    """A bad argument value (an int or float text, a memo index, the protocol number).
+
+    >>> from bytewright import pickle as bwp
+    >>> try:
+    ...     bwp.loads_pickle(b"Ix\n.")
+    ... except ValueError as e:
+    ...     print(type(e).__name__)
+    UnpicklingValueError
+    """
+
+
+class UnpicklingTypeError(UnpicklingError, TypeError):
+    """An operation on the wrong type, such as calling a value that is not callable.
+
+    >>> from bytewright import pickle as bwp
+    >>> try:
+    ...     bwp.loads_pickle(b"K\x01)R.")
+    ... except TypeError as e:
+    ...     print(type(e).__name__)
+    UnpicklingTypeError
+    """
+
+
+class UnpicklingOverflowError(UnpicklingError, OverflowError):
+    """A number too large (a float text beyond the float range, a huge memo index).
+
+    >>> from bytewright import pickle as bwp
+    >>> try:
+    ...     bwp.loads_pickle(b"F1e500\n.")
+    ... except OverflowError as e:
+    ...     print(type(e).__name__)
+    UnpicklingOverflowError
     """

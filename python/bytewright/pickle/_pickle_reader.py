@@ -10,19 +10,24 @@ you name in `allow=` can be reached.
 from __future__ import annotations
 
 import enum
+import io
 import uuid
 from collections.abc import Mapping
 
 from bytewright import _native
 from bytewright._native import KIND_TUPLE
-from bytewright.pickle._classes import ClassInfo, class_name
-from bytewright.pickle._errors import LimitError, UnpicklingError
+from bytewright.pickle._classes import ClassInfo, class_map, class_name
+from bytewright.pickle._errors import LimitError, TruncatedError, UnpicklingError
 from bytewright.pickle._limits import Limits
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from typing import Any, BinaryIO, TypeAlias
+    from typing import Any, BinaryIO, Protocol, TypeAlias
+
+    class _Stream(Protocol):
+        def read(self, n: int, /) -> bytes: ...
+        def readline(self) -> bytes: ...
 
     Buffer: TypeAlias = bytes | bytearray | memoryview
     Classes: TypeAlias = Iterable[type] | Mapping[str, type]
@@ -83,6 +88,20 @@ def _uuid_state(obj: uuid.UUID, state: dict[Any, Any]) -> None:
     object.__setattr__(obj, "is_safe", safe)
 
 
+# The exception attributes with dunder names that a pickled state may set (each a plain
+# setter of the builtin class, or the instance dict).
+_EXCEPTION_DUNDERS = frozenset({"__notes__", "__cause__", "__context__", "__suppress_context__"})
+
+
+def _exception_state(obj: BaseException, state: dict[Any, Any]) -> None:
+    """What `BaseException.__setstate__` does, for attribute names that run no code."""
+    for key in state:
+        if type(key) is not str or (key.startswith("__") and key not in _EXCEPTION_DUNDERS):
+            raise UnpicklingError(f"exception state with the attribute {key!r} is not allowed")
+    for key, value in state.items():
+        setattr(obj, key, value)
+
+
 def _new_tuple(info: ClassInfo, cls: type, fields: Any) -> Any:
     """A registered named tuple from its field values (its `__new__` is not called)."""
     if info.kind != KIND_TUPLE or type(fields) is not tuple:
@@ -119,17 +138,77 @@ def _allow_map(allow: Allow) -> dict[str, Any] | None:
 loads_pickle = _native.loads_pickle
 
 
+# The first read of a seekable file, doubled while the pickle goes on.
+_CHUNK = 1 << 16
+
+
+def _read_pickle(file: _Stream, cap: int) -> tuple[bytes, int]:
+    """The bytes of the next pickle of `file` and where its STOP ends in them.
+
+    A seekable file is read in growing chunks, then moved back to just after the STOP;
+    any other file is read exactly: each opcode's bytes (a whole `FRAME` at once) or its
+    line, never past the STOP. Input that cannot be a pickle is returned as it is, for the
+    reader to say why.
+    """
+    seekable = False
+    try:
+        seekable = bool(file.seekable())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        pass
+    buf = bytearray()
+    pos = 0
+    chunk = _CHUNK
+    while True:
+        state, at, need = _native.pickle_extent(memoryview(buf)[pos:], 0)
+        at += pos
+        if state == 0:  # the STOP is in
+            end = at
+            break
+        if state == 3:  # cannot be read: the reader says why
+            end = len(buf)
+            break
+        pos = at
+        if len(buf) + max(need, 1) > cap:
+            raise LimitError(f"the pickle holds more than {cap} bytes (max_bytes)")
+        if seekable:
+            data = file.read(min(chunk, cap + 1 - len(buf)))
+            chunk *= 2
+        elif state == 2:
+            data = file.readline()
+        else:
+            data = _read_exactly(file, need)
+        if not data:
+            end = len(buf)
+            break
+        buf += data
+    if seekable and len(buf) > end:
+        file.seek(end - len(buf), io.SEEK_CUR)  # type: ignore[attr-defined]
+    return bytes(buf), end
+
+
+def _read_exactly(file: _Stream, n: int) -> bytes:
+    chunks = []
+    while n > 0:
+        data = file.read(n)
+        if not data:
+            break
+        chunks.append(data)
+        n -= len(data)
+    return b"".join(chunks)
+
+
 def load_pickle(
-    file: BinaryIO,
+    file: BinaryIO | _Stream,
     *,
     classes: Classes = (),
     allow: Allow = (),
     limits: Limits | None = None,
 ) -> Any:
-    """`loads_pickle` on the next pickle of a binary file; `EOFError` at its end.
+    """`loads_pickle` on the next pickle of a binary file, like `pickle.load`.
 
-    A seekable file is left just after that pickle's `STOP`, like `pickle.load`; from
-    other files the rest of the input (at most `limits.max_bytes`) is consumed.
+    Reads exactly that pickle and leaves the file just after its `STOP`, so repeated calls
+    read consecutive pickles; `TruncatedError` (an `EOFError`) at the end of the file. Any
+    object with `read` and `readline` works (a seekable one is read in larger chunks).
 
     >>> import io
     >>> import pickle
@@ -139,18 +218,46 @@ def load_pickle(
     ([1, 2], 'next')
     """
     cap = (limits or Limits()).max_bytes
-    start = file.tell() if file.seekable() else None
-    data = file.read(cap + 1)
+    data, end = _read_pickle(file, cap)
     if not data:
-        raise EOFError("no more pickles in the file")
-    if len(data) > cap and start is None:
-        raise LimitError(f"the file holds more than {cap} bytes (max_bytes)")
-    value, end = _native.loads_pickle_at(
-        data[:cap] if len(data) > cap else data, classes=classes, allow=allow, limits=limits
+        raise TruncatedError("no more pickles in the file: ran out of input")
+    value, _ = _native.loads_pickle_at(
+        data if end == len(data) else data[:end], classes=classes, allow=allow, limits=limits
     )
-    if start is not None:
-        file.seek(start + end)
     return value
+
+
+class PickleUnpickler:
+    """Reads standard pickles from a binary file, one per `load`, like `pickle.Unpickler`.
+
+    The same checks as `loads_pickle`, with the `classes=`, `allow=` and `limits=` given
+    once. `load` raises `TruncatedError` (an `EOFError`) at the end of the file.
+    """
+
+    def __init__(
+        self,
+        file: BinaryIO | _Stream,
+        *,
+        classes: Classes = (),
+        allow: Allow = (),
+        limits: Limits | None = None,
+    ) -> None:
+        if not callable(getattr(file, "read", None)) or not callable(
+            getattr(file, "readline", None)
+        ):
+            raise TypeError("PickleUnpickler needs a file with read() and readline()")
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a pickle.Limits, not {type(limits).__name__}")
+        self._file = file
+        self._classes = class_map(classes) if classes else {}
+        self._allow = _allow_map(allow) or {}
+        self._limits = limits
+
+    def load(self) -> Any:
+        """Read the next pickle of the file."""
+        return load_pickle(
+            self._file, classes=self._classes, allow=self._allow, limits=self._limits
+        )
 
 
 def check_pickle(

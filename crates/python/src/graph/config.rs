@@ -10,6 +10,12 @@ pub struct Config {
     pub unpickling_error: Py<PyType>,
     pub integrity_error: Py<PyType>,
     pub limit_error: Py<PyType>,
+    /// The `UnpicklingError` subclasses that are also `EOFError`, `ValueError`,
+    /// `TypeError` and `OverflowError`.
+    pub truncated_error: Py<PyType>,
+    pub value_error: Py<PyType>,
+    pub type_error: Py<PyType>,
+    pub overflow_error: Py<PyType>,
     /// `describe(cls) -> ClassInfo`.
     pub describe: Py<PyAny>,
     /// `type -> (kind, reducer)` for standard-library value types.
@@ -54,6 +60,10 @@ fn import(py: Python<'_>) -> PyResult<Config> {
         unpickling_error: ty(&errors, "UnpicklingError")?,
         integrity_error: ty(&errors, "IntegrityError")?,
         limit_error: ty(&errors, "LimitError")?,
+        truncated_error: ty(&errors, "TruncatedError")?,
+        value_error: ty(&errors, "UnpicklingValueError")?,
+        type_error: ty(&errors, "UnpicklingTypeError")?,
+        overflow_error: ty(&errors, "UnpicklingOverflowError")?,
         describe: get(&classes, "describe")?,
         reducers: stdlib.getattr("REDUCERS")?.cast_into::<PyDict>()?.unbind(),
         builders: stdlib.getattr("BUILDERS")?.cast_into::<PyDict>()?.unbind(),

@@ -367,9 +367,7 @@ impl<'py> Loader<'py> {
         for instr in program {
             self.exec(*instr, input)?;
         }
-        if self.stack.len() != 1 {
-            return Err(self.internal("the value stack does not hold one value"));
-        }
+        // The value is the top of the stack (pickle ignores anything below it).
         self.pop()
     }
 
@@ -550,8 +548,9 @@ impl<'py> Loader<'py> {
                 let t = t.of(input);
                 let text = std::ffi::CString::new(t)
                     .map_err(|_| self.fail("bad int text".into(), None))?;
-                // SAFETY: a NUL-terminated string of digits (checked by the machine).
-                let p = unsafe { ffi::PyLong_FromString(text.as_ptr(), std::ptr::null_mut(), 10) };
+                // SAFETY: a NUL-terminated string that the machine checked `int(text, 0)`
+                // reads, as pickle's INT and LONG do.
+                let p = unsafe { ffi::PyLong_FromString(text.as_ptr(), std::ptr::null_mut(), 0) };
                 self.push_new("int", p)?;
             }
             Instr::Float(f) => {
@@ -784,10 +783,12 @@ impl<'py> Loader<'py> {
                         self.helpers.set_state.bind(py).call1((info, obj, state))
                     }
                     Build::Uuid => self.helpers.uuid_state.bind(py).call1((obj, state)),
+                    Build::Exception => self.helpers.exception_state.bind(py).call1((obj, state)),
                 };
                 let what = match build {
                     Build::Fields(_) => "an instance",
                     Build::Uuid => "uuid.UUID",
+                    Build::Exception => "an exception",
                 };
                 self.wrap(what, r)?;
             }

@@ -11,14 +11,18 @@
 mod loader;
 mod resolver;
 
-use bytewright_pickle_reader::{self as core, globals::TABLE, Global};
+use bytewright_pickle_reader::{
+    self as core,
+    globals::{CONSTANTS, EXCEPTIONS, TABLE},
+    Global,
+};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 use crate::graph::config;
-use crate::graph::errors::read_error;
+use crate::graph::errors::{locate, read_error};
 use crate::graph::{input_bytes, limits_from};
 use loader::Loader;
 use resolver::Resolver;
@@ -28,6 +32,7 @@ pub(crate) struct Helpers {
     pub(crate) enum_member: Py<PyAny>,
     pub(crate) set_state: Py<PyAny>,
     pub(crate) uuid_state: Py<PyAny>,
+    pub(crate) exception_state: Py<PyAny>,
     pub(crate) new_tuple: Py<PyAny>,
     /// `allow=` iterable -> dict.
     pub(crate) allow_map: Py<PyAny>,
@@ -39,10 +44,17 @@ static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
 static TABLE_OBJECTS: [PyOnceLock<Py<PyAny>>; TABLE.len()] =
     [const { PyOnceLock::new() }; TABLE.len()];
 
+/// The same for the builtins that are only ever values (`CONSTANTS`).
+static CONSTANT_OBJECTS: [PyOnceLock<Py<PyAny>>; CONSTANTS.len()] =
+    [const { PyOnceLock::new() }; CONSTANTS.len()];
+static EXCEPTION_OBJECTS: [PyOnceLock<Py<PyAny>>; EXCEPTIONS.len()] =
+    [const { PyOnceLock::new() }; EXCEPTIONS.len()];
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     LOADS_PICKLE.add_to(m, loads_pickle_trampoline)?;
     m.add_function(wrap_pyfunction!(loads_pickle_at, m)?)?;
     m.add_function(wrap_pyfunction!(check_pickle, m)?)?;
+    m.add_function(wrap_pyfunction!(pickle_extent, m)?)?;
     Ok(())
 }
 
@@ -55,6 +67,7 @@ fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
             enum_member: get("_enum_member")?,
             set_state: get("_set_state")?,
             uuid_state: get("_uuid_state")?,
+            exception_state: get("_exception_state")?,
             new_tuple: get("_new_tuple")?,
             allow_map: get("_allow_map")?,
         })
@@ -72,6 +85,20 @@ pub(crate) fn table_object<'py>(
         Global::Ellipsis | Global::Getattr | Global::CodecsEncode | Global::Reconstructor
     ) {
         return Ok(None);
+    }
+    if let Global::Exception(i) = g {
+        let i = usize::from(i);
+        let Some(name) = EXCEPTIONS.get(i) else {
+            return Ok(None);
+        };
+        return EXCEPTION_OBJECTS[i].import(py, "builtins", name).map(Some);
+    }
+    if let Global::Constant(i) = g {
+        let i = usize::from(i);
+        let Some(name) = CONSTANTS.get(i) else {
+            return Ok(None);
+        };
+        return CONSTANT_OBJECTS[i].import(py, "builtins", name).map(Some);
     }
     let Some(i) = TABLE.iter().position(|(_, _, t)| *t == g) else {
         return Ok(None);
@@ -185,7 +212,10 @@ fn read_pickle<'py>(
             r
         }
         Err(e) => Err(match loader.res.error.take() {
-            Some(err) => err,
+            Some(err) => {
+                locate(py, &err, e.offset);
+                err
+            }
             None => read_error(py, cfg, &e),
         }),
     };
@@ -216,6 +246,21 @@ thread_local! {
     /// Taken out while in use, so a nested call from Python code during a build simply
     /// starts with fresh ones.
     static BUFFERS: std::cell::Cell<Option<Box<Buffers>>> = const { std::cell::Cell::new(None) };
+}
+
+/// How far the pickle at the start of `data` extends, scanning opcodes from `pos`:
+/// `(0, end, 0)` when it ends at `end`; `(1, at, n)` when the opcode at `at` needs `n` more
+/// bytes; `(2, at, 0)` when it needs the rest of a line; `(3, at, 0)` when it cannot be read.
+#[pyfunction]
+fn pickle_extent(data: &Bound<'_, PyAny>, pos: usize) -> PyResult<(u8, usize, u64)> {
+    let mut copy = Vec::new();
+    let input = input_bytes(data, &mut copy, "pickle_extent")?;
+    Ok(match core::extent(input, pos.min(input.len())) {
+        core::Extent::Stop(end) => (0, end, 0),
+        core::Extent::Bytes { at, n } => (1, at, n),
+        core::Extent::Line { at } => (2, at, 0),
+        core::Extent::Bad { at } => (3, at, 0),
+    })
 }
 
 /// Check a standard pickle without building anything: `None` if `loads_pickle` would

@@ -1,0 +1,156 @@
+"""load_pickle and PickleUnpickler read files like pickle.load and pickle.Unpickler: any
+object with read and readline, exactly one pickle per call, the file left just after it."""
+
+import io
+import pickle
+import socket
+import threading
+
+import pytest
+from bytewright.pickle import (
+    LimitError,
+    Limits,
+    PickleUnpickler,
+    TruncatedError,
+    UnpicklingError,
+    load_pickle,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reader_values import BUILTIN_VALUES, CLASS_VALUES, CLASSES
+
+
+class ReadOnly:
+    """Only read and readline, and reads that may return fewer bytes than asked."""
+
+    def __init__(self, data, most=7):
+        self._data = io.BytesIO(data)
+        self._most = most
+        self.calls = 0
+
+    def read(self, n=-1):
+        self.calls += 1
+        return self._data.read(n if n < 0 else min(n, self._most))
+
+    def readline(self):
+        self.calls += 1
+        return self._data.readline()
+
+    def rest(self):
+        return self._data.read()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+VALUES = [v for k, v in BUILTIN_VALUES.items() if not k.startswith("big") and v == v]
+
+
+def stream_of(protocol, count=4):
+    values = [{"n": i, "values": VALUES, "pad": "x" * (i * 70_000)} for i in range(count)]
+    return values, b"".join(pickle.dumps(v, protocol) for v in values) + b"tail"
+
+
+@pytest.mark.parametrize("protocol", range(6))
+@pytest.mark.parametrize("kind", ["bytesio", "readonly", "buffered-pipe"])
+def test_consecutive_pickles_and_the_file_left_after_each(protocol, kind):
+    values, data = stream_of(protocol)
+    if kind == "bytesio":
+        f = io.BytesIO(data)
+    elif kind == "readonly":
+        f = ReadOnly(data)
+    else:  # an unseekable buffered file, fed by another thread
+        a, b = socket.socketpair()
+        threading.Thread(target=lambda: (b.sendall(data), b.close()), daemon=True).start()
+        f = a.makefile("rb")
+    with f:
+        for value in values:
+            assert load_pickle(f) == pickle.loads(pickle.dumps(value, protocol))
+        rest = f.rest() if kind == "readonly" else f.read()
+    assert rest == b"tail"
+
+
+def test_end_of_file_is_an_eof_error_like_pickle_load():
+    f = io.BytesIO(pickle.dumps(1))
+    assert load_pickle(f) == 1
+    with pytest.raises(EOFError) as info:
+        load_pickle(f)
+    assert isinstance(info.value, TruncatedError)
+    with pytest.raises(EOFError):
+        pickle.load(io.BytesIO(b""))
+
+
+@pytest.mark.parametrize("protocol", range(6))
+def test_a_file_cut_short_raises_what_loads_pickle_raises(protocol):
+    data = pickle.dumps({"k": list(range(50)), "s": "text"}, protocol)
+    for end in range(1, len(data)):
+        with pytest.raises(UnpicklingError) as from_file:
+            load_pickle(ReadOnly(data[:end]))
+        with pytest.raises(UnpicklingError) as from_bytes:
+            pickle_bytes = data[:end]
+            from bytewright.pickle import loads_pickle
+
+            loads_pickle(pickle_bytes)
+        assert type(from_file.value) is type(from_bytes.value)
+
+
+def test_reads_exactly_what_the_opcodes_need():
+    data = pickle.dumps(list(range(1000)), 4) + b"next"
+    f = ReadOnly(data, most=1 << 30)
+    assert load_pickle(f) == list(range(1000))
+    assert f.calls == 5  # PROTO and its argument, FRAME and its length, the whole frame
+    assert f.rest() == b"next"
+
+
+def test_unreadable_input_and_limits():
+    with pytest.raises(UnpicklingError, match="unknown pickle opcode"):
+        load_pickle(io.BytesIO(b"\xff\xff"))
+    big = pickle.dumps("x" * 10_000, 2)
+    with pytest.raises(LimitError):
+        load_pickle(ReadOnly(big), limits=Limits(max_bytes=1000))
+    with pytest.raises(LimitError):
+        load_pickle(io.BytesIO(big), limits=Limits(max_bytes=1000))
+    huge = b"\x80\x04\x8e" + (1 << 60).to_bytes(8, "little")
+    with pytest.raises(LimitError):
+        load_pickle(ReadOnly(huge))
+
+
+def test_pickle_unpickler_is_configured_once():
+    values = list(CLASS_VALUES.values())
+    buf = io.BytesIO()
+    for v in values:
+        pickle.dump(v, buf, 4)
+    buf.seek(0)
+    reader = PickleUnpickler(buf, classes=CLASSES)
+    got = [reader.load() for _ in values]
+    assert [type(v) for v in got] == [type(v) for v in values]
+    with pytest.raises(EOFError):
+        reader.load()
+    with pytest.raises(TypeError):
+        PickleUnpickler(object())
+    with pytest.raises(UnpicklingError, match="classes="):
+        PickleUnpickler(io.BytesIO(pickle.dumps(values[0]))).load()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(
+        st.recursive(
+            st.none() | st.integers() | st.text() | st.binary() | st.floats(allow_nan=False),
+            lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+            max_leaves=20,
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    protocol=st.integers(0, 5),
+    most=st.integers(1, 100),
+)
+def test_any_stream_of_pickles(values, protocol, most):
+    data = b"".join(pickle.dumps(v, protocol) for v in values)
+    f = ReadOnly(data, most)
+    assert [load_pickle(f) for _ in values] == values
+    assert f.rest() == b""
