@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz fuzz-graph fuzz-pickle-reader clean
+.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz fuzz-graph fuzz-pickle-reader fuzz-wire clean
 
 venv: $(VENV)/.installed
 
@@ -23,6 +23,7 @@ lint: venv
 	cargo clippy --workspace --all-targets -- -D warnings
 	ruff check .
 	ruff format --check .
+	mypy --strict python/bytewright
 
 test-rust:
 	cargo test --workspace --exclude bytewright-python
@@ -35,7 +36,7 @@ test-python: build bench-deps
 	BYTEWRIGHT_PORTABLE=1 pytest
 
 # pytest runs last, so its summary closes the output.
-test: lint test-rust fuzz-graph fuzz-pickle-reader test-python
+test: lint test-rust fuzz-graph fuzz-pickle-reader fuzz-wire test-python
 
 fmt: venv
 	cargo fmt --all
@@ -43,13 +44,14 @@ fmt: venv
 	ruff check --fix .
 
 # The comparison packages (pinned; never imported by the library). `make test` installs them
-# too (about 15 s), so the smoke test of the harness measures every peer arm.
+# too (about a minute the first time), so the smoke test of the harness measures every peer arm.
 bench-deps: $(VENV)/.bench-installed
 
 $(VENV)/.bench-installed: requirements-bench.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
 	touch $@
 
+# Profiles (sizes, sampling) are in benchmarks/profiles.toml, targets in benchmarks/targets.toml.
 bench: build bench-deps
 	$(PY) -m benchmarks --profile default
 
@@ -75,6 +77,16 @@ fuzz-pickle-reader:
 	mkdir -p fuzz/corpus/pickle_reader
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run pickle_reader corpus/pickle_reader seeds_pickle \
 		--sanitizer none --debug-assertions -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048
+
+# The wire VM (crates/wire) over the bundled formats' schemas and schemas drawn from the input
+# (fuzz/fuzz_targets/wire_unpack.rs), seeded with real captures (fuzz/make_wire_seeds.py).
+# Memory is bounded: an allocation beyond the input's size times a small constant fails it.
+fuzz-wire:
+	command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	mkdir -p fuzz/corpus/wire_unpack
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run wire_unpack corpus/wire_unpack seeds_wire \
+		--sanitizer none --debug-assertions -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+		-malloc_limit_mb=256 -timeout=10
 
 clean:
 	rm -rf target $(VENV) benchmarks/results

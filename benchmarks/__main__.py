@@ -1,5 +1,5 @@
 """Entry point: ``python -m benchmarks``."""
 
-from benchmarks.cli import main
+from benchmarks.runner import main
 
 raise SystemExit(main())

@@ -1,88 +1,196 @@
-"""The markdown report: `benchmarks/results/latest/report.md`, with its PNGs beside it."""
+"""What a part hands back, and how it is shown: rich in the terminal, markdown in the report."""
 
 from __future__ import annotations
 
+import io
+import math
 import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
-from benchmarks.env import load_average
-from benchmarks.results import PartResult
-from benchmarks.tables import Table
-from benchmarks.targets import Outcome, targets_table
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table as RichTable
 
-SECTION_ENVIRONMENT = "## Environment"
-SECTION_TARGETS = "## Targets"
-SECTION_ARMS = "## Arms not measured"
+SECTION_ENVIRONMENT, SECTION_TARGETS, SECTION_ARMS = (
+    "## Environment",
+    "## Targets",
+    "## Arms not measured",
+)
+PACKAGES = (
+    "bytewright construct dataclasses-struct rustruct pysafe-pickle msgspec msgpack dnslib "
+    "numpy pyarrow pandas polars dpkt scapy dask distributed rich matplotlib"
+).split()
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    note: str = ""
+
+    def add(self, *cells: object) -> None:
+        self.rows.append([str(c) for c in cells])
 
 
-def markdown_table(table: Table) -> str:
-    lines = [f"**{table.title}**", ""]
-    lines.append("| " + " | ".join(_cell(c) for c in table.columns) + " |")
+@dataclass
+class Section:
+    heading: str
+    intro: str = ""
+    tables: list[Table] = field(default_factory=list)
+    images: list[Path] = field(default_factory=list)  # relative to the report
+
+
+@dataclass
+class Part:
+    """A part's sections, its named measurements and why any arm was not measured."""
+
+    name: str
+    sections: list[Section] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)  # "wire/slope/telemetry/pack/struct"
+    missing: dict[str, str] = field(default_factory=dict)  # metric -> "unavailable: ..."
+    incorrect: list[str] = field(default_factory=list)  # "where: why", each failed gate
+    unavailable: list[str] = field(default_factory=list)  # "where: why", each missing arm
+
+    def record(self, key: str, value: float | None, why: str = "not measured") -> None:
+        if value is None:
+            self.missing[key] = why
+        else:
+            self.metrics[key] = value
+
+    def arm_status(self, where: str, text: str) -> None:
+        """File an arm's gate status under incorrect or unavailable (n/a is neither)."""
+        if text.startswith("incorrect: "):
+            self.incorrect.append(f"{where}: {text.removeprefix('incorrect: ')}")
+        elif text.startswith("unavailable: "):
+            self.unavailable.append(f"{where}: {text.removeprefix('unavailable: ')}")
+
+
+def fmt(value: float | None, scale: float = 1.0) -> str:
+    """A number with sensible digits (`scale` divides it first: 1e3 turns ns into µs)."""
+    if value is None or math.isnan(value):
+        return "—"
+    v = value / scale
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    """`a ÷ b` as `1.23x`, or — when either is missing."""
+    if a is None or b is None or abs(b) < 1e-12 or math.isnan(a) or math.isnan(b):
+        return "—"
+    return f"{a / b:.2f}x"
+
+
+def per_second(ns: float | None) -> str:
+    """How many per second, from nanoseconds each: `8.24 M`, `96.1 k` or `512`."""
+    if not ns:
+        return "—"
+    v = 1e9 / ns
+    return f"{v / 1e6:,.2f} M" if v >= 1e6 else f"{v / 1e3:,.1f} k" if v >= 1e3 else f"{v:,.0f}"
+
+
+class Ui:
+    """The terminal: one rich progress bar per part and every table as it is produced."""
+
+    def __init__(self, *, quiet: bool = False) -> None:
+        self.console = Console(file=io.StringIO()) if quiet else Console()
+        if not self.console.is_terminal:
+            self.console.width = 160  # a log file: don't squeeze the tables to 80 columns
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[step]}"),
+            console=self.console,
+            transient=True,
+        )
+        self.task = self.progress.add_task("", total=None, step="")
+
+    def start(self, description: str, total: int) -> None:
+        self.progress.reset(self.task, description=description, total=total, step="")
+        self.progress.start()
+
+    def step(self, label: str, advance: int = 0) -> None:
+        """Name the measurement about to run, after counting `advance` finished ones."""
+        self.progress.update(self.task, step=label, advance=advance)
+
+    def finish(self) -> None:
+        self.progress.stop()
+
+    def table(self, table: Table) -> None:
+        rich = RichTable(title=table.title, caption=table.note or None, title_justify="left")
+        for i, column in enumerate(table.columns):
+            rich.add_column(column, justify="left" if i == 0 else "right", overflow="fold")
+        for row in table.rows:
+            rich.add_row(*row)
+        self.console.print(rich)
+
+
+def load_average() -> str:
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def _first(path: str, prefix: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return next((line.split(prefix, 1)[1] for line in f if line.startswith(prefix)), "")
+    except OSError:
+        return ""
+
+
+def environment(profile: str, started: str) -> Table:
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    cpu = _first("/proc/cpuinfo", "model name").strip(": \n") or platform.machine()
+    os_name = _first("/etc/os-release", "PRETTY_NAME=").strip('"\n')
+    table = Table("Environment", ["Component", "Value"])
+    table.add("Date (UTC)", started)
+    table.add("CPU", cpu)
+    table.add("Cores", f"{os.cpu_count()} logical")
+    table.add("Operating system", f"{os_name} ({platform.system()} {platform.release()})")
+    table.add("Python", f"{platform.python_implementation()} {sys.version.split()[0]}")
+    table.add("Standard-library baselines", "struct, ctypes and pickle of that Python")
+    for name in PACKAGES:
+        table.add(name, version(name))
+    table.add("Profile", profile)
+    table.add("Load average at start (1/5/15 min)", load_average())
+    return table
+
+
+def markdown(table: Table) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [f"**{table.title}**", "", "| " + " | ".join(map(cell, table.columns)) + " |"]
     lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(table.columns) - 1)) + "|")
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
-    if table.note:
-        lines += ["", f"*{table.note}*"]
-    return "\n".join(lines) + "\n"
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in table.rows]
+    return "\n".join(lines + ([f"\n*{table.note}*"] if table.note else [])) + "\n"
 
 
-def render(
-    *,
-    profile: str,
-    command: str,
-    seconds: float,
-    environment: Table,
-    parts: list[PartResult],
-    outcomes: list[Outcome],
-) -> str:
-    verdicts = [o.verdict for o in outcomes]
-    summary = ", ".join(
-        f"{verdicts.count(v)} {v}" for v in ("MET", "MISSED", "NOT MEASURED") if v in verdicts
-    )
-    out = [
-        "# bytewright benchmark report",
-        "",
-        f"Profile `{profile}`, produced by `{command}` in {seconds:,.0f} s. Targets: {summary}.",
-        f"Load average at the end (1/5/15 min): {load_average()} on {os.cpu_count()} cores; "
-        "a load above the core count means other work competed with the run (noisy numbers).",
-        "Lower times are better. Every arm passed its correctness gate before it was timed;",
-        "arms that did not are listed with the reason instead of a number.",
-        "",
-        SECTION_ENVIRONMENT,
-        "",
-        markdown_table(environment),
-        SECTION_TARGETS,
-        "",
-        "A missed target is reported as MISSED: it is what the next work will fix.",
-        "",
-        markdown_table(targets_table(outcomes)),
-    ]
-    unavailable = [u for p in parts for u in p.unavailable]
+def render(header: str, env: Table, targets: Table, parts: list[Part]) -> str:
+    out = [header, "", SECTION_ENVIRONMENT, "", markdown(env), SECTION_TARGETS, ""]
+    out += ["A missed target is reported as MISSED: it is what the next work will fix.", ""]
+    out += [markdown(targets), SECTION_ARMS, ""]
+    unavailable = sorted({u for p in parts for u in p.unavailable})
     incorrect = [i for p in parts for i in p.incorrect]
-    out += [SECTION_ARMS, ""]
     if not unavailable and not incorrect:
-        out += ["Every arm was available and correct.", ""]
-    for item in sorted(set(unavailable)):
-        out.append(f"- unavailable: {item}")
-    for item in incorrect:
-        out.append(f"- incorrect (not timed): {item}")
-    out.append("")
-    for part in parts:
-        for section in part.sections:
-            out += [f"## {section.heading}", ""]
-            if section.intro:
-                out += [section.intro, ""]
-            for image in section.images:
-                out += [f"![{image.stem}]({image.as_posix()})", ""]
-            for table in section.tables:
-                out.append(markdown_table(table))
+        out += ["Every arm was available and correct."]
+    out += [f"- unavailable: {u}" for u in unavailable]
+    out += [f"- incorrect (not timed): {i}" for i in incorrect] + [""]
+    for section in (s for p in parts for s in p.sections):
+        out += [f"## {section.heading}", ""] + ([section.intro, ""] if section.intro else [])
+        out += [f"![{image.stem}]({image.as_posix()})\n" for image in section.images]
+        out += [markdown(table) for table in section.tables]
     return "\n".join(out)
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path

@@ -1,6 +1,12 @@
-"""bytewright: declarative binary codecs and safe pickling, with a Rust core."""
+"""bytewright: declarative binary codecs and safe pickling, with a Rust core.
 
-from bytewright._native import __version__
+Importing it loads no more than it must: the scalar aliases (``bw.U16`` ...) load ``typing``
+on first use, the schema compiler loads with the first Struct class, ``asyncio`` only
+through the stream a caller passes, and ``bytewright.formats`` / ``bytewright.pickle`` when
+imported.
+"""
+
+from bytewright._native import Column, Table, TableSchema, __version__
 from bytewright.errors import DecodeError, Error, Incomplete, PackError, SchemaError
 from bytewright.fields import (
     CHECKSUMS,
@@ -17,31 +23,47 @@ from bytewright.fields import (
 )
 from bytewright.stream import Reader, read_messages
 from bytewright.struct import Codec, Struct, compile, make_struct
-from bytewright.types import (
-    F16,
-    F32,
-    F64,
-    I8,
-    I16,
-    I24,
-    I32,
-    I64,
-    REST,
-    U8,
-    U16,
-    U24,
-    U32,
-    U64,
-    Array,
-    Bits,
-    Bool,
-    Bytes,
-    CStr,
-    DnsName,
-    Str,
-    VarInt,
-    VarUInt,
-)
+from bytewright.types import REST, Array, Bits, Bytes, CStr, DnsName, Str
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from bytewright.types import (
+        F16,
+        F32,
+        F64,
+        I8,
+        I16,
+        I24,
+        I32,
+        I64,
+        U8,
+        U16,
+        U24,
+        U32,
+        U64,
+        Bool,
+        VarInt,
+        VarUInt,
+    )
+else:
+    _SCALARS = frozenset(
+        {"Bool", "VarInt", "VarUInt", "F16", "F32", "F64"}
+        | {f"{p}{w}" for p in "UI" for w in (8, 16, 24, 32, 64)}
+    )
+
+    def __getattr__(name):
+        # The scalar aliases are typing.Annotated: built (and typing imported) on first use.
+        if name in _SCALARS:
+            from bytewright import types
+
+            value = getattr(types, name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__():
+        return sorted(set(globals()) | _SCALARS)
+
 
 __all__ = [
     "CHECKSUMS",
@@ -65,6 +87,7 @@ __all__ = [
     "Bytes",
     "CStr",
     "Codec",
+    "Column",
     "Crc",
     "DecodeError",
     "DnsName",
@@ -76,6 +99,8 @@ __all__ = [
     "SchemaError",
     "Str",
     "Struct",
+    "Table",
+    "TableSchema",
     "VarInt",
     "VarUInt",
     "__version__",

@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+from bytewright import _native
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Literal, TypeAlias
+
+    SchemaErrorKind: TypeAlias = Literal[
+        "invalid", "unknown_option", "unknown_value", "unknown_name", "unknown_field"
+    ]
+
 __all__ = ["DecodeError", "Error", "Incomplete", "PackError", "SchemaError"]
 
 
@@ -10,7 +21,60 @@ class Error(ValueError):
 
 
 class SchemaError(Error):
-    """A struct or field declaration is invalid (raised at class creation or compile)."""
+    """A struct or field declaration is invalid (raised at class creation or compile).
+
+    ``kind`` says what is wrong, so code can act on it without reading the message:
+    ``"unknown_option"`` (a misspelled field option or class keyword), ``"unknown_value"``
+    (a value outside a fixed set, such as a byte order, an encoding or a checksum name),
+    ``"unknown_name"`` (an expression names a field that is not in scope: neither an
+    earlier field of its struct nor one of an enclosing struct), ``"unknown_field"`` (a
+    checksum's ``over=`` names a field its struct does not have) or ``"invalid"``. ``path`` names the field (``"Frame.records"``, or the class), ``name`` the
+    unknown option, value or field name, and ``suggestion`` the nearest valid one (the
+    message's "did you mean").
+    """
+
+    kind: SchemaErrorKind
+    path: str
+    name: str | None
+    suggestion: str | None
+
+    def __init__(
+        self,
+        message: str,
+        path: str = "",
+        *,
+        kind: SchemaErrorKind = "invalid",
+        name: str | None = None,
+        suggestion: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.path = path
+        self.name = name
+        self.suggestion = suggestion
+
+
+def schema_error(where: str, detail: str) -> SchemaError:
+    """``where: detail``, with ``where`` (a class or ``Class.field``) as the path."""
+    return SchemaError(f"{where}: {detail}", where)
+
+
+def unknown(
+    detail: str,
+    value: object,
+    options: Iterable[object],
+    *,
+    kind: SchemaErrorKind = "unknown_value",
+    where: str = "",
+    match: str | None = None,
+) -> SchemaError:
+    """The error for an unknown option or value, suggesting the nearest of ``options``
+    (by the compiler's rule; ``match`` is the form of ``value`` to compare, if not its text)."""
+    suggestion = _native.suggest(str(value) if match is None else match, [str(o) for o in options])
+    message = f"{where}: {detail}" if where else detail
+    if suggestion is not None:
+        message += f"; did you mean {suggestion!r}?"
+    return SchemaError(message, where, kind=kind, name=str(value), suggestion=suggestion)
 
 
 class PackError(Error):
@@ -39,7 +103,7 @@ class Incomplete:
     def __init__(self, needed: int) -> None:
         self.needed = needed
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> Literal[False]:
         return False
 
     def __repr__(self) -> str:

@@ -6,9 +6,12 @@ Parsed once at class creation; the Rust core resolves names and evaluates them n
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from bytewright.errors import SchemaError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["parse_expr"]
 
@@ -74,14 +77,14 @@ def _convert(node: ast.expr, source: str, where: str) -> list[Any]:
     elif isinstance(node, ast.BoolOp):
         kind = "and" if isinstance(node.op, ast.And) else "or"
         out = sub(node.values[0])
-        for v in node.values[1:]:
-            out = [kind, out, sub(v)]
+        for operand in node.values[1:]:
+            out = [kind, out, sub(operand)]
         return out
     elif isinstance(node, ast.Compare):
         parts: list[list[Any]] = []
         left = node.left
-        for op, right in zip(node.ops, node.comparators, strict=True):
-            sym = _CMP.get(type(op))
+        for cmp, right in zip(node.ops, node.comparators, strict=True):
+            sym = _CMP.get(type(cmp))
             if sym is None:
                 break
             parts.append(["bin", sym, sub(left), sub(right)])

@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
-from typing import Any
-
 from bytewright import _native
-from bytewright.errors import SchemaError
+from bytewright._value import MISSING, Value
+from bytewright.errors import SchemaError, unknown
+from bytewright.types import Bits
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, Literal, TypedDict, TypeVar, Unpack, overload
+
+    from bytewright.types import Length
+
+    T = TypeVar("T")
+
+    class _Options(TypedDict, total=False):
+        """The options of ``bw.field`` other than ``default`` and ``type``."""
+
+        len: Length
+        count: Length
+        size: int | str
+        encoding: str
+        when: str
+        byteorder: Literal["big", "little"]
+        nul_terminated: bool
+        max_len: int
+        max_count: int
+        tag: str
+        cases: Mapping[Any, Any]
+        default_case: Any
+        item: Any
+        const: Any
+        align: int
+        convert: tuple[Callable[[Any], Any], Callable[[Any], Any]]
+
+    class _TypedOptions(_Options, total=False):
+        type: Any
+
+else:
+
+    def overload(f):  # typing.overload, without importing typing
+        return f
+
 
 __all__ = [
+    "CHECKSUMS",
     "MISSING",
     "Crc",
     "FieldSpec",
@@ -21,18 +58,12 @@ __all__ = [
     "enum",
     "field",
     "flag",
+    "normalize_byteorder",
     "pad",
-    "suggest",
 ]
 
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Any = _Missing()
-
+# Options whose "not given" is MISSING (None is a value); the others default to None.
+_VALUED = ("default", "const")
 _OPTIONS = (
     "default",
     "len",
@@ -54,60 +85,119 @@ _OPTIONS = (
     "convert",
     "checksum",
 )
+_KNOWN = frozenset(_OPTIONS)
 
 
-def suggest(name: str, options: Any) -> str:
-    """``; did you mean 'x'?`` for the nearest option name, or an empty string."""
-    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-@dataclass(frozen=True)
-class Limits:
+class Limits(Value):
     """Limits for untrusted input: the largest item count and byte length of any field, and
     the deepest nesting of structs (recursive types; at most 1000)."""
 
-    max_count: int = 16 * 1024 * 1024
-    max_len: int = 64 * 1024 * 1024
-    max_depth: int = 64
+    __slots__ = ("max_count", "max_len", "max_depth")  # noqa: RUF023 (field order)
+    max_count: int
+    max_len: int
+    max_depth: int
 
-    def __post_init__(self) -> None:
-        for name in ("max_count", "max_len", "max_depth"):
-            v = getattr(self, name)
+    def __init__(
+        self,
+        max_count: int = 16 * 1024 * 1024,
+        max_len: int = 64 * 1024 * 1024,
+        max_depth: int = 64,
+    ) -> None:
+        self._init(max_count, max_len, max_depth)
+        for name, v in zip(self.__slots__, self._values(), strict=True):
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise SchemaError(f"Limits.{name} must be a non-negative int, got {v!r}")
 
 
-class FieldSpec:
-    """The options of one field, as given to ``bw.field``."""
+class FieldSpec(Value):
+    """The options of one field, as given to ``bw.field`` (immutable).
+
+    ``is_pad`` and ``pad_size`` mark unnamed padding (``bw.pad``)."""
 
     __slots__ = (*_OPTIONS, "is_pad", "pad_size")
+    default: Any
+    len: Length | None
+    count: Length | None
+    size: int | str | None
+    encoding: str | None
+    when: str | None
+    byteorder: str | None
+    nul_terminated: bool
+    max_len: int | None
+    max_count: int | None
+    tag: str | None
+    cases: Mapping[Any, Any] | None
+    default_case: Any
+    item: Any
+    type: Any
+    const: Any
+    align: int | None
+    convert: Any
+    checksum: tuple[str | Crc, tuple[str, ...] | None, bool] | None
+    is_pad: bool
+    pad_size: int
 
-    def __init__(self, **options: Any) -> None:
-        for k in options:
-            if k not in _OPTIONS:
-                raise SchemaError(f"unknown field option {k!r}{suggest(k, _OPTIONS)}")
-        for k in _OPTIONS:
-            default = MISSING if k in ("default", "const") else None
-            object.__setattr__(self, k, options.get(k, default))
+    def __init__(self, *, is_pad: bool = False, pad_size: int = 0, **options: Any) -> None:
+        if not _KNOWN.issuperset(options):
+            for k in options:
+                if k not in _KNOWN:
+                    raise unknown(f"unknown field option {k!r}", k, _OPTIONS, kind="unknown_option")
+        get = options.get
+        for setter, k, default in _SETTERS:
+            setter(self, get(k, default))
         if self.nul_terminated is None:
-            object.__setattr__(self, "nul_terminated", False)
-        object.__setattr__(self, "is_pad", False)
-        object.__setattr__(self, "pad_size", 0)
+            _SETTERS[_OPTIONS.index("nul_terminated")][0](self, False)
+        _set_is_pad(self, is_pad)
+        _set_pad_size(self, pad_size)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("FieldSpec is immutable")
-
-    def __repr__(self) -> str:
-        shown = []
+    def given(self) -> dict[str, Any]:
+        """The options that were given (as keywords for ``FieldSpec``)."""
+        out = {}
         for k in _OPTIONS:
             v = getattr(self, k)
-            if v is not None and v is not MISSING and v is not False:
-                shown.append(f"{k}={v!r}")
+            if v is not None and v is not MISSING and not (k == "nul_terminated" and v is False):
+                out[k] = v
+        return out
+
+    def replace(self, **options: Any) -> FieldSpec:
+        """A copy with some options changed."""
+        return FieldSpec(is_pad=self.is_pad, pad_size=self.pad_size, **{**self.given(), **options})
+
+    def __repr__(self) -> str:
+        shown = [f"{k}={v!r}" for k, v in self.given().items()]
         return f"field({', '.join(shown)})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_field_spec, (self.is_pad, self.pad_size, self.given()))
 
-def field(**options: Any) -> Any:
+
+# Each option's slot setter and default: setting through the slot descriptors is the fast
+# way around the immutability of FieldSpec (its own __setattr__ raises).
+_SETTERS = tuple(
+    (
+        FieldSpec.__dict__[k].__set__,
+        k,
+        MISSING if k in _VALUED else False if k == "nul_terminated" else None,
+    )
+    for k in _OPTIONS
+)
+_set_is_pad = FieldSpec.__dict__["is_pad"].__set__
+_set_pad_size = FieldSpec.__dict__["pad_size"].__set__
+
+
+def _field_spec(is_pad: bool, pad_size: int, options: dict[str, Any]) -> FieldSpec:
+    return FieldSpec(is_pad=is_pad, pad_size=pad_size, **options)
+
+
+# A field declared with an annotation alone (or with a plain default, see ``StructMeta``).
+PLAIN = FieldSpec()
+
+
+@overload
+def field(*, default: T, **options: Unpack[_TypedOptions]) -> T: ...
+@overload
+def field(**options: Unpack[_TypedOptions]) -> Any: ...  # noqa: F811 (overload is typing's)
+def field(**options: Any) -> Any:  # noqa: F811
     """Declares a field's wire options.
 
     ``len`` / ``count`` / ``size`` take a constant, an expression string over earlier fields
@@ -124,99 +214,98 @@ def pad(n: int) -> Any:
     """``n`` unnamed zero bytes: written as zeros, skipped on unpack, not a field of the value."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise SchemaError(f"pad size must be a non-negative int, got {n!r}")
-    spec = FieldSpec()
-    object.__setattr__(spec, "is_pad", True)
-    object.__setattr__(spec, "pad_size", n)
-    return spec
+    return FieldSpec(is_pad=True, pad_size=n)
 
 
-def const(value: Any) -> Any:
+def const(value: T) -> T:
     """A constant or magic: written on pack, verified on unpack."""
-    return FieldSpec(const=value)
+    return FieldSpec(const=value)  # type: ignore[return-value]  # a field specifier
 
 
-def derived() -> Any:
-    """Marks a length, count or size field that pack computes (it defaults to None).
+def derived(spec: Any = None) -> Any:
+    """Declares a length, count or size field that pack computes: it defaults to None, so
+    type checkers let you leave it out (``payload_len: bw.U16 = bw.derived()``).
 
-    Optional: derived fields work without it; it tells type checkers the field may be omitted.
+    ``spec`` gives the field's other options, e.g. ``bw.derived(bw.bits(4))`` for a bit
+    field. Whether a field is derived is decided by the fields that refer to it; this only
+    gives it its default.
     """
-    return FieldSpec(default=None)
+    if spec is None:
+        return FieldSpec(default=None)
+    if not isinstance(spec, FieldSpec) or spec.is_pad:
+        raise SchemaError(f"derived() takes the field's options (bw.field(...)), got {spec!r}")
+    return spec.replace(default=None)
 
 
-def bits(width: int, *, signed: bool = False, **options: Any) -> Any:
+def bits(
+    width: int, *, signed: bool = False, default: Any = MISSING, **options: Unpack[_Options]
+) -> Any:
     """A bit field of ``width`` bits (1..64); see the struct's ``bitorder``."""
-    from bytewright.types import Bits
-
-    return FieldSpec(type=Bits(width, signed), **options)
+    return FieldSpec(type=Bits(width, signed), default=default, **options)
 
 
-def flag(**options: Any) -> Any:
+def flag(*, default: Any = MISSING, **options: Unpack[_Options]) -> Any:
     """A one-bit bool field (a named flag of a bit mask)."""
-    from bytewright.types import Bits
-
-    return FieldSpec(type=Bits(1, False, True), **options)
+    return FieldSpec(type=Bits(1, False, True), default=default, **options)
 
 
-class _EnumConverter:
-    """Maps wire integers to members of an ``IntEnum``/``IntFlag`` and back."""
-
-    __slots__ = ("cls", "strict", "valid")
-
-    def __init__(self, cls: type, strict: bool) -> None:
-        import enum as _enum
-
-        self.cls = cls
-        self.strict = strict
-        if issubclass(cls, _enum.Flag):
-            mask = 0
-            for m in cls:
-                mask |= int(m)
-            self.valid: Any = mask
-        else:
-            self.valid = None
-
-    def decode(self, v: int) -> Any:
-        if self.valid is not None:
-            if self.strict and v & ~self.valid:
-                raise ValueError(f"{v:#x} has bits that {self.cls.__name__} does not define")
-            return self.cls(v)
-        try:
-            return self.cls(v)
-        except ValueError:
-            if self.strict:
-                raise ValueError(f"{v} is not a valid {self.cls.__name__}") from None
-            return v
-
-    @staticmethod
-    def encode(v: Any) -> int:
-        return int(v)
-
-
-def enum(wire_type: Any, *, unknown: str = "keep", **options: Any) -> Any:
+def enum(
+    wire_type: Any,
+    *,
+    unknown: Literal["keep", "raise"] = "keep",
+    default: Any = MISSING,
+    **options: Unpack[_Options],
+) -> Any:
     """An integer field decoded to the annotated ``IntEnum``/``IntFlag``.
 
     ``unknown="keep"`` leaves values the enum does not define as plain ints; ``"raise"``
     makes them a ``DecodeError``.
     """
     if unknown not in ("keep", "raise"):
-        raise SchemaError(
-            f"unknown= must be 'keep' or 'raise'{suggest(unknown, ('keep', 'raise'))}"
-        )
-    spec = FieldSpec(type=wire_type, **options)
-    object.__setattr__(spec, "convert", ("enum", unknown == "raise"))
-    return spec
+        raise _unknown_error("unknown= must be 'keep' or 'raise'", unknown, ("keep", "raise"))
+    return FieldSpec(
+        type=wire_type, default=default, convert=("enum", unknown == "raise"), **options
+    )
 
 
-@dataclass(frozen=True)
-class Crc:
+_unknown_error = unknown  # ``enum`` has a parameter of that name
+
+
+class Crc(Value):
     """Custom CRC parameters (the usual "Rocksoft" model, as in the CRC catalogue)."""
 
+    __slots__ = ("width", "poly", "init", "refin", "refout", "xorout")  # noqa: RUF023 (field order)
     width: int
     poly: int
-    init: int = 0
-    refin: bool = False
-    refout: bool = False
-    xorout: int = 0
+    init: int
+    refin: bool
+    refout: bool
+    xorout: int
+
+    def __init__(
+        self,
+        width: int,
+        poly: int,
+        init: int = 0,
+        refin: bool = False,
+        refout: bool = False,
+        xorout: int = 0,
+    ) -> None:
+        self._init(width, poly, init, refin, refout, xorout)
+
+
+_ORDERS = ("big", "little")
+
+
+def normalize_byteorder(value: Any, where: str) -> str | None:
+    """A ``byteorder=`` value (None when not given); ``where`` names the class or field."""
+    if value is None:
+        return None
+    if value not in _ORDERS:
+        raise unknown(
+            f"byteorder must be 'big' or 'little', got {value!r}", value, _ORDERS, where=where
+        )
+    return str(value)
 
 
 _DIGEST_SIZES = {"md5": 16, "sha1": 20, "sha256": 32}
@@ -225,7 +314,7 @@ _DIGEST_SIZES = {"md5": 16, "sha1": 20, "sha256": 32}
 CHECKSUMS: tuple[str, ...] = tuple(_native.checksum_names())
 
 
-def digest_size(algo: Any) -> int | None:
+def digest_size(algo: object) -> int | None:
     """The byte length of a digest algorithm's value (None for the integer checksums)."""
     return _DIGEST_SIZES.get(algo.lower().replace("_", "-")) if isinstance(algo, str) else None
 
@@ -242,7 +331,7 @@ def checksum(
     if isinstance(algo, str):
         norm = algo.lower().replace("_", "-")
         if norm not in CHECKSUMS:
-            raise SchemaError(f"unknown checksum algorithm {algo!r}{suggest(norm, CHECKSUMS)}")
+            raise unknown(f"unknown checksum algorithm {algo!r}", algo, CHECKSUMS, match=norm)
     elif not isinstance(algo, Crc):
         raise SchemaError(f"checksum algorithm must be a name or bw.Crc(...), got {algo!r}")
     if over is not None and (isinstance(over, str) or not all(isinstance(x, str) for x in over)):

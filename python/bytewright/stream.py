@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
-
 from bytewright.errors import DecodeError, Incomplete
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import AsyncIterator, Iterator
+    from typing import Any
 
 __all__ = ["Reader", "read_messages"]
 
@@ -14,8 +16,9 @@ _COMPACT_AT = 1 << 16
 
 
 def _codec_of(target: Any) -> Any:
-    codec = getattr(target, "__bw_codec__", None)
-    return codec if codec is not None else target
+    """A Struct class's typed codec, or ``target`` itself (a codec)."""
+    info = getattr(target, "__bw__", None)
+    return info.codec if info is not None else target
 
 
 class Reader:

@@ -1,12 +1,17 @@
 """The type vocabulary: scalar annotations and the runtime type objects.
 
-Scalars are ``Annotated`` aliases, so type checkers read ``bw.U16`` as ``int``.
+Scalars are ``Annotated`` aliases, so type checkers read ``bw.U16`` as ``int``. They are
+built on first use: ``typing`` (and ``collections``, for ``ExtType``) load when a schema
+needs them, not when bytewright is imported.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated, Any, Final, NamedTuple
+from bytewright._value import Value, json_value
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Annotated, Any, Final, NamedTuple, TypeAlias
 
 __all__ = [
     "F16",
@@ -38,23 +43,33 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Scalar:
+class Scalar(Value):
     """Wire facts of a scalar annotation: kind (int, float, bool), width in bytes, signedness."""
 
+    __slots__ = ("kind", "width", "signed")  # noqa: RUF023 (field order)
     kind: str
     width: int
-    signed: bool = False
+    signed: bool
 
-    def describe(self, order: str | None) -> dict[str, Any]:
-        if self.kind == "bool":
-            return {"t": "bool"}
-        d: dict[str, Any] = {"t": self.kind, "width": self.width}
-        if self.kind == "int":
-            d["signed"] = self.signed
-        if order is not None:
-            d["order"] = order
-        return d
+    def __init__(self, kind: str, width: int, signed: bool = False) -> None:
+        self._init(kind, width, signed)
+
+    def describe(self, order: str | None) -> str:
+        """The core's JSON description of this scalar (``order`` overrides the struct's)."""
+        key = (self.kind, self.width, self.signed, order)
+        text = _SCALAR_TEXT.get(key)
+        if text is None:
+            if self.kind == "bool":
+                text = '{"t":"bool"}'
+            else:
+                signed = f',"signed":{json_value(self.signed)}' if self.kind == "int" else ""
+                at = f',"order":"{order}"' if order is not None else ""
+                text = f'{{"t":"{self.kind}","width":{json_value(self.width)}{signed}{at}}}'
+            _SCALAR_TEXT[key] = text
+        return text
+
+
+_SCALAR_TEXT: dict[tuple[str, int, bool, str | None], str] = {}
 
 
 class _Rest:
@@ -76,105 +91,170 @@ class _Rest:
 
 REST: Final = _Rest()
 
-U8 = Annotated[int, Scalar("int", 1)]
-U16 = Annotated[int, Scalar("int", 2)]
-U24 = Annotated[int, Scalar("int", 3)]
-U32 = Annotated[int, Scalar("int", 4)]
-U64 = Annotated[int, Scalar("int", 8)]
-I8 = Annotated[int, Scalar("int", 1, True)]
-I16 = Annotated[int, Scalar("int", 2, True)]
-I24 = Annotated[int, Scalar("int", 3, True)]
-I32 = Annotated[int, Scalar("int", 4, True)]
-I64 = Annotated[int, Scalar("int", 8, True)]
-F16 = Annotated[float, Scalar("float", 2)]
-F32 = Annotated[float, Scalar("float", 4)]
-F64 = Annotated[float, Scalar("float", 8)]
-Bool = Annotated[bool, Scalar("bool", 1)]
-
 Length = int | str | _Rest
 
 
-@dataclass(frozen=True)
-class Bits:
+class Bits(Value):
     """A bit field of ``width`` bits (1..64). Adjacent bit fields share whole bytes; the
     struct's ``bitorder`` ("msb", network order, or "lsb", C-compiler order) places them."""
 
+    __slots__ = ("width", "signed", "boolean")  # noqa: RUF023 (field order)
     width: int
-    signed: bool = False
-    boolean: bool = False
+    signed: bool
+    boolean: bool
 
-    def describe(self) -> dict[str, Any]:
-        return {"t": "bits", "width": self.width, "signed": self.signed, "boolean": self.boolean}
+    def __init__(self, width: int, signed: bool = False, boolean: bool = False) -> None:
+        self._init(width, signed, boolean)
+
+    def describe(self) -> str:
+        return (
+            f'{{"t":"bits","width":{json_value(self.width)},"signed":{json_value(self.signed)},'
+            f'"boolean":{json_value(self.boolean)}}}'
+        )
 
 
-@dataclass(frozen=True)
-class Varint:
+class Varint(Value):
     """LEB128 variable-length integer; ``zigzag`` for signed values (protobuf's sint)."""
 
-    zigzag: bool = False
+    __slots__ = ("zigzag",)
+    zigzag: bool
 
-    def describe(self) -> dict[str, Any]:
-        return {"t": "varint", "zigzag": self.zigzag}
+    def __init__(self, zigzag: bool = False) -> None:
+        self._init(zigzag)
+
+    def describe(self) -> str:
+        return f'{{"t":"varint","zigzag":{json_value(self.zigzag)}}}'
 
 
-VarUInt = Annotated[int, Varint(False)]
-VarInt = Annotated[int, Varint(True)]
-
-
-@dataclass(frozen=True)
-class DnsName:
+class DnsName(Value):
     """A DNS domain name (RFC 1035): text like ``"www.example.com."``; compression pointers
     (counted from the start of the outermost value) are followed on unpack and, when
     ``compress`` is set, written on pack. See ``bytewright.formats.dns``."""
 
-    compress: bool = True
+    __slots__ = ("compress",)
+    compress: bool
 
-    def describe(self) -> dict[str, Any]:
-        return {"t": "dnsname", "compress": self.compress}
+    def __init__(self, compress: bool = True) -> None:
+        self._init(compress)
+
+    def describe(self) -> str:
+        return f'{{"t":"dnsname","compress":{json_value(self.compress)}}}'
 
 
-@dataclass(frozen=True)
-class Bytes:
+class Bytes(Value):
     """Raw bytes whose length is a constant, an expression over earlier fields, or REST."""
 
+    __slots__ = ("len",)
     len: Length
 
+    def __init__(self, len: Length) -> None:
+        self._init(len)
 
-@dataclass(frozen=True)
-class Str:
+
+class Str(Value):
     """Text of a byte length given like ``Bytes``; encoding utf-8, ascii or latin-1."""
 
+    __slots__ = ("len", "encoding")  # noqa: RUF023 (field order)
     len: Length
-    encoding: str = "utf-8"
+    encoding: str
+
+    def __init__(self, len: Length, encoding: str = "utf-8") -> None:
+        self._init(len, encoding)
 
 
-@dataclass(frozen=True)
-class CStr:
+class CStr(Value):
     """NUL-terminated text of at most ``max_len`` bytes before the NUL."""
 
+    __slots__ = ("max_len", "encoding")  # noqa: RUF023 (field order)
     max_len: int
-    encoding: str = "utf-8"
+    encoding: str
+
+    def __init__(self, max_len: int, encoding: str = "utf-8") -> None:
+        self._init(max_len, encoding)
 
 
-@dataclass(frozen=True)
-class Array:
+class Array(Value):
     """A list of ``item`` (any type); ``count`` is a constant, an expression or REST."""
 
+    __slots__ = ("item", "count")  # noqa: RUF023 (field order)
     item: Any
-    count: Length = REST
+    count: Length
+
+    def __init__(self, item: Any, count: Length = REST) -> None:
+        self._init(item, count)
 
 
-class ExtType(NamedTuple):
-    """A MessagePack extension value: a type code (-128..127) and its bytes."""
-
-    code: int
-    data: bytes
-
-
-@dataclass(frozen=True)
-class Msgpack:
+class Msgpack(Value):
     """A self-describing MessagePack value (None, bool, int, float, str, bytes, list, dict,
     ExtType), nested up to the codec's depth limit."""
 
-    def describe(self) -> dict[str, Any]:
-        return {"t": "msgpack"}
+    __slots__ = ()
+
+    def describe(self) -> str:
+        return '{"t":"msgpack"}'
+
+
+if TYPE_CHECKING:
+    U8: TypeAlias = Annotated[int, Scalar("int", 1)]
+    U16: TypeAlias = Annotated[int, Scalar("int", 2)]
+    U24: TypeAlias = Annotated[int, Scalar("int", 3)]
+    U32: TypeAlias = Annotated[int, Scalar("int", 4)]
+    U64: TypeAlias = Annotated[int, Scalar("int", 8)]
+    I8: TypeAlias = Annotated[int, Scalar("int", 1, True)]
+    I16: TypeAlias = Annotated[int, Scalar("int", 2, True)]
+    I24: TypeAlias = Annotated[int, Scalar("int", 3, True)]
+    I32: TypeAlias = Annotated[int, Scalar("int", 4, True)]
+    I64: TypeAlias = Annotated[int, Scalar("int", 8, True)]
+    F16: TypeAlias = Annotated[float, Scalar("float", 2)]
+    F32: TypeAlias = Annotated[float, Scalar("float", 4)]
+    F64: TypeAlias = Annotated[float, Scalar("float", 8)]
+    Bool: TypeAlias = Annotated[bool, Scalar("bool", 1)]
+    VarUInt: TypeAlias = Annotated[int, Varint(False)]
+    VarInt: TypeAlias = Annotated[int, Varint(True)]
+
+    class ExtType(NamedTuple):
+        """A MessagePack extension value: a type code (-128..127) and its bytes."""
+
+        code: int
+        data: bytes
+
+else:
+
+    def _aliases() -> dict[str, Any]:
+        from typing import Annotated, NamedTuple
+
+        class ExtType(NamedTuple):
+            """A MessagePack extension value: a type code (-128..127) and its bytes."""
+
+            code: int
+            data: bytes
+
+        ExtType.__module__ = __name__
+        out: dict[str, Any] = {"ExtType": ExtType}
+        for prefix, kind, py, signed in (
+            ("U", "int", int, False),
+            ("I", "int", int, True),
+        ):
+            for width in (1, 2, 3, 4, 8):
+                out[f"{prefix}{width * 8}"] = Annotated[py, Scalar(kind, width, signed)]
+        for width in (2, 4, 8):
+            out[f"F{width * 8}"] = Annotated[float, Scalar("float", width)]
+        out["Bool"] = Annotated[bool, Scalar("bool", 1)]
+        out["VarUInt"] = Annotated[int, Varint(False)]
+        out["VarInt"] = Annotated[int, Varint(True)]
+        return out
+
+    _LAZY = frozenset(
+        {"Bool", "ExtType", "VarInt", "VarUInt", "F16", "F32", "F64"}
+        | {f"{p}{w}" for p in "UI" for w in (8, 16, 24, 32, 64)}
+    )
+
+    def __getattr__(name: str) -> Any:
+        # First use of a scalar alias (or ExtType): build them all, once.
+        if name in _LAZY:
+            globals().update(_aliases())
+            return globals()[name]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted(set(globals()) | _LAZY)

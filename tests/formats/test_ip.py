@@ -176,11 +176,11 @@ def test_udp_checksum_zero_means_none() -> None:
 
 
 def test_other_protocols_are_raw() -> None:
-    pkt = ip.IPv4(src="1.1.1.1", dst="2.2.2.2", protocol=1, payload=ip.Raw(data=b"\x08\x00icmp"))
+    pkt = ip.IPv4(src="1.1.1.1", dst="2.2.2.2", protocol=47, payload=ip.Raw(data=b"\x00\x00gre"))
     wire = pkt.pack()
-    assert dpkt.ip.IP(wire).p == 1
+    assert dpkt.ip.IP(wire).p == 47
     assert ip.IPv4.unpack(wire) == ip.IPv4.unpack(wire)
-    assert ip.IPv4.unpack(wire).payload == ip.Raw(data=b"\x08\x00icmp")
+    assert ip.IPv4.unpack(wire).payload == ip.Raw(data=b"\x00\x00gre")
 
 
 def test_malformed_packets_give_decode_errors() -> None:

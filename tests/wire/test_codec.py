@@ -31,7 +31,7 @@ def test_codec_pickle_roundtrip(telemetry):
 
 
 def test_typed_codec_pickle_roundtrip(telemetry):
-    typed = Envelope.__bw_codec__
+    typed = Envelope.__bw__.codec
     clone = pickle.loads(pickle.dumps(typed))
     back = clone.unpack(telemetry)
     assert isinstance(back, Envelope) and back.pack() == telemetry

@@ -30,7 +30,7 @@ def test_present_and_absent():
 
 def test_conditional_length_is_derived():
     # name_len and name share their condition, so name_len is derived when present.
-    assert "name_len" in Opt.__bw_derived__
+    assert "name_len" in Opt.__bw__.derived
     assert Opt(flags=2, name="hi").pack() == b"\x02\x02hi"
     assert Opt(flags=0, name="ignored").pack() == b"\x00"
     assert Opt.unpack(b"\x02\x02hi").name_len == 2
@@ -45,7 +45,7 @@ def test_conditional_length_under_other_condition_is_not_derived():
         n: bw.U8
         data: bytes = bw.field(len="n", when="flags", default=b"")
 
-    assert "n" not in C.__bw_derived__
+    assert "n" not in C.__bw__.derived
     assert C(flags=1, n=2, data=b"ab").pack() == b"\x01\x02ab"
 
 

@@ -109,9 +109,9 @@ def test_invertible_forms(expr, n, length):
     try:
         derived = codec.pack({"data": bytes(length)})
     except bw.PackError:
-        assert "n" not in cls.__bw_derived__
+        assert "n" not in cls.__bw__.derived
         return
-    assert "n" in cls.__bw_derived__
+    assert "n" in cls.__bw__.derived
     assert cls.unpack(derived).data == bytes(length)
     assert cls(data=bytes(length)).pack() == derived
 

@@ -257,3 +257,67 @@ def test_class_keyword_limits():
         K.unpack(b"\x05abcde")
     with pytest.raises(bw.PackError):
         K(s="abcde").pack()
+
+
+def test_schema_errors_are_typed():
+    import pickle
+
+    with pytest.raises(bw.SchemaError) as ei:
+
+        class X(bw.Struct):
+            payload_len: bw.U8
+            payload: bytes = bw.field(len="payload_lne")
+
+    e = ei.value  # raised by the Rust compiler
+    assert (e.kind, e.path, e.name, e.suggestion) == (
+        "unknown_name",
+        "X.payload",
+        "payload_lne",
+        "payload_len",
+    )
+    back = pickle.loads(pickle.dumps(e))
+    assert (back.kind, back.path, back.name, back.suggestion, str(back)) == (
+        e.kind,
+        e.path,
+        e.name,
+        e.suggestion,
+        str(e),
+    )
+
+    with pytest.raises(bw.SchemaError) as ei:
+        bw.field(lenght=3)  # type: ignore[call-overload]
+    assert (ei.value.kind, ei.value.name, ei.value.suggestion) == (
+        "unknown_option",
+        "lenght",
+        "len",
+    )
+
+    with pytest.raises(bw.SchemaError) as ei:
+
+        class Y(bw.Struct, byteorder="littel"):  # type: ignore[call-arg]
+            a: bw.U8
+
+    assert (ei.value.kind, ei.value.path, ei.value.suggestion) == ("unknown_value", "Y", "little")
+
+    with pytest.raises(bw.SchemaError) as ei:
+
+        class Z(bw.Struct):
+            a: bw.U8
+            crc: bw.U32 = bw.checksum("crc32", over=["b"])
+
+    assert (ei.value.kind, ei.value.path, ei.value.name) == ("unknown_field", "Z.crc", "b")
+
+    for bad in (0, 4097, True, "4"):
+        with pytest.raises(bw.SchemaError) as ei:
+
+            class A(bw.Struct, align=bad):  # type: ignore[arg-type]
+                a: bw.U8
+
+        assert ei.value.kind == "invalid" and ei.value.path == "A"
+        assert "between 1 and 4096" in str(ei.value)
+        with pytest.raises(bw.SchemaError) as ei:
+
+            class F(bw.Struct):
+                a: bw.U8 = bw.field(align=bad)  # type: ignore[arg-type]
+
+        assert ei.value.path == "F.a" and "between 1 and 4096" in str(ei.value)

@@ -86,7 +86,7 @@ def test_u64_max_in_length_expression():
     assert data == b"\xff" * 8 + b"\x03abc"
     assert Big.unpack(data).data == b"abc"
     # n is derived: big is known before it.
-    assert "n" in Big.__bw_derived__
+    assert "n" in Big.__bw__.derived
     assert Big(big=2**64 - 1, data=b"abc").pack() == data
 
 

@@ -128,7 +128,7 @@ def test_from_bytes_in_a_fresh_interpreter_without_the_classes():
 
 def test_typed_codecs_cannot_be_persisted_as_bytes():
     with pytest.raises(TypeError) as ei:
-        Packet.__bw_codec__.to_bytes()
+        Packet.__bw__.codec.to_bytes()
     assert "bw.compile" in str(ei.value)
 
 
@@ -170,7 +170,7 @@ def test_pickle_dict_and_typed_codecs():
     codec = bw.compile(Packet)
     again = pickle.loads(pickle.dumps(codec))
     assert again.unpack(WIRE) == codec.unpack(WIRE)
-    typed = pickle.loads(pickle.dumps(Packet.__bw_codec__))
+    typed = pickle.loads(pickle.dumps(Packet.__bw__.codec))
     assert typed.typed and typed.unpack(WIRE) == sample()
     assert pickle.loads(pickle.dumps(bw.compile(Msg))).unpack(b"\x01\x00") == {
         "t": 1,

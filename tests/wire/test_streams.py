@@ -383,7 +383,7 @@ def test_pack_many_registry_variants():
 
 
 def test_reader_of_a_lazily_compiled_class_compiles_once(monkeypatch):
-    import bytewright.struct as bs
+    import bytewright.schema as bs
 
     class Msg(bw.Struct, registry="t"):
         t: bw.U8

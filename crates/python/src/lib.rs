@@ -16,6 +16,7 @@
 
 use pyo3::prelude::*;
 
+mod columns;
 mod cpython;
 mod fastcall;
 mod graph;
@@ -27,6 +28,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     cpython::init(m)?;
     wire::register(m)?;
+    columns::register(m)?;
     graph::register(m)?;
     pickle_reader::register(m)?;
     Ok(())

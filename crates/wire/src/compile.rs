@@ -7,17 +7,22 @@ use crate::expr::{self, Expr, SlotRef, Value};
 use crate::program::*;
 use crate::schema::{BitOrder, ConstDesc, FieldDesc, LenDesc, Order, Schema, StructDesc, TypeDesc};
 
-/// A problem in the schema, found at compile time. The message names the field.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaError(pub String);
+pub use crate::error::{closest, SchemaError, SchemaErrorKind};
 
-impl std::fmt::Display for SchemaError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+/// The largest alignment `align=` accepts.
+pub const MAX_ALIGN: u64 = 4096;
+
+/// The rule for `align=` (of a struct or of a field): a whole number of bytes from 1 to
+/// [`MAX_ALIGN`]. `n` is None when the value is not an integer at all; `shown` is the value as
+/// the user wrote it. The Python frontend calls this too, to reject a bad class keyword early.
+pub fn check_align(n: Option<i128>, shown: &str) -> Result<u64, String> {
+    match n {
+        Some(n) if (1..=i128::from(MAX_ALIGN)).contains(&n) => Ok(n as u64),
+        _ => Err(format!(
+            "align= must be an int between 1 and {MAX_ALIGN}, got {shown}"
+        )),
     }
 }
-
-impl std::error::Error for SchemaError {}
 
 const PAD: u16 = u16::MAX;
 /// Marks an alignment step while a struct is being built.
@@ -47,6 +52,8 @@ struct Compiler {
     /// (description id, struct index) of structs being compiled, for recursive references.
     in_progress: Vec<(u32, u32)>,
     limits: Limits,
+    /// The name `resolve` did not find, for the typed error of the expression holding it.
+    unknown_name: Option<String>,
 }
 
 /// Where a bit field sits in its group.
@@ -70,6 +77,7 @@ pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
         structs: Vec::new(),
         in_progress: Vec::new(),
         limits,
+        unknown_name: None,
     };
     let root = c.node(&schema.root, Order::Big, "")?;
     let structs: Vec<StructProg> = c
@@ -77,8 +85,8 @@ pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
         .into_iter()
         .map(|s| s.expect("every struct is finished"))
         .collect();
-    let min_size = node_min(&root, &structs);
-    let static_size = node_static(&root, &structs);
+    let min_size = node_min(&root, &structs[..]);
+    let static_size = node_static(&root, &structs[..]);
     Ok(Program {
         structs,
         root,
@@ -88,39 +96,38 @@ pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
     })
 }
 
-fn suggest(name: &str, options: impl Iterator<Item = String>) -> String {
-    let best = options
-        .map(|o| (edit_distance(name, &o), o))
-        .filter(|(d, o)| *d <= 2.max(o.len() / 3))
-        .min_by_key(|(d, _)| *d);
-    match best {
-        Some((_, o)) => format!("; did you mean '{o}'?"),
-        None => String::new(),
-    }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 impl Compiler {
-    fn err(&self, field: &str, msg: impl std::fmt::Display) -> SchemaError {
+    /// The dotted path of `field` in the struct being compiled.
+    fn path(&self, field: &str) -> String {
         let mut path: Vec<&str> = self.frames.iter().map(|f| f.name.as_str()).collect();
         if !field.is_empty() {
             path.push(field);
         }
-        SchemaError(format!("{}: {msg}", path.join(".")))
+        path.join(".")
+    }
+
+    fn err(&self, field: &str, msg: impl std::fmt::Display) -> SchemaError {
+        SchemaError::at(SchemaErrorKind::Invalid, self.path(field), msg, None, None)
+    }
+
+    /// An unknown name (or, with [`SchemaErrorKind::UnknownValue`], value) at `field`, with
+    /// the nearest of `known` as the suggestion.
+    fn unknown(
+        &self,
+        kind: SchemaErrorKind,
+        field: &str,
+        msg: impl std::fmt::Display,
+        name: &str,
+        known: impl IntoIterator<Item = String>,
+    ) -> SchemaError {
+        let suggestion = closest(name, known);
+        SchemaError::at(
+            kind,
+            self.path(field),
+            msg,
+            Some(name.to_string()),
+            suggestion,
+        )
     }
 
     fn resolve(&mut self, name: &str) -> Result<SlotRef, String> {
@@ -154,20 +161,29 @@ impl Compiler {
                 idx: slot,
             });
         }
-        let known = self
-            .frames
-            .iter()
-            .flat_map(|f| f.declared.iter().map(|d| d.name.clone()));
+        // The expression parser passes errors on as text: the name is kept aside for
+        // `expr` to build the typed error.
+        self.unknown_name = Some(name.to_string());
         Err(format!(
-            "unknown field '{name}' in expression (expressions may use earlier fields of this struct or of an enclosing struct){}",
-            suggest(name, known)
+            "unknown field '{name}' in expression (expressions may use earlier fields of this struct or of an enclosing struct)"
         ))
     }
 
     fn expr(&mut self, field: &str, v: &serde_json::Value) -> Result<Expr, SchemaError> {
+        self.unknown_name = None;
         let mut resolve = |n: &str| self.resolve(n);
         let r = expr::parse(v, &mut resolve);
-        r.map_err(|m| self.err(field, m))
+        r.map_err(|m| match self.unknown_name.take() {
+            Some(name) => {
+                let known: Vec<String> = self
+                    .frames
+                    .iter()
+                    .flat_map(|f| f.declared.iter().map(|d| d.name.clone()))
+                    .collect();
+                self.unknown(SchemaErrorKind::UnknownName, field, m, &name, known)
+            }
+            None => self.err(field, m),
+        })
     }
 
     fn len(&mut self, field: &str, d: &LenDesc) -> Result<Len, SchemaError> {
@@ -221,10 +237,7 @@ impl Compiler {
                 return Err(self.err(field, "bit fields can only be fields of a struct"))
             }
             TypeDesc::Varint { zigzag } => Node::Varint { zigzag: *zigzag },
-            TypeDesc::Msgpack => Node::Msgpack,
-            TypeDesc::Dnsname { compress } => Node::DnsName {
-                compress: *compress,
-            },
+            TypeDesc::Kind(k) => Node::Kind(k.clone()),
             TypeDesc::Ref { id } => match self.in_progress.iter().rev().find(|(d, _)| d == id) {
                 Some((_, index)) => Node::Struct(*index),
                 None => return Err(self.err(field, format!("reference to unknown struct id {id}"))),
@@ -260,7 +273,7 @@ impl Compiler {
             TypeDesc::Array { item, count, max } => {
                 let count = self.len(field, count)?;
                 let item = self.node(item, order, field)?;
-                let item_min = node_min(&item, &self.finished());
+                let item_min = node_min(&item, &self.structs[..]);
                 let max = max.unwrap_or(self.limits.max_count);
                 if let Len::Fixed(n) = count {
                     if n > max {
@@ -307,8 +320,10 @@ impl Compiler {
     }
 
     /// Resolves the checksum fields of a finished struct and marks them in its runs.
+    /// `within` names the struct (its frame is closed by now), for the error paths.
     fn checksums(
         &self,
+        within: &str,
         sums: &[(u16, crate::schema::ChecksumDesc)],
         names: &[Arc<str>],
         steps: &mut [Step],
@@ -317,13 +332,16 @@ impl Compiler {
         use crate::schema::AlgoDesc;
         let mut out = Vec::new();
         for (field, desc) in sums {
-            let fname = &*names[*field as usize];
+            let fname = &*format!("{within}.{}", names[*field as usize]);
             let algo = match &desc.algo {
                 AlgoDesc::Name(n) => Algo::from_name(n).ok_or_else(|| {
                     let known = Algo::names().iter().map(|s| s.to_string());
-                    self.err(
+                    self.unknown(
+                        SchemaErrorKind::UnknownValue,
                         fname,
-                        format!("unknown checksum algorithm '{n}'{}", suggest(n, known)),
+                        format!("unknown checksum algorithm '{n}'"),
+                        n,
+                        known,
                     )
                 })?,
                 AlgoDesc::Crc(p) => {
@@ -385,12 +403,12 @@ impl Compiler {
                                 .map(|i| i as u16)
                                 .ok_or_else(|| {
                                     let known = names.iter().map(|s| s.to_string());
-                                    self.err(
+                                    self.unknown(
+                                        SchemaErrorKind::UnknownField,
                                         fname,
-                                        format!(
-                                            "checksum over unknown field '{n}'{}",
-                                            suggest(n, known)
-                                        ),
+                                        format!("checksum over unknown field '{n}'"),
+                                        n,
+                                        known,
                                     )
                                 })
                         })
@@ -405,7 +423,7 @@ impl Compiler {
                 verify: desc.verify,
             });
         }
-        let out = self.sum_order(out, names)?;
+        let out = self.sum_order(within, out, names)?;
         for s in steps.iter_mut() {
             if let Step::Run(r) = s {
                 if r.items.iter().any(|it| it.sum) {
@@ -421,6 +439,7 @@ impl Compiler {
     /// final bytes by then, or verification would see different bytes).
     fn sum_order(
         &self,
+        within: &str,
         mut left: Vec<Checksum>,
         names: &[Arc<str>],
     ) -> Result<Vec<Checksum>, SchemaError> {
@@ -435,7 +454,7 @@ impl Compiler {
                 let a = &left[0];
                 let b = left.iter().find(|b| covers(a, b)).expect("a cycle");
                 return Err(self.err(
-                    &names[a.field as usize],
+                    &format!("{within}.{}", names[a.field as usize]),
                     format!(
                         "the checksums '{}' and '{}' cover each other's bytes",
                         names[a.field as usize], names[b.field as usize]
@@ -534,26 +553,6 @@ impl Compiler {
     }
 
     /// Structs finished so far, for size computations (unfinished ones count as unknown).
-    fn finished(&self) -> Vec<StructProg> {
-        // Only used for item_min of arrays: cheap enough at compile time.
-        self.structs
-            .iter()
-            .map(|s| {
-                s.clone().unwrap_or(StructProg {
-                    sink_id: 0,
-                    name: "".into(),
-                    fields: vec![],
-                    derived: vec![],
-                    n_slots: 0,
-                    steps: vec![],
-                    min_size: 0,
-                    static_size: None,
-                    checksums: vec![],
-                })
-            })
-            .collect()
-    }
-
     fn structure(&mut self, desc: &StructDesc, inherited: Order) -> Result<u32, SchemaError> {
         let order = desc.order.unwrap_or(inherited);
         let index = self.structs.len();
@@ -592,7 +591,7 @@ impl Compiler {
             d
         };
         let mut steps = coalesce(steps);
-        let checksums = self.checksums(&frame.sums, &names, &mut steps)?;
+        let checksums = self.checksums(&frame.name, &frame.sums, &names, &mut steps)?;
         let mut derived = derived;
         for c in &checksums {
             derived[c.field as usize] = true;
@@ -608,17 +607,14 @@ impl Compiler {
             static_size: None,
             checksums,
         };
-        let finished = self.finished();
-        prog.min_size = struct_min(&prog, &finished);
-        prog.static_size = struct_static(&prog, &finished);
+        prog.min_size = struct_min(&prog, &self.structs[..]);
+        prog.static_size = struct_static(&prog, &self.structs[..]);
         self.structs[index] = Some(prog);
         Ok(index as u32)
     }
 
     fn align_step(&mut self, n: u64, field: &str) -> Result<(), SchemaError> {
-        if n == 0 || n > 4096 {
-            return Err(self.err(field, format!("alignment {n} must be between 1 and 4096")));
-        }
+        check_align(Some(i128::from(n)), &n.to_string()).map_err(|m| self.err(field, m))?;
         let frame = self.frames.last_mut().expect("inside a struct");
         frame.steps.push(FieldStep {
             field: ALIGN,
@@ -987,12 +983,39 @@ fn len_min(len: &Len) -> u64 {
     }
 }
 
-pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
+/// The sizes of structs by index: of a finished program, or of the structs compiled so far
+/// (a struct still being compiled counts as empty and variable).
+pub(crate) trait StructSizes {
+    fn min_size(&self, i: u32) -> usize;
+    fn static_size(&self, i: u32) -> Option<usize>;
+}
+
+impl StructSizes for [StructProg] {
+    fn min_size(&self, i: u32) -> usize {
+        self.get(i as usize).map_or(0, |s| s.min_size)
+    }
+    fn static_size(&self, i: u32) -> Option<usize> {
+        self.get(i as usize)?.static_size
+    }
+}
+
+impl StructSizes for [Option<StructProg>] {
+    fn min_size(&self, i: u32) -> usize {
+        self.get(i as usize)
+            .and_then(Option::as_ref)
+            .map_or(0, |s| s.min_size)
+    }
+    fn static_size(&self, i: u32) -> Option<usize> {
+        self.get(i as usize)?.as_ref()?.static_size
+    }
+}
+
+pub(crate) fn node_min<S: StructSizes + ?Sized>(node: &Node, structs: &S) -> usize {
     match node {
         Node::Scalar(s) => s.size(),
         Node::Bytes { len, .. } | Node::Str { len, .. } => len_min(len) as usize,
         Node::Cstr { .. } => 1,
-        Node::Struct(i) => structs.get(*i as usize).map_or(0, |s| s.min_size),
+        Node::Struct(i) => structs.min_size(*i),
         Node::Array {
             count, item_min, ..
         } => (len_min(count) as usize).saturating_mul(*item_min),
@@ -1010,11 +1033,12 @@ pub(crate) fn node_min(node: &Node, structs: &[StructProg]) -> usize {
             .map(|n| node_min(n, structs))
             .min()
             .unwrap_or(0),
-        Node::Varint { .. } | Node::DnsName { .. } | Node::Msgpack => 1,
+        Node::Varint { .. } => 1,
+        Node::Kind(k) => k.min_size(),
     }
 }
 
-pub(crate) fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> {
+pub(crate) fn node_static<S: StructSizes + ?Sized>(node: &Node, structs: &S) -> Option<usize> {
     match node {
         Node::Scalar(s) => Some(s.size()),
         Node::Bytes { .. }
@@ -1023,9 +1047,8 @@ pub(crate) fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> 
         | Node::Union { .. }
         | Node::Registry { .. }
         | Node::Varint { .. }
-        | Node::DnsName { .. }
-        | Node::Msgpack => None,
-        Node::Struct(i) => structs.get(*i as usize)?.static_size,
+        | Node::Kind(_) => None,
+        Node::Struct(i) => structs.static_size(*i),
         Node::Array {
             item,
             count: Len::Fixed(n),
@@ -1035,7 +1058,7 @@ pub(crate) fn node_static(node: &Node, structs: &[StructProg]) -> Option<usize> 
     }
 }
 
-fn struct_min(p: &StructProg, structs: &[StructProg]) -> usize {
+fn struct_min<S: StructSizes + ?Sized>(p: &StructProg, structs: &S) -> usize {
     p.steps
         .iter()
         .map(|s| match s {
@@ -1050,7 +1073,7 @@ fn struct_min(p: &StructProg, structs: &[StructProg]) -> usize {
         .fold(0usize, usize::saturating_add)
 }
 
-fn struct_static(p: &StructProg, structs: &[StructProg]) -> Option<usize> {
+fn struct_static<S: StructSizes + ?Sized>(p: &StructProg, structs: &S) -> Option<usize> {
     let mut total = 0usize;
     for s in &p.steps {
         total = total.checked_add(match s {
@@ -1084,4 +1107,76 @@ fn tag_place(sp: &StructProg, name: &str) -> Option<(usize, Scalar, u16)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compile_json(root: serde_json::Value) -> Result<Program, SchemaError> {
+        let text = serde_json::json!({ "root": root }).to_string();
+        compile(&Schema::from_json(&text).expect("a valid description"))
+    }
+
+    fn field(name: &str, ty: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({ "name": name, "type": ty })
+    }
+
+    #[test]
+    fn schema_errors_are_typed() {
+        let u8t = serde_json::json!({"t": "int", "width": 1, "signed": false});
+        let e = compile_json(serde_json::json!({
+            "t": "struct", "id": 0, "name": "S", "fields": [
+                field("payload_len", u8t.clone()),
+                field("payload", serde_json::json!({"t": "bytes", "len": {"expr": ["name", "payload_lne"]}})),
+            ]
+        }))
+        .unwrap_err();
+        assert_eq!(e.kind, SchemaErrorKind::UnknownName);
+        assert_eq!(e.path, "S.payload");
+        assert_eq!(e.name.as_deref(), Some("payload_lne"));
+        assert_eq!(e.suggestion.as_deref(), Some("payload_len"));
+        assert!(e
+            .message
+            .starts_with("S.payload: unknown field 'payload_lne' in expression"));
+        assert!(e.message.ends_with("; did you mean 'payload_len'?"), "{e}");
+
+        // A name nothing resembles: no suggestion, and the message says none.
+        let e = compile_json(serde_json::json!({
+            "t": "struct", "id": 0, "name": "S", "fields": [
+                field("data", serde_json::json!({"t": "bytes", "len": {"expr": ["name", "n"]}})),
+            ]
+        }))
+        .unwrap_err();
+        assert_eq!(
+            (e.kind, e.name.as_deref(), e.suggestion.as_deref()),
+            (SchemaErrorKind::UnknownName, Some("n"), None)
+        );
+        assert!(!e.message.contains("did you mean"), "{e}");
+
+        let e = compile_json(serde_json::json!({
+            "t": "struct", "id": 0, "name": "S", "fields": [
+                {"name": "a", "type": u8t, "align": 0},
+            ]
+        }))
+        .unwrap_err();
+        assert_eq!(
+            (e.kind, e.path.as_str(), e.name.as_deref()),
+            (SchemaErrorKind::Invalid, "S.a", None)
+        );
+        assert_eq!(
+            e.message,
+            "S.a: align= must be an int between 1 and 4096, got 0"
+        );
+    }
+
+    #[test]
+    fn the_align_rule() {
+        assert_eq!(check_align(Some(1), "1"), Ok(1));
+        assert_eq!(check_align(Some(4096), "4096"), Ok(4096));
+        for bad in [0, -4, 4097, i128::MAX] {
+            assert!(check_align(Some(bad), "x").is_err());
+        }
+        assert!(check_align(None, "'4'").unwrap_err().ends_with("got '4'"));
+    }
 }

@@ -52,8 +52,15 @@ impl Slots {
 impl Env for Slots {
     #[inline]
     fn get(&self, s: SlotRef) -> &Value {
-        let b = self.bases[self.bases.len() - 1 - s.up as usize];
-        &self.vals[b + s.idx as usize]
+        // A value decoded alone (outside its message) has no enclosing frames: what it
+        // refers to there is absent.
+        static ABSENT: Value = Value::Absent;
+        let Some(i) = self.bases.len().checked_sub(1 + s.up as usize) else {
+            return &ABSENT;
+        };
+        self.vals
+            .get(self.bases[i] + s.idx as usize)
+            .unwrap_or(&ABSENT)
     }
 }
 
@@ -63,8 +70,8 @@ pub struct Scratch {
     pub(crate) slots: Slots,
     /// Window-derived fields written as placeholders: (absolute slot, position, given value).
     pub(crate) pending: Vec<(usize, usize, Option<i128>)>,
-    /// DNS names written so far in the message being packed.
-    pub(crate) names: crate::dnsname::Table,
+    /// The field kinds' state for the message being packed.
+    pub(crate) kinds: crate::kinds::PackState,
 }
 
 impl Scratch {
@@ -76,6 +83,6 @@ impl Scratch {
     pub(crate) fn reset(&mut self) {
         self.slots.clear();
         self.pending.clear();
-        self.names.clear();
+        self.kinds.clear();
     }
 }

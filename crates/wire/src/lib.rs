@@ -6,12 +6,12 @@
 
 pub mod compile;
 pub mod digest;
-pub mod dnsname;
 mod env;
 pub use env::Scratch;
 pub mod error;
 pub mod expr;
 pub mod host;
+pub mod kinds;
 pub mod pack;
 pub mod program;
 pub mod schema;

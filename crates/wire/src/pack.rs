@@ -4,7 +4,7 @@ use crate::digest::DigestValue;
 use crate::env::{Scratch, Slots};
 use crate::error::{At, Error, Kind, Result};
 use crate::expr::{Expr, SlotRef, Value};
-use crate::host::{Dyn, Full, Output, Source, SourceError};
+use crate::host::{Full, Output, Source, SourceError};
 use crate::program::*;
 use crate::sums::{self, Ranges};
 use crate::unpack::show_value;
@@ -31,7 +31,7 @@ pub fn pack_with<S: Source, O: Output>(
     let mut e = Enc {
         depth: 0,
         base: out.pos(),
-        names: &mut scratch.names,
+        kinds: &mut scratch.kinds,
         p: prog,
         src,
         out,
@@ -41,15 +41,17 @@ pub fn pack_with<S: Source, O: Output>(
     e.node(&prog.root, value)
 }
 
-struct Enc<'p, 's, 'o, 'w, S: Source, O: Output> {
+/// The pack VM's state; field kinds encode through it (see [`crate::kinds`]).
+pub struct Enc<'p, 's, 'o, 'w, S: Source, O: Output> {
     /// Structs entered and not yet left.
-    depth: u32,
+    pub(crate) depth: u32,
     /// Where the outermost value starts (DNS compression pointers count from there).
-    base: usize,
-    names: &'w mut crate::dnsname::Table,
-    p: &'p Program,
-    src: &'s S,
-    out: &'o mut O,
+    pub(crate) base: usize,
+    /// The field kinds' per-message state.
+    pub(crate) kinds: &'w mut crate::kinds::PackState,
+    pub(crate) p: &'p Program,
+    pub(crate) src: &'s S,
+    pub(crate) out: &'o mut O,
     env: &'w mut Slots,
     pending: &'w mut Vec<(usize, usize, Option<i128>)>,
 }
@@ -77,9 +79,10 @@ fn write_uint(dst: &mut [u8], v: u64, width: u8, big: bool) {
     }
 }
 
-/// Encodes an integer into a scalar slot after a range check.
+/// Encodes an integer into a scalar slot after a range check (ints, bools and bit fields;
+/// a bit field is merged into the bytes its group shares).
 #[inline(always)]
-fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), String> {
+pub fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), String> {
     match *s {
         Scalar::Int { width, big, signed } => {
             // In range iff the bits above the width are all zero (unsigned) or all equal to
@@ -138,7 +141,7 @@ fn encode_int(dst: &mut [u8], s: &Scalar, v: i128) -> std::result::Result<(), St
 
 impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
     #[inline]
-    fn src_err(&self, e: SourceError<S::Error>) -> Box<Error<S::Error>> {
+    pub(crate) fn src_err(&self, e: SourceError<S::Error>) -> Box<Error<S::Error>> {
         match e {
             SourceError::Type(m) => Error::invalid(m, self.out.pos()),
             SourceError::Host(h) => Error::new(Kind::Host(h), self.out.pos()),
@@ -147,7 +150,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
 
     /// Reserves `n` bytes and returns their position; the caller writes all of them.
     #[inline]
-    fn grow(&mut self, n: usize) -> Result<usize, S::Error> {
+    pub(crate) fn grow(&mut self, n: usize) -> Result<usize, S::Error> {
         let at = self.out.pos();
         match self.out.grow(n) {
             Ok(p) => Ok(p),
@@ -156,13 +159,26 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
     }
 
     #[inline]
-    fn put(&mut self, data: &[u8]) -> Result<(), S::Error> {
+    pub(crate) fn put(&mut self, data: &[u8]) -> Result<(), S::Error> {
         let at = self.grow(data.len())?;
         self.out.slot(at, data.len()).copy_from_slice(data);
         Ok(())
     }
 
-    fn invalid(&self, msg: impl Into<String>) -> Box<Error<S::Error>> {
+    /// Writes a value given as its wire bytes, once they decode as exactly one `node`.
+    fn raw(&mut self, node: &'p Node, v: &S::Value) -> Result<(), S::Error> {
+        let b = self.src.raw(v).unwrap_or_default();
+        if let Err(e) = crate::unpack::check_node(self.p, node, b) {
+            return Err(self.invalid(format!(
+                "the raw bytes given for this value do not decode as one: {} (at byte {})",
+                e.message(),
+                e.offset
+            )));
+        }
+        self.put(b)
+    }
+
+    pub(crate) fn invalid(&self, msg: impl Into<String>) -> Box<Error<S::Error>> {
         Error::invalid(msg, self.out.pos())
     }
 
@@ -294,6 +310,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 self.put(&t)?;
                 self.put(&[0])
             }
+            Node::Struct(_) | Node::Kind(_) if self.src.raw(v).is_some() => self.raw(node, v),
             Node::Struct(i) => self.structure(*i, v),
             Node::Array {
                 item, count, max, ..
@@ -310,17 +327,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 }
                 Ok(())
             }
-            Node::DnsName { compress } => {
-                let t = self
-                    .src
-                    .text(v, Encoding::Ascii)
-                    .map_err(|e| self.src_err(e))?;
-                let (wire, starts) = crate::dnsname::encode(&t).map_err(|m| self.invalid(m))?;
-                let at = self.out.pos() - self.base;
-                let bytes = self.names.compress(&wire, &starts, at, *compress);
-                self.put(&bytes)
-            }
-            Node::Msgpack => self.msgpack(v, 0),
+            Node::Kind(k) => k.encode(self, v),
             Node::Varint { zigzag } => {
                 let i = self.src.int(v).map_err(|e| self.src_err(e))?;
                 self.varint(i, *zigzag)
@@ -382,152 +389,6 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                     }
                 }
                 self.node(n, v)
-            }
-        }
-    }
-
-    /// Writes a self-describing value with the smallest MessagePack formats, as the
-    /// `msgpack` package does by default.
-    fn msgpack(&mut self, v: &S::Value, depth: u32) -> Result<(), S::Error> {
-        // `depth` counts enclosing arrays and maps; enclosing structs count too.
-        if self.depth + depth > self.p.limits.max_depth {
-            return Err(self.invalid(format!(
-                "nesting deeper than {} (the depth limit; is the value cyclic?)",
-                self.p.limits.max_depth
-            )));
-        }
-        let kind = self.src.kind(v).map_err(|e| self.src_err(e))?;
-        let head = |small: u8, base: u8, n: usize| -> Option<Vec<u8>> {
-            if n < usize::from(small) {
-                Some(vec![base | n as u8])
-            } else {
-                None
-            }
-        };
-        let sized = |codes: [u8; 3], n: usize| -> Vec<u8> {
-            if n <= 0xff {
-                vec![codes[0], n as u8]
-            } else if n <= 0xffff {
-                let mut h = vec![codes[1]];
-                h.extend_from_slice(&(n as u16).to_be_bytes());
-                h
-            } else {
-                let mut h = vec![codes[2]];
-                h.extend_from_slice(&(n as u32).to_be_bytes());
-                h
-            }
-        };
-        // Arrays and maps have no 8-bit length form.
-        let wide = |c16: u8, c32: u8, n: usize| -> Vec<u8> {
-            if n <= 0xffff {
-                let mut h = vec![c16];
-                h.extend_from_slice(&(n as u16).to_be_bytes());
-                h
-            } else {
-                let mut h = vec![c32];
-                h.extend_from_slice(&(n as u32).to_be_bytes());
-                h
-            }
-        };
-        match kind {
-            Dyn::None => self.put(&[0xc0]),
-            Dyn::Bool(b) => self.put(&[if b { 0xc3 } else { 0xc2 }]),
-            Dyn::Int(i) => {
-                let mut b = [0u8; 9];
-                let n = if (0..128).contains(&i) {
-                    b[0] = i as u8;
-                    1
-                } else if (-32..0).contains(&i) {
-                    b[0] = i as i8 as u8;
-                    1
-                } else if i >= 0 {
-                    let (code, width) = match i {
-                        _ if i <= 0xff => (0xcc, 1),
-                        _ if i <= 0xffff => (0xcd, 2),
-                        _ if i <= 0xffff_ffff => (0xce, 4),
-                        _ if i <= i128::from(u64::MAX) => (0xcf, 8),
-                        _ => return Err(self.invalid(format!("{i} is too large for MessagePack"))),
-                    };
-                    b[0] = code;
-                    b[1..=width].copy_from_slice(&(i as u64).to_be_bytes()[8 - width..]);
-                    1 + width
-                } else {
-                    let (code, width) = match i {
-                        _ if i >= -0x80 => (0xd0, 1),
-                        _ if i >= -0x8000 => (0xd1, 2),
-                        _ if i >= -0x8000_0000 => (0xd2, 4),
-                        _ if i >= i128::from(i64::MIN) => (0xd3, 8),
-                        _ => return Err(self.invalid(format!("{i} is too small for MessagePack"))),
-                    };
-                    b[0] = code;
-                    b[1..=width].copy_from_slice(&(i as i64).to_be_bytes()[8 - width..]);
-                    1 + width
-                };
-                self.put(&b[..n])
-            }
-            Dyn::Float(f) => {
-                let mut b = [0xcbu8; 9];
-                b[1..].copy_from_slice(&f.to_bits().to_be_bytes());
-                self.put(&b)
-            }
-            Dyn::Str => {
-                let t = self
-                    .src
-                    .text(v, Encoding::Utf8)
-                    .map_err(|e| self.src_err(e))?;
-                let h =
-                    head(32, 0xa0, t.len()).unwrap_or_else(|| sized([0xd9, 0xda, 0xdb], t.len()));
-                self.put(&h)?;
-                self.put(&t)
-            }
-            Dyn::Bytes => {
-                let b = self.src.bytes(v).map_err(|e| self.src_err(e))?;
-                self.put(&sized([0xc4, 0xc5, 0xc6], b.len()))?;
-                self.put(b)
-            }
-            Dyn::List => {
-                let n = self.src.len(v).map_err(|e| self.src_err(e))?;
-                let h = head(16, 0x90, n).unwrap_or_else(|| wide(0xdc, 0xdd, n));
-                self.put(&h)?;
-                for i in 0..n {
-                    let it = self
-                        .src
-                        .item(v, i)
-                        .map_err(|e| self.src_err(e))
-                        .at_index(i)?;
-                    self.msgpack(&it, depth + 1).at_index(i)?;
-                }
-                Ok(())
-            }
-            Dyn::Map => {
-                let entries = self.src.entries(v).map_err(|e| self.src_err(e))?;
-                let n = entries.len();
-                let h = head(16, 0x80, n).unwrap_or_else(|| wide(0xde, 0xdf, n));
-                self.put(&h)?;
-                for (i, (k, val)) in entries.iter().enumerate() {
-                    self.msgpack(k, depth + 1).at_index(i)?;
-                    self.msgpack(val, depth + 1).at_index(i)?;
-                }
-                Ok(())
-            }
-            Dyn::Ext => {
-                let (code, data) = self.src.ext(v).map_err(|e| self.src_err(e))?;
-                let b = self.src.bytes(&data).map_err(|e| self.src_err(e))?;
-                let fixed = match b.len() {
-                    1 => Some(0xd4),
-                    2 => Some(0xd5),
-                    4 => Some(0xd6),
-                    8 => Some(0xd7),
-                    16 => Some(0xd8),
-                    _ => None,
-                };
-                let mut h = match fixed {
-                    Some(c) => vec![c],
-                    None => sized([0xc7, 0xc8, 0xc9], b.len()),
-                };
-                h.push(code as u8);
-                self.put(&h)?;
-                self.put(b)
             }
         }
     }
@@ -896,9 +757,14 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             };
             self.node(&fs.node, &v)?;
             if let Some(slot) = fs.slot {
-                // A variable-length bytes field used as a tag or in an expression.
-                let b = self.src.bytes(&v).map_err(|e| self.src_err(e))?;
-                self.env.set(slot, Value::Bytes(b.into()));
+                let val = if let Node::Varint { .. } = fs.node {
+                    // A varint in an expression (not a derived length): its value, as unpack.
+                    Value::Int(self.src.int(&v).map_err(|e| self.src_err(e))?)
+                } else {
+                    // A variable-length bytes field used as a tag or in an expression.
+                    Value::Bytes(self.src.bytes(&v).map_err(|e| self.src_err(e))?.into())
+                };
+                self.env.set(slot, val);
             }
         }
         if let Some(w) = &fs.window {
@@ -962,7 +828,7 @@ fn measure_name(m: &Measure) -> &'static str {
 }
 
 /// Double to IEEE 754 half precision, rounding half to even; `None` when too large.
-pub(crate) fn f64_to_f16(x: f64) -> Option<u16> {
+pub fn f64_to_f16(x: f64) -> Option<u16> {
     let sign: u16 = if x.is_sign_negative() { 0x8000 } else { 0 };
     if x.is_nan() {
         return Some(sign | 0x7e00);

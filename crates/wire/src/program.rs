@@ -162,12 +162,8 @@ pub enum Node {
         cases: Vec<(Value, Node)>,
         default: Option<Box<Node>>,
     },
-    /// A self-describing MessagePack value.
-    Msgpack,
-    /// A DNS domain name (see [`crate::dnsname`]).
-    DnsName {
-        compress: bool,
-    },
+    /// A field kind with a format of its own (see [`crate::kinds`]).
+    Kind(crate::kinds::Kind),
     /// LEB128 (zigzag-mapped when signed).
     Varint {
         zigzag: bool,

@@ -77,14 +77,6 @@ pub enum TypeDesc {
         #[serde(default)]
         max: Option<u64>,
     },
-    /// A self-describing MessagePack value (nil, bool, int, float, str, bin, ext, array,
-    /// map), nested up to the depth limit.
-    Msgpack,
-    /// A DNS domain name, compressed on pack when `compress` (see [`crate::dnsname`]).
-    Dnsname {
-        #[serde(default)]
-        compress: bool,
-    },
     /// NUL-terminated text of at most `max` bytes before the NUL.
     Cstr {
         max: u64,
@@ -119,6 +111,9 @@ pub enum TypeDesc {
         #[serde(default)]
         default: Option<Box<TypeDesc>>,
     },
+    /// A field kind with a format of its own (see [`crate::kinds`]).
+    #[serde(untagged)]
+    Kind(crate::kinds::Kind),
 }
 
 /// How adjacent bit fields are laid out in their group of bytes.

@@ -51,20 +51,47 @@ pub fn unpack_with<S: Sink>(
     Ok((v, d.pos))
 }
 
-struct Dec<'p, 'b, 's, S: Sink> {
-    p: &'p Program,
-    buf: &'b [u8],
-    pos: usize,
+/// Checks that `buf` holds exactly one value of `node`, decoded alone (outside any message:
+/// what it refers to in enclosing structs is absent).
+pub fn check_node(prog: &Program, node: &Node, buf: &[u8]) -> Result<(), std::convert::Infallible> {
+    let mut scratch = Scratch::new();
+    let mut sink = crate::host::Discard::<true>;
+    let mut d = Dec {
+        p: prog,
+        buf,
+        pos: 0,
+        end: buf.len(),
+        at_end: true,
+        env: &mut scratch.slots,
+        depth: 0,
+        base: 0,
+        sink: &mut sink,
+    };
+    d.node(node)?;
+    if d.pos != buf.len() {
+        return Err(Error::invalid(
+            format!("{} bytes after the value ends", buf.len() - d.pos),
+            d.pos,
+        ));
+    }
+    Ok(())
+}
+
+/// The unpack VM's state; field kinds decode through it (see [`crate::kinds`]).
+pub struct Dec<'p, 'b, 's, S: Sink> {
+    pub(crate) p: &'p Program,
+    pub(crate) buf: &'b [u8],
+    pub(crate) pos: usize,
     /// End of the current region (a window, or the buffer).
-    end: usize,
+    pub(crate) end: usize,
     /// Whether `end` is the end of the input, so running short means "incomplete".
     at_end: bool,
     env: &'s mut Slots,
-    /// Structs entered and not yet left.
-    depth: u32,
+    /// Structs (and self-describing arrays and maps) entered and not yet left.
+    pub(crate) depth: u32,
     /// Where the outermost value starts (DNS compression pointers count from there).
-    base: usize,
-    sink: &'s mut S,
+    pub(crate) base: usize,
+    pub(crate) sink: &'s mut S,
 }
 
 enum Raw<'b> {
@@ -219,12 +246,12 @@ fn show_raw(raw: &Raw<'_>) -> String {
 
 impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
     #[inline]
-    fn host(&self, e: S::Error) -> Box<Error<S::Error>> {
+    pub(crate) fn host(&self, e: S::Error) -> Box<Error<S::Error>> {
         Error::new(Kind::Host(e), self.pos)
     }
 
     #[inline]
-    fn short(&self, need: usize) -> Box<Error<S::Error>> {
+    pub(crate) fn short(&self, need: usize) -> Box<Error<S::Error>> {
         Error::new(
             Kind::Short {
                 need,
@@ -236,7 +263,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
     }
 
     #[inline]
-    fn take(&mut self, n: usize) -> Result<&'b [u8], S::Error> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'b [u8], S::Error> {
         if n > self.end - self.pos {
             return Err(self.short(n));
         }
@@ -264,6 +291,20 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             ));
         }
         if n > i128::from(max) {
+            let left = self.end - self.pos;
+            // Past the end as well: say so first, since truncated data is the likelier
+            // cause; it stays an error (never "incomplete") because of the limit.
+            if what == "length" && n > left as i128 {
+                return Err(Error::new(
+                    Kind::PastLimit {
+                        n,
+                        left,
+                        max,
+                        at_end: self.at_end,
+                    },
+                    self.pos,
+                ));
+            }
             return Err(Error::invalid(
                 format!("the {what} {n} exceeds the limit {max}"),
                 self.pos,
@@ -333,17 +374,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 max,
                 item_min,
             } => self.array(item, count, *max, *item_min),
-            Node::DnsName { .. } => {
-                match crate::dnsname::decode(self.buf, self.base, self.pos, self.end) {
-                    Ok((text, end)) => {
-                        self.pos = end;
-                        self.sink.str(&text, true).map_err(|e| self.host(e))
-                    }
-                    Err(crate::dnsname::DecodeFail::Short { need, .. }) => Err(self.short(need)),
-                    Err(crate::dnsname::DecodeFail::Invalid(m, at)) => Err(Error::invalid(m, at)),
-                }
-            }
-            Node::Msgpack => self.msgpack(),
+            Node::Kind(k) => k.decode(self),
             Node::Varint { zigzag } => {
                 let (u, n) = self.varint()?;
                 self.pos += n;
@@ -370,9 +401,13 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                     _ => return Err(Error::invalid("invalid registry tag", at)),
                 };
                 let t = slot_value(&raw);
-                let chosen = cases.iter().find(|(v, _, _)| *v == t).map(|(_, n, _)| n);
-                match chosen.or(default.as_deref()) {
-                    Some(n) => self.node(n),
+                let case = cases.iter().position(|(v, _, _)| *v == t);
+                let chosen = case.map(|i| &cases[i].1).or(default.as_deref());
+                match chosen {
+                    Some(n) => {
+                        self.sink.choose(case.unwrap_or(cases.len()), self.pos);
+                        self.node(n)
+                    }
                     None => Err(Error::invalid(
                         format!("unknown tag {}", show_value(&t)),
                         at,
@@ -387,13 +422,12 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 let t = tag
                     .eval(self.env)
                     .map_err(|e| self.eval_err(e, "union tag"))?;
-                match cases
-                    .iter()
-                    .find(|(v, _)| *v == t)
-                    .map(|(_, n)| n)
-                    .or(default.as_deref())
-                {
-                    Some(n) => self.node(n),
+                let case = cases.iter().position(|(v, _)| *v == t);
+                match case.map(|i| &cases[i].1).or(default.as_deref()) {
+                    Some(n) => {
+                        self.sink.choose(case.unwrap_or(cases.len()), self.pos);
+                        self.node(n)
+                    }
                     None => Err(Error::invalid(
                         format!("unknown union tag {}", show_value(&t)),
                         self.pos,
@@ -401,121 +435,6 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 }
             }
         }
-    }
-
-    /// One self-describing MessagePack value, recursively (bounded by the depth limit).
-    fn msgpack(&mut self) -> Result<S::Value, S::Error> {
-        let at = self.pos;
-        let head = self.take(1)?[0];
-        let be = |b: &[u8]| b.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x));
-        let r = match head {
-            0x00..=0x7f => self.sink.uint(u64::from(head)),
-            0xe0..=0xff => self.sink.int(i64::from(head as i8)),
-            0xc0 => self.sink.none(),
-            0xc2 => self.sink.bool(false),
-            0xc3 => self.sink.bool(true),
-            0xcc..=0xcf => {
-                let n = 1usize << (head - 0xcc);
-                let v = be(self.take(n)?);
-                self.sink.uint(v)
-            }
-            0xd0..=0xd3 => {
-                let n = 1usize << (head - 0xd0);
-                let v = be(self.take(n)?);
-                let shift = 64 - 8 * n as u32;
-                self.sink.int(((v << shift) as i64) >> shift)
-            }
-            0xca => {
-                let v = be(self.take(4)?) as u32;
-                self.sink.float(f64::from(f32::from_bits(v)))
-            }
-            0xcb => {
-                let v = be(self.take(8)?);
-                self.sink.float(f64::from_bits(v))
-            }
-            0xa0..=0xbf | 0xd9..=0xdb => {
-                let n = match head {
-                    0xa0..=0xbf => usize::from(head & 0x1f),
-                    _ => be(self.take(1usize << (head - 0xd9))?) as usize,
-                };
-                let start = self.pos;
-                let b = self.take(n)?;
-                return self.text(b, Encoding::Utf8, start);
-            }
-            0xc4..=0xc6 => {
-                let n = be(self.take(1usize << (head - 0xc4))?) as usize;
-                let b = self.take(n)?;
-                self.sink.bytes(b)
-            }
-            0xd4..=0xd8 | 0xc7..=0xc9 => {
-                let n = match head {
-                    0xd4..=0xd8 => 1usize << (head - 0xd4),
-                    _ => be(self.take(1usize << (head - 0xc7))?) as usize,
-                };
-                let code = self.take(1)?[0] as i8;
-                let b = self.take(n)?;
-                self.sink.ext(code, b)
-            }
-            0x90..=0x9f | 0xdc | 0xdd | 0x80..=0x8f | 0xde | 0xdf => {
-                let is_map = matches!(head, 0x80..=0x8f | 0xde | 0xdf);
-                let n = match head {
-                    0x80..=0x9f => u64::from(head & 0x0f),
-                    0xdc | 0xde => be(self.take(2)?),
-                    _ => be(self.take(4)?),
-                };
-                let max = self.p.limits.max_count;
-                if n > max {
-                    return Err(Error::invalid(
-                        format!("{n} items exceed the count limit {max}"),
-                        at,
-                    ));
-                }
-                if self.depth >= self.p.limits.max_depth {
-                    return Err(Error::invalid(
-                        format!(
-                            "nesting deeper than {} (the depth limit)",
-                            self.p.limits.max_depth
-                        ),
-                        at,
-                    ));
-                }
-                self.depth += 1;
-                // Every item takes at least one byte (two per map entry): never preallocate more.
-                let per = if is_map { 2 } else { 1 };
-                let cap = (n as usize).min((self.end - self.pos) / per);
-                let v = if is_map {
-                    let mut m = self.sink.begin_map(cap).map_err(|e| self.host(e))?;
-                    for i in 0..n as usize {
-                        let kat = self.pos;
-                        let key_head = self.buf.get(kat).copied().unwrap_or(0);
-                        let k = self.msgpack().at_index(i)?;
-                        if matches!(key_head, 0x80..=0x9f | 0xdc..=0xdf) {
-                            return Err(Error::invalid(
-                                "a map key cannot be an array or a map",
-                                kat,
-                            ))
-                            .at_index(i);
-                        }
-                        let v = self.msgpack().at_index(i)?;
-                        self.sink
-                            .map_insert(&mut m, k, v)
-                            .map_err(|e| self.host(e))?;
-                    }
-                    self.sink.end_map(m)
-                } else {
-                    let mut l = self.sink.begin_list(cap).map_err(|e| self.host(e))?;
-                    for i in 0..n as usize {
-                        let v = self.msgpack().at_index(i)?;
-                        self.sink.push(&mut l, v).map_err(|e| self.host(e))?;
-                    }
-                    self.sink.end_list(l)
-                };
-                self.depth -= 1;
-                v
-            }
-            0xc1 => return Err(Error::invalid("0xc1 is not a MessagePack type", at)),
-        };
-        r.map_err(|e| self.host(e))
     }
 
     /// Reads a LEB128 value at the current position: (value, byte length), without consuming.
@@ -544,13 +463,25 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         Err(Error::invalid("varint longer than 10 bytes", self.pos))
     }
 
-    fn text(&mut self, b: &[u8], enc: Encoding, at: usize) -> Result<S::Value, S::Error> {
+    pub(crate) fn text(
+        &mut self,
+        b: &[u8],
+        enc: Encoding,
+        at: usize,
+    ) -> Result<S::Value, S::Error> {
+        if !S::KEEPS_VALUES {
+            // Validation cannot change where the text ends.
+            return self.sink.bytes(b).map_err(|e| self.host(e));
+        }
         let r = match enc {
             Encoding::Latin1 => self.sink.latin1(b),
             Encoding::Ascii => match b.iter().position(|&c| c >= 0x80) {
                 Some(i) => {
-                    return Err(Error::invalid(
-                        format!("byte 0x{:02x} at offset {} is not ascii", b[i], at + i),
+                    return Err(Error::new(
+                        Kind::BadText {
+                            ascii: true,
+                            byte: b[i],
+                        },
                         at + i,
                     ))
                 }
@@ -563,8 +494,11 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 Ok(s) => self.sink.str(s, s.is_ascii()),
                 Err(e) => {
                     let i = e.valid_up_to();
-                    return Err(Error::invalid(
-                        format!("invalid utf-8 at offset {}", at + i),
+                    return Err(Error::new(
+                        Kind::BadText {
+                            ascii: false,
+                            byte: b[i],
+                        },
                         at + i,
                     ));
                 }
@@ -592,7 +526,9 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                     ));
                 }
                 let before = self.pos;
+                self.sink.enter_item(&mut list, i, before);
                 let v = self.node(item).at_index(i)?;
+                self.sink.leave_item(&mut list, i, self.pos);
                 self.sink.push(&mut list, v).map_err(|e| self.host(e))?;
                 if self.pos == before {
                     return Err(Error::invalid(
@@ -609,14 +545,25 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             list = self.sink.begin_list(cap).map_err(|e| self.host(e))?;
             // Items of one static size: running short asks for the whole rest of the array,
             // so an incremental reader does not re-parse the message once per item.
-            let size = crate::compile::node_static(item, &self.p.structs).filter(|&s| s > 0);
+            let size = crate::compile::node_static(item, &self.p.structs[..]).filter(|&s| s > 0);
+            if let (false, Some(size)) = (S::KEEPS_VALUES, size) {
+                // Items of one size: the array's size is known without reading them.
+                if self.end - self.pos < n.saturating_mul(size) {
+                    return Err(self.short(n.saturating_mul(size)));
+                }
+                self.pos += n * size;
+                return self.sink.end_list(list).map_err(|e| self.host(e));
+            }
             for i in 0..n {
                 if let Some(size) = size {
                     if self.end - self.pos < size {
                         return Err(self.short((n - i).saturating_mul(size))).at_index(i);
                     }
                 }
+                let at = self.pos;
+                self.sink.enter_item(&mut list, i, at);
                 let v = self.node(item).at_index(i)?;
+                self.sink.leave_item(&mut list, i, self.pos);
                 self.sink.push(&mut list, v).map_err(|e| self.host(e))?;
             }
         }
@@ -642,12 +589,18 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             .sink
             .begin_struct(sp.sink_id)
             .map_err(|e| self.host(e))?;
-        let mut ranges = (!sp.checksums.is_empty()).then(|| Ranges::new(sp.fields.len()));
+        // A sink that keeps no values leaves checksums to the decode that does.
+        let mut ranges =
+            (S::KEEPS_VALUES && !sp.checksums.is_empty()).then(|| Ranges::new(sp.fields.len()));
         for step in &sp.steps {
             match step {
                 Step::Align(n) => {
                     let pad = (n - (self.pos - start) % n) % n;
+                    let at = self.pos;
                     self.take(pad)?;
+                    if pad > 0 {
+                        self.sink.padding(&mut st, at, pad);
+                    }
                 }
                 Step::Run(run) => {
                     let base = self.pos;
@@ -738,11 +691,24 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 };
             }
         };
+        // A sink that stores the run's values itself leaves the VM the checks and the
+        // values later fields refer to.
+        let stored = S::KEEPS_VALUES && self.sink.run(st, run, start, b);
         for it in &run.items {
+            // Finding where a message ends needs only the values later fields refer to.
+            if !S::KEEPS_VALUES && it.slot.is_none() {
+                continue;
+            }
+            if stored && it.slot.is_none() && it.konst.is_none() && it.scalar != Scalar::Bool {
+                continue;
+            }
             let at = start + it.off;
             let raw = match read_scalar(&it.scalar, &b[it.off..]) {
                 Ok(Some(raw)) => raw,
-                Ok(None) => continue,
+                Ok(None) => {
+                    self.sink.padding(st, at, it.scalar.size());
+                    continue;
+                }
                 Err(m) => {
                     return Err(Error::invalid(m, at))
                         .at_field(&sp.fields[it.field.unwrap_or(0) as usize])
@@ -753,7 +719,12 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             if let Some(slot) = it.slot {
                 self.env.set(slot, slot_value(&raw));
             }
+            if stored {
+                continue;
+            }
+            self.sink.enter_field(st, f, at);
             let v = self.emit(raw)?;
+            self.sink.leave_field(st, f, at + it.scalar.span());
             self.sink
                 .set_field(st, f, v)
                 .map_err(|e| self.host(e))
@@ -775,10 +746,12 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                     .map_err(|e| self.host(e));
             }
         }
+        self.sink.enter_field(st, fs.field, self.pos);
         let v = match &fs.window {
             Some(w) => self.window(w, fs)?,
             None => self.value(fs)?,
         };
+        self.sink.leave_field(st, fs.field, self.pos);
         self.sink
             .set_field(st, fs.field, v)
             .map_err(|e| self.host(e))
@@ -839,6 +812,12 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             return Err(self.short(need));
         }
         let n = n as usize;
+        if !S::KEEPS_VALUES && fs.slot.is_none() {
+            // The window's size is the field's size: the decode that keeps values checks
+            // what is inside.
+            let b = self.take(n)?;
+            return self.sink.bytes(b).map_err(|e| self.host(e));
+        }
         let (end, at_end) = (self.end, self.at_end);
         self.end = self.pos + n;
         self.at_end = false;

@@ -682,3 +682,22 @@ fn msgpack_values_round_trip() {
     let e = unpack::unpack(&p, &mut h, &deep, 0).unwrap_err();
     assert!(e.message().contains("depth limit"), "{}", e.message());
 }
+
+#[test]
+fn varint_in_a_condition_packs() {
+    // A varint that a later `when=` reads (not a derived length) keeps its value on pack.
+    let p = prog(st(
+        0,
+        "S",
+        None,
+        vec![
+            f("n", json!({"t": "varint", "zigzag": true})),
+            json!({"name": "x", "type": u8t(), "when": ["bin", "&", ["name", "n"], ["int", 1]]}),
+        ],
+    ));
+    assert_eq!(
+        round_trip(&p, &map(&[("n", int(-1)), ("x", int(7))])),
+        vec![1, 7]
+    );
+    assert_eq!(round_trip(&p, &map(&[("n", int(2))])), vec![4]);
+}

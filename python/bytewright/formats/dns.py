@@ -190,7 +190,8 @@ class Message(bw.Struct):
     ancount: bw.U16 = bw.derived()
     nscount: bw.U16 = bw.derived()
     arcount: bw.U16 = bw.derived()
-    questions: list[Question] = bw.field(count="qdcount", default=())
-    answers: list[Record] = bw.field(count="ancount", default=())
-    authority: list[Record] = bw.field(count="nscount", default=())
-    additional: list[Record] = bw.field(count="arcount", default=())
+    # Empty tuples: immutable defaults shared by every message (unpack gives lists).
+    questions: list[Question] = bw.field(count="qdcount", default=())  # type: ignore[arg-type]
+    answers: list[Record] = bw.field(count="ancount", default=())  # type: ignore[arg-type]
+    authority: list[Record] = bw.field(count="nscount", default=())  # type: ignore[arg-type]
+    additional: list[Record] = bw.field(count="arcount", default=())  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ import bytewright as bw
 __all__ = [
     "MAX_DEPTH",
     "ExtType",
+    "PackTypeError",
     "Pair",
     "Value",
     "packb",
@@ -33,6 +34,11 @@ __all__ = [
 
 MAX_DEPTH = 100
 """Levels of arrays and maps that ``unpackb`` always accepts and ``packb`` never exceeds."""
+
+
+class PackTypeError(bw.PackError, TypeError):
+    """A value of a type MessagePack cannot hold. It is a ``TypeError`` too, as the ``msgpack``
+    package raises for the same values, so ``except TypeError:`` keeps working."""
 
 
 ExtType = bw.types.ExtType
@@ -266,7 +272,7 @@ def _tree(v: Any, depth: int) -> dict[str, Any]:
     for base in _BASES:
         if isinstance(v, base):
             return _tree(base(v), depth)
-    raise bw.PackError(f"cannot serialize {t.__name__!r} object", "")
+    raise PackTypeError(f"cannot serialize {t.__name__!r} object", "")
 
 
 _BASES: tuple[Any, ...] = (bool, int, float, str, bytes, list, tuple, dict)
@@ -275,7 +281,7 @@ _BASES: tuple[Any, ...] = (bool, int, float, str, bytes, list, tuple, dict)
 def packb(value: Any) -> bytes:
     """Encodes a value as MessagePack, byte-identical with ``msgpack.packb(value)``."""
     try:
-        return _NATIVE.pack({"value": value})  # type: ignore[no-any-return]
+        return _NATIVE.pack({"value": value})
     except bw.PackError:
         # Types the native node does not take (memoryview...) go through the declared schema,
         # which also reports what cannot be packed at all.

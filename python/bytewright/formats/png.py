@@ -41,9 +41,25 @@ class IHDR(bw.Struct):
     interlace: bw.U8 = 0
 
 
-def read(data: bytes | bytearray | memoryview) -> Png:
-    """Decodes a PNG file, verifying the signature and every chunk's CRC."""
-    return Png.unpack(data)
+_LIMITED: dict[bw.Limits, type[Png]] = {}
+
+
+def read(data: bytes | bytearray | memoryview, *, limits: bw.Limits | None = None) -> Png:
+    """Decodes a PNG file, verifying the signature and every chunk's CRC.
+
+    ``limits`` bounds untrusted input (``max_len`` for a chunk's data, ``max_count`` for
+    the number of chunks); the default is the library's (64 MiB, 16 Mi)."""
+    if limits is None:
+        return Png.unpack(data)
+    if not isinstance(limits, bw.Limits):
+        raise TypeError(f"limits= must be a bw.Limits, got {limits!r}")
+    cls = _LIMITED.get(limits)
+    if cls is None:
+        # A subclass compiled with these limits: its values are still Png instances.
+        cls = _LIMITED[limits] = type("Png", (Png,), {}, limits=limits)
+    f = cls.unpack(data)
+    f.__class__ = Png  # the same slots: a plain Png, equal to one read without limits
+    return f
 
 
 def write(chunks: list[Chunk]) -> bytes:

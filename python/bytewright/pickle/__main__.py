@@ -22,10 +22,11 @@ def describe(data: bytes) -> dict[str, Any]:
     """Globals and call opcodes of a pickle, found by parsing only (nothing runs)."""
     imports: list[str] = []
     calls: collections.Counter[str] = collections.Counter()
-    protocol = 0
+    protocol: Any = 0
     error = None
     memo: dict[int, Any] = {}
     recent: list[Any] = []  # the last values pushed, enough to name STACK_GLOBAL
+    arg: Any
     try:
         for op, arg, _pos in pickletools.genops(data):
             name = op.name

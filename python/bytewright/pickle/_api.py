@@ -1,15 +1,20 @@
 """dumps/loads and their file and stream forms."""
 
-from collections.abc import Iterable, Mapping
-from typing import Any, BinaryIO
+from __future__ import annotations
 
 from bytewright import _native
 from bytewright.pickle import _classes
 from bytewright.pickle._errors import LimitError, UnpicklingError
 from bytewright.pickle._limits import DEFAULT_LIMITS, Limits
 
-Buffer = bytes | bytearray | memoryview
-Classes = Iterable[type] | Mapping[str, type]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any, BinaryIO, TypeAlias
+
+    Buffer: TypeAlias = bytes | bytearray | memoryview
+    Classes: TypeAlias = Iterable[type] | Mapping[str, type]
 
 # Both are native functions; their signatures are in bytewright/_native.pyi:
 #   dumps(obj, protocol=None, *, hmac_key=None, deterministic=False) -> bytes

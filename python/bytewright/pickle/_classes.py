@@ -1,10 +1,11 @@
 """How user classes are described, written and rebuilt (without calling their code)."""
 
-import dataclasses
+from __future__ import annotations
+
 import enum
+import sys
 import weakref
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 # Where a class keeps its state (ClassInfo.kind): defined once, by the native code that
 # reads it. KIND_DICT: the instance __dict__; KIND_SLOTS: slots (and maybe a __dict__
@@ -12,6 +13,10 @@ from typing import Any
 from bytewright._native import KIND_DICT, KIND_ENUM, KIND_SLOTS, KIND_TUPLE
 from bytewright.pickle._errors import UnpicklingError
 from bytewright.pickle._migrations import upgrade
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _HEAPTYPE = 1 << 9
 
@@ -91,10 +96,12 @@ class ClassInfo:
                     )
             if not cls.__flags__ & _HEAPTYPE:
                 raise TypeError(f"{self.name} is not a class defined in Python")
-            self.has_dict = cls.__dictoffset__ != 0  # type: ignore[attr-defined]
+            self.has_dict = cls.__dictoffset__ != 0
             slots = _slot_names(cls)
             self.kind = KIND_DICT if self.has_dict and not slots else KIND_SLOTS
-            if dataclasses.is_dataclass(cls):
+            # A dataclass means dataclasses is loaded already.
+            dataclasses = sys.modules.get("dataclasses")
+            if dataclasses is not None and dataclasses.is_dataclass(cls):
                 dc_fields = dataclasses.fields(cls)
                 fields = tuple(f.name for f in dc_fields)
                 for f in dc_fields:
@@ -171,7 +178,7 @@ class ClassInfo:
         return object.__new__(self.cls)
 
 
-_INFOS: "weakref.WeakKeyDictionary[type, ClassInfo]" = weakref.WeakKeyDictionary()
+_INFOS: weakref.WeakKeyDictionary[type, ClassInfo] = weakref.WeakKeyDictionary()
 
 
 def describe(cls: type) -> ClassInfo:

@@ -1,13 +1,17 @@
 """The registry of schema migrations, filled by `@pickle.migrate`."""
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from __future__ import annotations
 
 from bytewright.pickle._errors import UnpicklingError
 
-Fields = dict[str, Any]
-Migration = Callable[[Fields], Fields]
-M = TypeVar("M", bound=Migration)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeAlias, TypeVar
+
+    Fields: TypeAlias = dict[str, Any]
+    Migration: TypeAlias = Callable[[Fields], Fields]
+    M = TypeVar("M", bound=Migration)
 
 # class -> from_version -> (to_version, function). Filled by user code only, never by input.
 _REGISTRY: dict[type, dict[int, tuple[int, Migration]]] = {}

@@ -7,19 +7,25 @@ table of reconstructors, your `classes=` (rebuilt field by field) and the constr
 you name in `allow=` can be reached.
 """
 
+from __future__ import annotations
+
 import enum
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, BinaryIO
+from collections.abc import Mapping
 
 from bytewright import _native
 from bytewright.pickle._classes import KIND_TUPLE, ClassInfo, class_name
 from bytewright.pickle._errors import LimitError, UnpicklingError
 from bytewright.pickle._limits import Limits
 
-Buffer = bytes | bytearray | memoryview
-Classes = Iterable[type] | Mapping[str, type]
-Allow = Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any, BinaryIO, TypeAlias
+
+    Buffer: TypeAlias = bytes | bytearray | memoryview
+    Classes: TypeAlias = Iterable[type] | Mapping[str, type]
+    Allow: TypeAlias = Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]]
 
 
 def _enum_member(cls: type[enum.Enum], value: Any) -> Any:
@@ -33,7 +39,8 @@ def _enum_member(cls: type[enum.Enum], value: Any) -> Any:
             if candidate._value_ == value:
                 return candidate
         is_flag = issubclass(cls, enum.Flag)
-        if is_flag and getattr(cls._missing_, "__func__", None) is enum.Flag._missing_.__func__:
+        flag_missing = getattr(enum.Flag._missing_, "__func__", None)
+        if is_flag and getattr(cls._missing_, "__func__", None) is flag_missing:
             return cls(value)  # a combination of flags, made by enum's own code
         raise UnpicklingError(f"enum {class_name(cls)!r} has no member with value {value!r}")
     return member

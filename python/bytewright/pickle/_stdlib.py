@@ -5,6 +5,8 @@ the exact types of their arguments, so a crafted payload can only ever reach the
 constructors with the argument types they are documented to take.
 """
 
+from __future__ import annotations
+
 import datetime as _dt
 import decimal
 import fractions
@@ -12,13 +14,16 @@ import ipaddress
 import pathlib
 import uuid
 import zoneinfo
-from collections.abc import Callable
-from typing import Any
 
 from bytewright.pickle._errors import UnpicklingError
 
-Reducer = Callable[[Any], tuple[Any, ...]]
-Builder = Callable[..., Any]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
+
+    Reducer: TypeAlias = Callable[[Any], tuple[Any, ...]]
+    Builder: TypeAlias = Callable[..., Any]
 
 
 def _expect(kind: str, args: tuple[Any, ...], *types: type | tuple[type, ...]) -> None:

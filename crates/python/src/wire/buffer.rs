@@ -164,4 +164,8 @@ impl Output for BytesOut {
         // SAFETY: [at, at+n) lies within the grown part of the object's storage.
         unsafe { std::slice::from_raw_parts_mut(self.data().add(at), n) }
     }
+
+    fn rewind(&mut self, pos: usize) {
+        self.truncate(pos);
+    }
 }

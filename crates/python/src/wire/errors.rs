@@ -3,8 +3,9 @@
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyBool, PyDict, PyInt, PyType};
 
+use bytewright_wire::compile::{check_align, closest, SchemaError};
 use bytewright_wire::{Error, Kind};
 
 pub enum Mode {
@@ -41,6 +42,51 @@ fn build(
 
 pub fn schema_error(py: Python<'_>, msg: String) -> PyErr {
     build(py, &SCHEMA_ERROR, "SchemaError", |c| c.call1((msg,)))
+}
+
+/// The compiler's typed error as a `bytewright.SchemaError` with `kind`, `path`, `name` and
+/// `suggestion` attributes.
+pub fn compile_error(py: Python<'_>, e: SchemaError) -> PyErr {
+    build(py, &SCHEMA_ERROR, "SchemaError", |c| {
+        let kwargs = PyDict::new(c.py());
+        kwargs.set_item("kind", e.kind.as_str())?;
+        kwargs.set_item("name", e.name)?;
+        kwargs.set_item("suggestion", e.suggestion)?;
+        c.call((e.message, e.path), Some(&kwargs))
+    })
+}
+
+/// `bytewright._native.suggest(name, options)`: the nearest option, or None (the rule of
+/// every "did you mean" in schema errors, Rust's and Python's).
+#[pyfunction]
+fn suggest(name: &str, options: Vec<String>) -> Option<String> {
+    closest(name, options)
+}
+
+/// `bytewright._native.check_align(value, where)`: the `align=` value as an int, or the
+/// compiler's SchemaError for it (raised at class creation, before any compile).
+#[pyfunction]
+#[pyo3(name = "check_align", signature = (value, at))]
+fn check_align_py(py: Python<'_>, value: &Bound<'_, PyAny>, at: &str) -> PyResult<u64> {
+    // A bool is an int to Python but never an alignment.
+    let n = if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        None
+    } else {
+        // Beyond i128 is out of range anyway.
+        Some(value.extract::<i128>().unwrap_or(i128::MAX))
+    };
+    check_align(n, &value.repr()?.to_string())
+        .map_err(|m| schema_error_at(py, format!("{at}: {m}"), at))
+}
+
+fn schema_error_at(py: Python<'_>, msg: String, path: &str) -> PyErr {
+    build(py, &SCHEMA_ERROR, "SchemaError", |c| c.call1((msg, path)))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(suggest, m)?)?;
+    m.add_function(wrap_pyfunction!(check_align_py, m)?)?;
+    Ok(())
 }
 
 pub fn pack_error(py: Python<'_>, msg: String, path: &str) -> PyErr {

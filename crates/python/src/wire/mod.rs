@@ -1,20 +1,21 @@
 //! Python adapters for the wire codec core: the `Codec` class.
 
-mod buffer;
+pub(crate) mod buffer;
 mod bulk;
-mod errors;
+pub(crate) mod errors;
 mod sink;
-mod source;
-mod structs;
+pub(crate) mod source;
+pub(crate) mod structs;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple, PyType};
 
+use bytewright_columns::{Columnar, Request};
 use bytewright_wire::host::{Output, SliceOutput};
 use bytewright_wire::{compile, pack, unpack, Program, Schema, Scratch};
 
@@ -58,9 +59,27 @@ pub struct Codec {
     size_hint: AtomicUsize,
     /// `pack_many`'s fast lane, when the root is a struct of plain integers.
     flat: Option<bulk::FlatInts>,
+    /// The column layout, built on first columnar use.
+    columnar: OnceLock<Arc<Columnar>>,
 }
 
 impl Codec {
+    /// The codec's columnar machinery (layout and strided plan), built once.
+    fn columnar(&self) -> &Arc<Columnar> {
+        self.columnar
+            .get_or_init(|| Arc::new(Columnar::new(self.prog.clone())))
+    }
+
+    /// The root struct's name, for messages.
+    fn root_name(&self) -> String {
+        match &self.prog.root {
+            bytewright_wire::program::Node::Struct(i) => {
+                self.prog.structs[*i as usize].name.to_string()
+            }
+            _ => "value".into(),
+        }
+    }
+
     fn unpack_at<'py>(
         &self,
         py: Python<'py>,
@@ -97,7 +116,7 @@ impl Codec {
         .unbind();
         let structs: Vec<StructArg<'_>> = structs.extract()?;
         let parsed = Schema::from_json(schema).map_err(|m| errors::schema_error(py, m))?;
-        let prog = compile(&parsed).map_err(|e| errors::schema_error(py, e.0))?;
+        let prog = compile(&parsed).map_err(|e| errors::compile_error(py, e))?;
         let infos = structs
             .into_iter()
             .map(|(cls, names, defaults, dec, enc)| {
@@ -121,6 +140,7 @@ impl Codec {
         let hint = prog.static_size.unwrap_or(prog.min_size);
         let flat = bulk::flat_ints(&prog, &infos);
         Ok(Codec {
+            columnar: OnceLock::new(),
             flat,
             prog: Arc::new(prog),
             structs: infos,
@@ -128,6 +148,16 @@ impl Codec {
             args,
             size_hint: AtomicUsize::new(hint),
         })
+    }
+
+    /// `Codec[T]` in annotations (what it unpacks), as for any generic class.
+    #[classmethod]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let alias = cls.py().import("types")?.getattr("GenericAlias")?;
+        alias.call1((cls, item))
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, Py<PyTuple>)> {
@@ -315,8 +345,9 @@ impl Codec {
             Ok((_, end)) => Err(errors::decode_error(
                 py,
                 format!(
-                    "{} trailing bytes after the message ends at offset {end}",
-                    bytes.len() - end
+                    "{} trailing bytes after the {} message ends at offset {end} (unpack_from reads a message followed by other data)",
+                    bytes.len() - end,
+                    self.root_name()
                 ),
                 "",
                 end,
@@ -355,13 +386,101 @@ impl Codec {
         }
     }
 
-    fn __repr__(&self) -> String {
-        let root = match &self.prog.root {
-            bytewright_wire::program::Node::Struct(i) => {
-                self.prog.structs[*i as usize].name.to_string()
-            }
-            _ => "value".into(),
+    /// Decodes back-to-back messages into a `bw.Table`: one column per field, with no
+    /// Python object per record. `count` asks for exactly that many messages; `threads`
+    /// (default: one per MiB up to the cores) splits the work.
+    #[pyo3(signature = (data, *, count=None, offset=0, threads=None))]
+    fn unpack_table(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        count: Option<usize>,
+        offset: usize,
+        threads: Option<usize>,
+    ) -> PyResult<crate::columns::Table> {
+        let buf = InBuf::new(data, false)?;
+        let bytes = buf.as_slice();
+        let req = Request {
+            offset,
+            count,
+            threads: crate::columns::auto_threads(threads, bytes.len().saturating_sub(offset)),
         };
+        crate::columns::decode(py, self.columnar(), bytes, req)
+    }
+
+    /// Tables of at most `rows` rows from a path, a binary file object or an iterable of
+    /// bytes chunks, in bounded memory.
+    #[pyo3(signature = (source, *, rows=65536, threads=None))]
+    fn iter_tables(
+        &self,
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        rows: usize,
+        threads: Option<usize>,
+    ) -> PyResult<crate::columns::TableReader> {
+        crate::columns::TableReader::new(py, self.columnar().clone(), source, rows, threads)
+    }
+
+    /// The Arrow schema of the tables this codec decodes (no data needed).
+    #[getter]
+    fn table_schema(&self) -> crate::columns::TableSchema {
+        let c = self.columnar();
+        crate::columns::TableSchema {
+            schema: c.schema(&vec![false; c.layout.nodes.len()]),
+        }
+    }
+
+    /// Packs every row of a table back to back: the bytes that packing each row alone
+    /// gives, concatenated.
+    fn pack_table(&self, py: Python<'_>, table: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let mut out: Vec<u8> = Vec::new();
+        crate::columns::pack_table(
+            py,
+            self.columnar(),
+            &self.prog,
+            &self.structs,
+            table,
+            &mut out,
+            Mode::Pack,
+        )?;
+        Ok(pyo3::types::PyBytes::new(py, &out).into_any().unbind())
+    }
+
+    /// Packs every row of a table into a writable buffer at `offset`; returns the end offset.
+    fn pack_table_into(
+        &self,
+        py: Python<'_>,
+        buffer: &Bound<'_, PyAny>,
+        offset: usize,
+        table: &Bound<'_, PyAny>,
+    ) -> PyResult<usize> {
+        let mut buf = InBuf::new(buffer, true)?;
+        let slice = buf.as_mut_slice();
+        if offset > slice.len() {
+            return Err(errors::pack_error(
+                py,
+                format!(
+                    "offset {offset} is past the end of the {}-byte buffer",
+                    slice.len()
+                ),
+                "",
+            ));
+        }
+        let mut out = SliceOutput::new(slice, offset);
+        crate::columns::pack_table(
+            py,
+            self.columnar(),
+            &self.prog,
+            &self.structs,
+            table,
+            &mut out,
+            Mode::Pack,
+        )?;
+        Ok(out.end())
+    }
+
+    fn __repr__(&self) -> String {
+        let root = self.root_name();
         format!(
             "<bytewright.Codec {root} ({})>",
             if self.typed { "typed" } else { "dicts" }
@@ -378,5 +497,6 @@ fn checksum_names() -> Vec<&'static str> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Codec>()?;
     m.add_function(wrap_pyfunction!(checksum_names, m)?)?;
+    errors::register(m)?;
     Ok(())
 }

@@ -272,7 +272,9 @@ pub fn prog(root: J) -> Program {
     compile(&schema(root)).expect("compiles")
 }
 pub fn compile_err(root: J) -> String {
-    compile(&schema(root)).expect_err("must not compile").0
+    compile(&schema(root))
+        .expect_err("must not compile")
+        .to_string()
 }
 
 pub fn do_pack(p: &Program, v: &Val) -> Result<Vec<u8>, Box<Error<String>>> {

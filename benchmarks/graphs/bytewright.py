@@ -1,0 +1,29 @@
+"""bytewright.pickle: `dumps`/`loads` (with `classes=`) and `loads_pickle` of pickle's bytes."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from benchmarks.bench_data import CLASSES
+from benchmarks.graphs.serializer import Serializer
+from benchmarks.harness import need
+
+BYTEWRIGHT, LOADS_PICKLE = "bytewright.pickle", "bytewright loads_pickle"
+
+
+def serializer() -> Serializer:
+    bwp = need("bytewright.pickle", "dumps", "loads")
+    return Serializer(
+        bwp.dumps,
+        partial(bwp.loads, classes=CLASSES),
+        signed_dumps=lambda obj, key: bwp.dumps(obj, hmac_key=key),
+        signed_loads=lambda data, key: bwp.loads(data, classes=CLASSES, hmac_key=key),
+    )
+
+
+def loads_pickle() -> Serializer:
+    bwp = need("bytewright.pickle", "loads_pickle")
+    return Serializer(None, partial(bwp.loads_pickle, classes=CLASSES), reads="pickle")
+
+
+ARMS = {BYTEWRIGHT: serializer, LOADS_PICKLE: loads_pickle}

@@ -1,0 +1,304 @@
+//! Growing column buffers, one per layout node, and their conversion to Arrow arrays.
+
+use std::sync::Arc;
+
+use arrow_array::{make_array, ArrayRef};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBufferBuilder};
+use arrow_data::ArrayData;
+use arrow_schema::DataType;
+
+use crate::layout::{Layout, NodeId, Shape};
+
+/// The values of one column.
+#[derive(Debug)]
+pub enum Buf {
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    /// IEEE half floats, as their bits.
+    F16(Vec<u16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Bool(BooleanBufferBuilder),
+    Fixed {
+        size: usize,
+        data: Vec<u8>,
+    },
+    /// Binary, text and raw columns: value `i` is `data[offsets[i]..offsets[i + 1]]`.
+    Var {
+        offsets: Vec<i64>,
+        data: Vec<u8>,
+    },
+    /// Lists: item range `offsets[i]..offsets[i + 1]` of the child.
+    List {
+        offsets: Vec<i64>,
+    },
+    /// Structs, fixed-size lists and unions keep their rows in their children (a union's
+    /// first child holds the variant of each row).
+    Rows,
+}
+
+/// One column being built.
+#[derive(Debug)]
+pub struct Col {
+    pub buf: Buf,
+    pub valid: NullBufferBuilder,
+    pub len: usize,
+}
+
+impl Col {
+    pub fn new(shape: &Shape, cap: usize) -> Col {
+        let buf = match shape {
+            Shape::Int { bytes, signed } => match (bytes, signed) {
+                (1, true) => Buf::I8(Vec::with_capacity(cap)),
+                (2, true) => Buf::I16(Vec::with_capacity(cap)),
+                (4, true) => Buf::I32(Vec::with_capacity(cap)),
+                (8, true) => Buf::I64(Vec::with_capacity(cap)),
+                (1, false) => Buf::U8(Vec::with_capacity(cap)),
+                (2, false) => Buf::U16(Vec::with_capacity(cap)),
+                (4, false) => Buf::U32(Vec::with_capacity(cap)),
+                _ => Buf::U64(Vec::with_capacity(cap)),
+            },
+            Shape::Float { bytes: 2 } => Buf::F16(Vec::with_capacity(cap)),
+            Shape::Float { bytes: 4 } => Buf::F32(Vec::with_capacity(cap)),
+            Shape::Float { .. } => Buf::F64(Vec::with_capacity(cap)),
+            Shape::Bool => Buf::Bool(BooleanBufferBuilder::new(cap)),
+            Shape::FixedBinary(n) => Buf::Fixed {
+                size: *n,
+                data: Vec::with_capacity(cap.saturating_mul(*n)),
+            },
+            Shape::Binary | Shape::Text | Shape::Raw => {
+                let mut offsets = Vec::with_capacity(cap + 1);
+                offsets.push(0);
+                Buf::Var {
+                    offsets,
+                    data: Vec::new(),
+                }
+            }
+            Shape::List { fixed: None, .. } => {
+                let mut offsets = Vec::with_capacity(cap + 1);
+                offsets.push(0);
+                Buf::List { offsets }
+            }
+            Shape::List { .. } | Shape::Struct { .. } | Shape::Union { .. } => Buf::Rows,
+        };
+        Col {
+            buf,
+            valid: NullBufferBuilder::new(cap),
+            len: 0,
+        }
+    }
+
+    /// Appends a default value and marks it null (the children of rows-columns are the
+    /// caller's business).
+    pub fn push_null(&mut self) {
+        match &mut self.buf {
+            Buf::I8(v) => v.push(0),
+            Buf::I16(v) => v.push(0),
+            Buf::I32(v) => v.push(0),
+            Buf::I64(v) => v.push(0),
+            Buf::U8(v) => v.push(0),
+            Buf::U16(v) | Buf::F16(v) => v.push(0),
+            Buf::U32(v) => v.push(0),
+            Buf::U64(v) => v.push(0),
+            Buf::F32(v) => v.push(0.0),
+            Buf::F64(v) => v.push(0.0),
+            Buf::Bool(b) => b.append(false),
+            Buf::Fixed { size, data } => data.resize(data.len() + *size, 0),
+            Buf::Var { offsets, .. } | Buf::List { offsets } => {
+                let last = *offsets.last().expect("offsets start with 0");
+                offsets.push(last);
+            }
+            Buf::Rows => {}
+        }
+        self.valid.append_null();
+        self.len += 1;
+    }
+
+    /// The largest offset of a variable-size column (whether 32-bit offsets can hold it).
+    pub fn last_offset(&self) -> i64 {
+        match &self.buf {
+            Buf::Var { offsets, .. } | Buf::List { offsets } => *offsets.last().unwrap_or(&0),
+            _ => 0,
+        }
+    }
+}
+
+/// The columns of one chunk of rows, one per layout node.
+pub struct Cols {
+    pub cols: Vec<Col>,
+}
+
+impl Cols {
+    pub fn new(layout: &Layout, cap: usize) -> Cols {
+        Cols {
+            cols: layout
+                .nodes
+                .iter()
+                .map(|n| Col::new(&n.shape, cap))
+                .collect(),
+        }
+    }
+
+    /// Appends a null row to `id` and, so that children keep the row count, to what it holds.
+    pub fn push_null(&mut self, layout: &Layout, id: NodeId) {
+        self.cols[id as usize].push_null();
+        let node = layout.node(id);
+        match &node.shape {
+            Shape::Struct { .. } | Shape::Union { .. } => {
+                for &c in &node.children {
+                    self.push_null(layout, c);
+                }
+            }
+            Shape::List {
+                item,
+                fixed: Some(k),
+            } => {
+                for _ in 0..*k {
+                    self.push_null(layout, *item);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Which variable-size nodes need 64-bit offsets.
+    pub fn large(&self) -> Vec<bool> {
+        self.cols
+            .iter()
+            .map(|c| c.last_offset() > i64::from(i32::MAX))
+            .collect()
+    }
+
+    /// The finished Arrow array of node `id` (consumes the buffers of it and its children).
+    pub fn finish(
+        &mut self,
+        layout: &Layout,
+        id: NodeId,
+        large: &[bool],
+    ) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        Ok(make_array(self.finish_data(layout, id, large)?))
+    }
+
+    fn finish_data(
+        &mut self,
+        layout: &Layout,
+        id: NodeId,
+        large: &[bool],
+    ) -> Result<ArrayData, arrow_schema::ArrowError> {
+        let node = layout.node(id);
+        let dt = layout.data_type(id, large);
+        let col = &mut self.cols[id as usize];
+        let len = col.len;
+        let nulls = col.valid.finish();
+        let buf = std::mem::replace(&mut col.buf, Buf::Rows);
+        let b = ArrayData::builder(dt.clone()).len(len).nulls(nulls);
+        let b = match buf {
+            Buf::I8(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::I16(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::I32(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::I64(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::U8(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::U16(v) | Buf::F16(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::U32(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::U64(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::F32(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::F64(v) => b.add_buffer(Buffer::from_vec(v)),
+            Buf::Bool(mut bits) => b.add_buffer(bits.finish().into_inner()),
+            Buf::Fixed { data, .. } => b.add_buffer(Buffer::from_vec(data)),
+            Buf::Var { offsets, data } => b
+                .add_buffer(offsets_buffer(offsets, large[id as usize]))
+                .add_buffer(Buffer::from_vec(data)),
+            Buf::List { offsets } => {
+                let child = self.finish_data(layout, node.children[0], large)?;
+                b.add_buffer(offsets_buffer(offsets, large[id as usize]))
+                    .add_child_data(child)
+            }
+            Buf::Rows => match &node.shape {
+                Shape::List { item, .. } => {
+                    b.add_child_data(self.finish_data(layout, *item, large)?)
+                }
+                Shape::Union { names } => {
+                    let variant = self.variant_data(layout, node.children[0], names)?;
+                    let mut b = b.add_child_data(variant);
+                    for &c in &node.children[1..] {
+                        b = b.add_child_data(self.finish_data(layout, c, large)?);
+                    }
+                    b
+                }
+                _ => {
+                    let mut b = b;
+                    for &c in &node.children {
+                        b = b.add_child_data(self.finish_data(layout, c, large)?);
+                    }
+                    b
+                }
+            },
+        };
+        b.build()
+    }
+
+    /// The finished variant column of the union `union` (its case of each row, by name).
+    pub fn finish_variant(
+        &mut self,
+        layout: &Layout,
+        union: NodeId,
+    ) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        let node = layout.node(union);
+        let Shape::Union { names } = &node.shape else {
+            unreachable!("only unions have a variant column")
+        };
+        Ok(make_array(self.variant_data(
+            layout,
+            node.children[0],
+            names,
+        )?))
+    }
+
+    /// A union's variant column: the case index of each row, as a dictionary of case names.
+    fn variant_data(
+        &mut self,
+        layout: &Layout,
+        id: NodeId,
+        names: &[Arc<str>],
+    ) -> Result<ArrayData, arrow_schema::ArrowError> {
+        let _ = layout;
+        let col = &mut self.cols[id as usize];
+        let len = col.len;
+        let nulls = col.valid.finish();
+        let keys = match std::mem::replace(&mut col.buf, Buf::Rows) {
+            Buf::I8(v) => v,
+            _ => unreachable!("a variant column holds i8 keys"),
+        };
+        let mut offsets = vec![0i32];
+        let mut text = Vec::new();
+        for n in names {
+            text.extend_from_slice(n.as_bytes());
+            offsets.push(text.len() as i32);
+        }
+        let values = ArrayData::builder(DataType::Utf8)
+            .len(names.len())
+            .add_buffer(Buffer::from_vec(offsets))
+            .add_buffer(Buffer::from_vec(text))
+            .build()?;
+        ArrayData::builder(crate::layout::variant_type())
+            .len(len)
+            .nulls(nulls)
+            .add_buffer(Buffer::from_vec(keys))
+            .add_child_data(values)
+            .build()
+    }
+}
+
+fn offsets_buffer(offsets: Vec<i64>, large: bool) -> Buffer {
+    if large {
+        Buffer::from_vec(offsets)
+    } else {
+        Buffer::from_vec(offsets.into_iter().map(|o| o as i32).collect::<Vec<i32>>())
+    }
+}

@@ -1,0 +1,410 @@
+//! Back-to-back messages -> a table: the driver of the column sink, the strided plan and
+//! the threads.
+//!
+//! Rows are split across threads. Messages of one size split at row boundaries. Messages
+//! of varying size split at byte positions: thread `k` finds the first message that starts
+//! at or after its position by scanning from the start (reading only what sizes depend
+//! on), then decodes up to the first message that starts at or after the next thread's
+//! position. Every thread agrees on the boundaries without talking to the others, and the
+//! rows come out in input order whatever the thread count.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+
+use bytewright_wire::error::{Error, Kind, Seg};
+use bytewright_wire::host::Discard;
+use bytewright_wire::unpack::unpack_with;
+use bytewright_wire::{Program, Scratch};
+
+use crate::builders::Cols;
+use crate::fixed::{self, Plan};
+use crate::layout::Layout;
+use crate::sink::{Bug, ColumnSink};
+
+/// Why a table could not be built.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad or short input; the path starts with the row index, the offset is absolute.
+    /// (It never holds a host error: the column sink's own errors are `Bug`s.)
+    Decode(Box<Error<Bug>>),
+    /// Arrow refused the columns, or a value had no column (a bug: report it).
+    Arrow(ArrowError),
+    Bug(String),
+}
+
+impl From<ArrowError> for Failure {
+    fn from(e: ArrowError) -> Self {
+        Failure::Arrow(e)
+    }
+}
+
+type DecodeResult<T> = Result<T, Failure>;
+
+/// A decoded table: its schema and its rows, in one batch per thread that decoded them.
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Table {
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+/// What to decode.
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    /// Where the first message starts.
+    pub offset: usize,
+    /// Exactly this many messages; `None` decodes until the data ends.
+    pub count: Option<usize>,
+    /// Threads to use (1 or more).
+    pub threads: usize,
+}
+
+/// A codec's columnar machinery: its program, layout and strided plan.
+#[derive(Debug, Clone)]
+pub struct Columnar {
+    pub prog: Arc<Program>,
+    pub layout: Layout,
+    pub plan: Option<Plan>,
+}
+
+fn at_row(mut e: Box<Error<Bug>>, row: usize) -> Failure {
+    e.rev_path.push(Seg::Index(row));
+    Failure::Decode(e)
+}
+
+/// The end of one message at `pos`, or its error.
+fn scan_one(
+    prog: &Program,
+    scratch: &mut Scratch,
+    input: &[u8],
+    pos: usize,
+) -> Result<usize, Box<Error<Infallible>>> {
+    unpack_with(prog, scratch, &mut Discard::<false>, input, pos).map(|(_, end)| end)
+}
+
+/// The error of the message at `pos` (checked fully), with its row.
+fn error_at(prog: &Program, input: &[u8], pos: usize, row: usize) -> Failure {
+    match unpack_with(prog, &mut Scratch::new(), &mut Discard::<true>, input, pos) {
+        Err(e) => at_row(Box::new(e.map_host(|never| match never {})), row),
+        Ok((_, end)) if end == pos => zero_size(pos, row),
+        // The scan or the strided copy found a problem the full check does not: never
+        // expected, but say where rather than return wrong data.
+        Ok(_) => at_row(
+            Error::invalid("the message could not be decoded consistently", pos),
+            row,
+        ),
+    }
+}
+
+/// A decode error of the column sink: its own errors are bugs, the rest keep their path.
+fn host_free(e: Box<Error<Bug>>, row: usize) -> Failure {
+    match e.kind {
+        Kind::Host(b) => Failure::Bug(b.0),
+        _ => at_row(e, row),
+    }
+}
+
+fn zero_size(pos: usize, row: usize) -> Failure {
+    at_row(
+        Error::invalid(
+            "a message of zero bytes cannot be repeated into a table",
+            pos,
+        ),
+        row,
+    )
+}
+
+impl Columnar {
+    pub fn new(prog: Arc<Program>) -> Columnar {
+        let layout = Layout::new(&prog);
+        let plan = Plan::new(&prog, &layout);
+        Columnar { prog, layout, plan }
+    }
+
+    /// The schema of every table this codec decodes (no data needed).
+    pub fn schema(&self, large: &[bool]) -> SchemaRef {
+        let (names, cols) = self.layout.columns();
+        let root = self.layout.node(self.layout.root);
+        let union = matches!(root.shape, crate::layout::Shape::Union { .. });
+        let fields: Vec<arrow_schema::Field> = names
+            .iter()
+            .zip(cols)
+            .enumerate()
+            .map(|(i, (n, &c))| {
+                if union && i == 0 {
+                    arrow_schema::Field::new(
+                        crate::layout::VARIANT,
+                        crate::layout::variant_type(),
+                        false,
+                    )
+                } else {
+                    self.layout.field(n, c, large)
+                }
+            })
+            .collect();
+        Arc::new(Schema::new(fields))
+    }
+
+    /// Decodes back-to-back messages into a table. No partial table: the first bad message
+    /// fails the whole call.
+    pub fn decode(&self, input: &[u8], req: Request) -> DecodeResult<Table> {
+        if req.offset > input.len() {
+            return Err(Failure::Decode(Error::invalid(
+                format!(
+                    "offset {} is past the end of the {}-byte buffer",
+                    req.offset,
+                    input.len()
+                ),
+                req.offset,
+            )));
+        }
+        match self.prog.static_size.filter(|&s| s > 0) {
+            Some(size) => self.decode_fixed(input, req, size),
+            None => self.decode_varying(input, req),
+        }
+    }
+
+    /// How many whole messages `input[offset..]` holds, at most `max_rows`, and where the
+    /// last of them ends. A message cut off by the end of the input is left out (more data
+    /// may complete it); a malformed one is an error.
+    pub fn whole(
+        &self,
+        input: &[u8],
+        offset: usize,
+        max_rows: usize,
+    ) -> DecodeResult<(usize, usize)> {
+        let avail = input.len().saturating_sub(offset);
+        if let Some(size) = self.prog.static_size.filter(|&s| s > 0) {
+            let rows = (avail / size).min(max_rows);
+            return Ok((rows, offset + rows * size));
+        }
+        let mut scratch = Scratch::new();
+        let mut pos = offset;
+        let mut rows = 0;
+        while rows < max_rows && pos < input.len() {
+            match scan_one(&self.prog, &mut scratch, input, pos) {
+                Ok(end) if end > pos => pos = end,
+                Ok(_) => return Err(zero_size(pos, rows)),
+                Err(e) if e.is_incomplete() => break,
+                Err(_) => return Err(error_at(&self.prog, input, pos, rows)),
+            }
+            rows += 1;
+        }
+        Ok((rows, pos))
+    }
+
+    fn decode_fixed(&self, input: &[u8], req: Request, size: usize) -> DecodeResult<Table> {
+        let avail = input.len() - req.offset;
+        let rows = match req.count {
+            Some(n) => {
+                if n.checked_mul(size).is_none_or(|need| need > avail) {
+                    let row = avail / size;
+                    return Err(error_at(&self.prog, input, req.offset + row * size, row));
+                }
+                n
+            }
+            None => {
+                if !avail.is_multiple_of(size) {
+                    let row = avail / size;
+                    return Err(error_at(&self.prog, input, req.offset + row * size, row));
+                }
+                avail / size
+            }
+        };
+        if let Some(plan) = &self.plan {
+            return match fixed::run(plan, input, req.offset, rows, req.threads) {
+                Err(fixed::Stop::Panicked) => {
+                    Err(Failure::Bug("a decoding thread panicked".into()))
+                }
+                Ok(bufs) => {
+                    let cols = fixed::arrays(plan, &self.layout, bufs, rows)?;
+                    let schema = self.schema(&vec![false; self.layout.nodes.len()]);
+                    Ok(Table {
+                        batches: vec![batch(&schema, cols, rows)?],
+                        schema,
+                    })
+                }
+                Err(fixed::Stop::BadRow(row)) => {
+                    Err(error_at(&self.prog, input, req.offset + row * size, row))
+                }
+            };
+        }
+        let threads = req.threads.clamp(1, rows.max(1));
+        let per = rows.div_ceil(threads);
+        let chunk = |t: usize| -> DecodeResult<(Cols, usize)> {
+            let first = (t * per).min(rows);
+            let n = per.min(rows - first);
+            let start = req.offset + first * size;
+            self.decode_rows(input, start, usize::MAX, Some(n), first)
+                .map(|(cols, n, _)| (cols, n))
+        };
+        let parts = run_threads(threads, chunk)?;
+        self.table(parts)
+    }
+
+    fn decode_varying(&self, input: &[u8], req: Request) -> DecodeResult<Table> {
+        let mut stop = input.len();
+        let mut scratch = Scratch::new();
+        if let Some(n) = req.count {
+            // The region that holds exactly `n` messages.
+            let mut pos = req.offset;
+            for row in 0..n {
+                match scan_one(&self.prog, &mut scratch, input, pos) {
+                    Ok(end) if end > pos => pos = end,
+                    _ => return Err(error_at(&self.prog, input, pos, row)),
+                }
+            }
+            stop = pos;
+        }
+        let span = stop - req.offset;
+        // Below about 64 KiB per thread, threads cost more than they save.
+        let threads = req.threads.clamp(1, (span / 65536).max(1));
+        if threads == 1 {
+            let (cols, rows, _) = self.decode_rows(input, req.offset, stop, req.count, 0)?;
+            return self.table(vec![(cols, rows)]);
+        }
+        let split = |t: usize| req.offset + span / threads * t;
+        let chunk = |t: usize| -> DecodeResult<(Cols, usize)> {
+            let mut scratch = Scratch::new();
+            // Find this thread's first message: the first that starts at or after its split.
+            let (start, first_row) = if t == 0 {
+                (req.offset, 0)
+            } else {
+                let target = split(t);
+                let mut pos = req.offset;
+                let mut row = 0;
+                while pos < target {
+                    match scan_one(&self.prog, &mut scratch, input, pos) {
+                        Ok(end) if end > pos => pos = end,
+                        _ => return Err(error_at(&self.prog, input, pos, row)),
+                    }
+                    row += 1;
+                }
+                (pos, row)
+            };
+            let stop_at = if t + 1 == threads { stop } else { split(t + 1) };
+            let (cols, rows, end) = self.decode_rows(input, start, stop_at, None, first_row)?;
+            debug_assert!(end >= stop_at.min(stop));
+            Ok((cols, rows))
+        };
+        let parts = run_threads(threads, chunk)?;
+        self.table(parts)
+    }
+
+    /// Decodes messages from `start` while they start before `stop_at` (and, with `limit`,
+    /// at most that many). Rows are numbered from `first_row` in errors.
+    fn decode_rows(
+        &self,
+        input: &[u8],
+        start: usize,
+        stop_at: usize,
+        limit: Option<usize>,
+        first_row: usize,
+    ) -> DecodeResult<(Cols, usize, usize)> {
+        let cap = match (limit, self.prog.static_size) {
+            (Some(n), _) => n,
+            (None, _) => (stop_at.min(input.len()) - start) / self.prog.min_size.max(1) / 4,
+        };
+        let mut sink = ColumnSink::new(&self.layout, input, cap.min(1 << 20));
+        let mut scratch = Scratch::new();
+        let mut pos = start;
+        let mut rows = 0usize;
+        let stop = stop_at.min(input.len());
+        while pos < stop && limit.is_none_or(|n| rows < n) {
+            sink.target = self.layout.root;
+            match unpack_with(&self.prog, &mut scratch, &mut sink, input, pos) {
+                Ok((v, end)) => {
+                    if end == pos {
+                        return Err(zero_size(pos, first_row + rows));
+                    }
+                    sink.store_root(v).map_err(|b| Failure::Bug(b.0))?;
+                    pos = end;
+                    rows += 1;
+                }
+                Err(e) => return Err(host_free(e, first_row + rows)),
+            }
+        }
+        Ok((sink.cols, rows, pos))
+    }
+
+    /// The table of per-thread column sets, in order.
+    fn table(&self, mut parts: Vec<(Cols, usize)>) -> DecodeResult<Table> {
+        // One schema for every batch: 64-bit offsets wherever any batch needs them.
+        let mut large = vec![false; self.layout.nodes.len()];
+        for (cols, _) in &parts {
+            for (l, x) in large.iter_mut().zip(cols.large()) {
+                *l |= x;
+            }
+        }
+        let schema = self.schema(&large);
+        let (_, roots) = self.layout.columns();
+        let mut batches = Vec::with_capacity(parts.len());
+        for (cols, rows) in parts.iter_mut() {
+            let union = matches!(
+                self.layout.node(self.layout.root).shape,
+                crate::layout::Shape::Union { .. }
+            );
+            let arrays = roots
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| {
+                    if union && i == 0 {
+                        cols.finish_variant(&self.layout, self.layout.root)
+                    } else {
+                        cols.finish(&self.layout, c, &large)
+                    }
+                })
+                .collect::<Result<Vec<ArrayRef>, _>>()?;
+            batches.push(batch(&schema, arrays, *rows)?);
+        }
+        if batches.len() > 1 {
+            batches.retain(|b| b.num_rows() > 0);
+            if batches.is_empty() {
+                return self.table(vec![(Cols::new(&self.layout, 0), 0)]);
+            }
+        }
+        Ok(Table { schema, batches })
+    }
+}
+
+fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch, ArrowError> {
+    RecordBatch::try_new_with_options(
+        schema.clone(),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )
+}
+
+/// Runs `f(0..threads)`, on threads when more than one; the first failure in row order wins.
+fn run_threads<T: Send>(
+    threads: usize,
+    f: impl Fn(usize) -> DecodeResult<T> + Sync,
+) -> DecodeResult<Vec<T>> {
+    if threads == 1 {
+        return Ok(vec![f(0)?]);
+    }
+    let results: Vec<DecodeResult<T>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let f = &f;
+                scope.spawn(move || f(t))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Failure::Bug("a decoding thread panicked".into())))
+            })
+            .collect()
+    });
+    results.into_iter().collect()
+}

@@ -1,0 +1,738 @@
+//! Messages of one size made of plain numbers: each column is a strided copy of the input.
+//!
+//! When every message has the same size and holds only numbers, bools and fixed bytes
+//! (nested structs of the same kind included), a field sits at the same offset of every
+//! message. Its column is then one pass over the input that moves `width` bytes per row
+//! (reversing them for the other byte order), with no VM and no per-row dispatch. Rows are
+//! split across threads in blocks of 64, so bool bitmaps never share a byte.
+
+use arrow_array::{make_array, ArrayRef};
+use arrow_buffer::Buffer;
+use arrow_data::ArrayData;
+
+use bytewright_wire::program::{Konst, Node, Program, Scalar, Step, StructProg};
+
+use crate::layout::{Layout, NodeId, Shape};
+
+/// One column of the plan.
+#[derive(Debug, Clone)]
+struct Leaf {
+    node: NodeId,
+    /// Offset in the message.
+    off: usize,
+    scalar: Scalar,
+    /// The wire bytes every row must hold (a constant field).
+    konst: Option<Vec<u8>>,
+    /// The field indices from the root struct down to this field.
+    path: Vec<u16>,
+}
+
+/// The strided plan of a program, when it has one.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub size: usize,
+    leaves: Vec<Leaf>,
+}
+
+impl Plan {
+    /// The plan of `prog`, or `None` when messages vary in size or hold anything but
+    /// numbers, bools, fixed bytes and structs of those (or carry checksums).
+    pub fn new(prog: &Program, layout: &Layout) -> Option<Plan> {
+        let size = prog.static_size.filter(|&s| s > 0)?;
+        let Node::Struct(root) = prog.root else {
+            return None;
+        };
+        let mut leaves = Vec::new();
+        walk(
+            prog,
+            layout,
+            root,
+            layout.root,
+            0,
+            &mut Vec::new(),
+            &mut leaves,
+        )?;
+        Some(Plan { size, leaves })
+    }
+}
+
+fn walk(
+    prog: &Program,
+    layout: &Layout,
+    index: u32,
+    node: NodeId,
+    base: usize,
+    path: &mut Vec<u16>,
+    out: &mut Vec<Leaf>,
+) -> Option<()> {
+    let sp: &StructProg = &prog.structs[index as usize];
+    if !sp.checksums.is_empty() {
+        return None;
+    }
+    let children = &layout.node(node).children;
+    let mut pos = base;
+    for step in &sp.steps {
+        match step {
+            Step::Run(run) => {
+                for it in &run.items {
+                    let Some(f) = it.field else { continue };
+                    match it.scalar {
+                        Scalar::Int { .. } | Scalar::Float { .. } | Scalar::Bytes(_) => {}
+                        Scalar::Bool | Scalar::Bits { .. } if it.konst.is_none() => {}
+                        _ => return None,
+                    }
+                    let konst = match &it.konst {
+                        None => None,
+                        Some(k) => Some(konst_bytes(k, &it.scalar)?),
+                    };
+                    let mut p = path.clone();
+                    p.push(f);
+                    out.push(Leaf {
+                        node: children[f as usize],
+                        off: pos + it.off,
+                        scalar: it.scalar,
+                        konst,
+                        path: p,
+                    });
+                }
+                pos += run.size;
+            }
+            Step::Align(n) => pos += (n - (pos - base) % n) % n,
+            Step::Field(fs) => {
+                let Node::Struct(i) = fs.node else {
+                    return None;
+                };
+                if fs.when.is_some() || fs.window.is_some() || fs.konst.is_some() {
+                    return None;
+                }
+                let child = children[fs.field as usize];
+                if !matches!(layout.node(child).shape, Shape::Struct { .. }) {
+                    return None;
+                }
+                path.push(fs.field);
+                walk(prog, layout, i, child, pos, path, out)?;
+                path.pop();
+                pos += prog.structs[i as usize].static_size?;
+            }
+        }
+    }
+    Some(())
+}
+
+/// A constant's wire bytes.
+fn konst_bytes(k: &Konst, s: &Scalar) -> Option<Vec<u8>> {
+    match (k, s) {
+        (Konst::Bytes(b), Scalar::Bytes(_)) => Some(b.to_vec()),
+        (Konst::Int(v), Scalar::Int { width, big, .. }) => {
+            let w = *width as usize;
+            let le = v.to_le_bytes();
+            let mut b = le[..w].to_vec();
+            if *big {
+                b.reverse();
+            }
+            Some(b)
+        }
+        _ => None,
+    }
+}
+
+/// The bytes one row of a leaf takes in its column (0 for bit-packed bools).
+fn col_width(s: &Scalar) -> usize {
+    match *s {
+        Scalar::Int { width, .. } => width.next_power_of_two() as usize,
+        Scalar::Float { width, .. } => width as usize,
+        Scalar::Bytes(n) => n,
+        Scalar::Bool | Scalar::Bits { boolean: true, .. } => 0,
+        Scalar::Bits { width, .. } => (width.div_ceil(8)).next_power_of_two() as usize,
+        Scalar::Pad(_) => 0,
+    }
+}
+
+const HOST_BIG: bool = cfg!(target_endian = "big");
+
+/// The bytes of a column of words.
+fn words_as_bytes(words: &mut [u64]) -> &mut [u8] {
+    // SAFETY: any u64 is 8 initialised bytes; the byte slice covers exactly the words and
+    // borrows them mutably for its lifetime.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) }
+}
+
+/// Why the strided copy stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// This row holds a bad value (the VM then reports it).
+    BadRow(usize),
+    Panicked,
+}
+
+/// Decodes `rows` messages at `start` into per-leaf column buffers, using `threads`
+/// threads. Returns the buffers, or the index of the first row that holds a bad value.
+pub fn run(
+    plan: &Plan,
+    input: &[u8],
+    start: usize,
+    rows: usize,
+    threads: usize,
+) -> Result<Vec<Buffer>, Stop> {
+    // Columns as 8-byte words: aligned for every value type, and zeroed by calloc (fresh
+    // pages for large columns, so no separate pass writes zeros).
+    let mut bufs: Vec<Vec<u64>> = plan
+        .leaves
+        .iter()
+        .map(|l| {
+            let bytes = match col_width(&l.scalar) {
+                0 => rows.div_ceil(8),
+                w => rows * w,
+            };
+            vec![0u64; bytes.div_ceil(8)]
+        })
+        .collect();
+    let threads = threads.clamp(1, rows.div_ceil(64).max(1));
+    let per = rows.div_ceil(threads).div_ceil(64) * 64;
+    // Each thread gets its rows' part of every column.
+    let mut parts: Vec<Vec<&mut [u8]>> = (0..threads).map(|_| Vec::new()).collect();
+    for (leaf, buf) in plan.leaves.iter().zip(bufs.iter_mut()) {
+        let w = col_width(&leaf.scalar);
+        let mut rest: &mut [u8] = words_as_bytes(buf);
+        for part in parts.iter_mut() {
+            let take = match w {
+                0 => (per / 8).min(rest.len()),
+                w => (per * w).min(rest.len()),
+            };
+            let (a, b) = rest.split_at_mut(take);
+            part.push(a);
+            rest = b;
+        }
+    }
+    let bad = if threads == 1 {
+        let part = parts.pop().unwrap_or_default();
+        block(plan, input, start, 0, rows, part)
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = parts
+                .into_iter()
+                .enumerate()
+                .map(|(t, part)| {
+                    let first = t * per;
+                    let n = per.min(rows.saturating_sub(first));
+                    scope.spawn(move || block(plan, input, start, first, n, part))
+                })
+                .collect();
+            let mut bad: Option<usize> = None;
+            for h in handles {
+                match h.join() {
+                    Ok(Some(r)) => bad = Some(bad.map_or(r, |b| b.min(r))),
+                    Ok(None) => {}
+                    Err(_) => return Err(Stop::Panicked),
+                }
+            }
+            Ok(bad)
+        })?
+    };
+    match bad {
+        Some(row) => Err(Stop::BadRow(row)),
+        None => Ok(bufs.into_iter().map(Buffer::from_vec).collect()),
+    }
+}
+
+/// Rows decoded leaf by leaf at a time: their input stays in cache while every leaf reads
+/// it (a multiple of 8, so bool bitmaps start on a byte).
+const CACHE_ROWS: usize = 2048;
+
+/// Decodes rows `first..first + n` into `out` (one slice per leaf, starting at row `first`).
+/// Returns the first row holding a bad value.
+fn block(
+    plan: &Plan,
+    input: &[u8],
+    start: usize,
+    first: usize,
+    n: usize,
+    mut out: Vec<&mut [u8]>,
+) -> Option<usize> {
+    let stride = plan.size;
+    let mut done = 0;
+    while done < n {
+        let k = CACHE_ROWS.min(n - done);
+        let base = start + (first + done) * stride;
+        let mut bad: Option<usize> = None;
+        for (leaf, dst) in plan.leaves.iter().zip(out.iter_mut()) {
+            let dst = match col_width(&leaf.scalar) {
+                0 => &mut dst[done / 8..],
+                w => &mut dst[done * w..],
+            };
+            // Only the rows before a bad row already found matter.
+            let k = bad.unwrap_or(k);
+            if let Some(r) = leaf_rows(leaf, input, base + leaf.off, stride, k, dst) {
+                bad = Some(bad.map_or(r, |b| b.min(r)));
+            }
+        }
+        if let Some(r) = bad {
+            return Some(first + done + r);
+        }
+        done += k;
+    }
+    None
+}
+
+/// Decodes `n` rows of one leaf from `at` (the first row's field) into `dst`; returns the
+/// first row holding a bad value.
+fn leaf_rows(
+    leaf: &Leaf,
+    input: &[u8],
+    at: usize,
+    stride: usize,
+    n: usize,
+    dst: &mut [u8],
+) -> Option<usize> {
+    let found = match leaf.scalar {
+        Scalar::Int { width: 1, .. } => copy::<1>(input, at, stride, n, dst, false),
+        Scalar::Int { width: 2, big, .. } | Scalar::Float { width: 2, big } => {
+            copy::<2>(input, at, stride, n, dst, big != HOST_BIG)
+        }
+        Scalar::Int { width: 4, big, .. } | Scalar::Float { width: 4, big } => {
+            copy::<4>(input, at, stride, n, dst, big != HOST_BIG)
+        }
+        Scalar::Int { width: 8, big, .. } | Scalar::Float { width: 8, big } => {
+            copy::<8>(input, at, stride, n, dst, big != HOST_BIG)
+        }
+        Scalar::Int {
+            width: 3,
+            big,
+            signed,
+        } => {
+            int24(input, at, stride, n, dst, big, signed);
+            None
+        }
+        Scalar::Bytes(w) => {
+            for r in 0..n {
+                let s = at + r * stride;
+                dst[r * w..(r + 1) * w].copy_from_slice(&input[s..s + w]);
+            }
+            None
+        }
+        Scalar::Bool => bools(input, at, stride, n, dst),
+        Scalar::Bits { .. } => {
+            bits(input, at, stride, n, dst, &leaf.scalar);
+            None
+        }
+        _ => None,
+    };
+    let konst = leaf.konst.as_ref().and_then(|k| {
+        (0..n).find(|r| {
+            let s = at + r * stride;
+            input[s..s + k.len()] != k[..]
+        })
+    });
+    match (found, konst) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Moves `W` bytes per row from a strided input to a packed column, reversing them when
+/// the wire's byte order is not the host's. This is the hot loop of fixed records: the
+/// bounds are checked once for the whole block rather than per row.
+#[inline(always)]
+fn copy<const W: usize>(
+    input: &[u8],
+    at: usize,
+    stride: usize,
+    n: usize,
+    dst: &mut [u8],
+    swap: bool,
+) -> Option<usize> {
+    if n == 0 {
+        return None;
+    }
+    assert!(
+        at + (n - 1) * stride + W <= input.len(),
+        "rows inside the input"
+    );
+    assert!(dst.len() >= n * W, "room for the rows");
+    let src = input.as_ptr();
+    let out = dst.as_mut_ptr();
+    if swap {
+        for r in 0..n {
+            // SAFETY: row r reads input[at + r*stride .. + W] and writes dst[r*W .. + W], both
+            // inside the slices by the asserts above (r < n); unaligned reads and writes.
+            unsafe {
+                let mut b = std::ptr::read_unaligned(src.add(at + r * stride).cast::<[u8; W]>());
+                b.reverse();
+                std::ptr::write_unaligned(out.add(r * W).cast::<[u8; W]>(), b);
+            }
+        }
+    } else {
+        for r in 0..n {
+            // SAFETY: as above.
+            unsafe {
+                let b = std::ptr::read_unaligned(src.add(at + r * stride).cast::<[u8; W]>());
+                std::ptr::write_unaligned(out.add(r * W).cast::<[u8; W]>(), b);
+            }
+        }
+    }
+    None
+}
+
+fn int24(
+    input: &[u8],
+    at: usize,
+    stride: usize,
+    n: usize,
+    dst: &mut [u8],
+    big: bool,
+    signed: bool,
+) {
+    for r in 0..n {
+        let s = at + r * stride;
+        let b = &input[s..s + 3];
+        let u = if big {
+            u32::from_be_bytes([0, b[0], b[1], b[2]])
+        } else {
+            u32::from_le_bytes([b[0], b[1], b[2], 0])
+        };
+        let v = if signed {
+            ((u << 8) as i32 >> 8) as u32
+        } else {
+            u
+        };
+        dst[r * 4..r * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+}
+
+fn bools(input: &[u8], at: usize, stride: usize, n: usize, dst: &mut [u8]) -> Option<usize> {
+    for r in 0..n {
+        match input[at + r * stride] {
+            0 => {}
+            1 => dst[r / 8] |= 1 << (r % 8),
+            _ => return Some(r),
+        }
+    }
+    None
+}
+
+fn bits(input: &[u8], at: usize, stride: usize, n: usize, dst: &mut [u8], s: &Scalar) {
+    let Scalar::Bits {
+        group,
+        shift,
+        width,
+        signed,
+        lsb,
+        boolean,
+        ..
+    } = *s
+    else {
+        return;
+    };
+    let w = col_width(s);
+    let mask = (1u128 << width) - 1;
+    for r in 0..n {
+        let b = &input[at + r * stride..at + r * stride + group as usize];
+        let g = if lsb {
+            b.iter().rev().fold(0u128, |a, &x| (a << 8) | u128::from(x))
+        } else {
+            b.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x))
+        };
+        let v = (g >> shift) & mask;
+        if boolean {
+            if v != 0 {
+                dst[r / 8] |= 1 << (r % 8);
+            }
+            continue;
+        }
+        let v = if signed {
+            let k = 128 - u32::from(width);
+            (((v << k) as i128) >> k) as u128
+        } else {
+            v
+        };
+        dst[r * w..(r + 1) * w].copy_from_slice(&v.to_le_bytes()[..w]);
+    }
+}
+
+/// The Arrow arrays of the table's columns from the leaf buffers.
+pub fn arrays(
+    plan: &Plan,
+    layout: &Layout,
+    bufs: Vec<Buffer>,
+    rows: usize,
+) -> Result<Vec<ArrayRef>, arrow_schema::ArrowError> {
+    let large = vec![false; layout.nodes.len()];
+    let mut by_node: Vec<Option<Buffer>> = vec![None; layout.nodes.len()];
+    for (leaf, b) in plan.leaves.iter().zip(bufs) {
+        by_node[leaf.node as usize] = Some(b);
+    }
+    let (_, cols) = layout.columns();
+    cols.iter()
+        .map(|&c| Ok(make_array(data(layout, c, &mut by_node, rows, &large)?)))
+        .collect()
+}
+
+fn data(
+    layout: &Layout,
+    id: NodeId,
+    by_node: &mut [Option<Buffer>],
+    rows: usize,
+    large: &[bool],
+) -> Result<ArrayData, arrow_schema::ArrowError> {
+    let dt = layout.data_type(id, large);
+    let b = ArrayData::builder(dt).len(rows);
+    match by_node[id as usize].take() {
+        Some(buf) => b.add_buffer(buf).build(),
+        None => {
+            let mut b = b;
+            for &c in &layout.node(id).children {
+                b = b.add_child_data(data(layout, c, by_node, rows, large)?);
+            }
+            b.build()
+        }
+    }
+}
+
+/// What one leaf of a strided pack reads.
+pub enum PackInput<'a> {
+    /// A column (any integer, float, bool or binary type that holds the field's values).
+    Array(&'a dyn arrow_array::Array),
+    /// One value for every row (a class default, or a constant).
+    Int(i128),
+    Float(f64),
+    Bytes(&'a [u8]),
+}
+
+impl Plan {
+    /// Each leaf's path of field indices from the root, in leaf order: the inputs of
+    /// [`Plan::pack`] follow it.
+    pub fn leaf_paths(&self) -> impl Iterator<Item = &[u16]> {
+        self.leaves.iter().map(|l| l.path.as_slice())
+    }
+
+    /// Whether leaf `i` holds a constant (a missing column then writes it).
+    pub fn leaf_konst(&self, i: usize) -> Option<&[u8]> {
+        self.leaves[i].konst.as_deref()
+    }
+
+    /// Packs `rows` messages into `out` (`rows * size` bytes, zeroed: padding stays zero),
+    /// each leaf from its input. `Err(row)` names the first row the fast path cannot write
+    /// (a value out of range, a null, a type it does not take): the caller then packs
+    /// through the VM, which reports the same row with its message.
+    pub fn pack(&self, inputs: &[PackInput<'_>], rows: usize, out: &mut [u8]) -> Result<(), usize> {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::*;
+        use arrow_schema::DataType;
+        use bytewright_wire::pack::{encode_int, f64_to_f16};
+
+        let stride = self.size;
+        if out.len() < rows * stride {
+            return Err(0);
+        }
+        for (leaf, input) in self.leaves.iter().zip(inputs) {
+            let s = leaf.scalar;
+            let slot = |r: usize| -> std::ops::Range<usize> {
+                let at = r * stride + leaf.off;
+                at..at + s.span()
+            };
+            match (s, input) {
+                (Scalar::Int { .. } | Scalar::Bool | Scalar::Bits { .. }, PackInput::Array(a)) => {
+                    if a.null_count() > 0 {
+                        return Err((0..rows).find(|&r| a.is_null(r)).unwrap_or(0));
+                    }
+                    if let Some(w) = same_int(&s, a.data_type()) {
+                        // The column already has the field's width and signedness: no range
+                        // to check, only bytes to move.
+                        let big = matches!(s, Scalar::Int { big: true, .. });
+                        let data = a.to_data();
+                        let src = &data.buffers()[0].as_slice()[data.offset() * w..];
+                        scatter(src, w, rows, out, stride, leaf.off, big != HOST_BIG);
+                        konst_rows(leaf, rows, stride, out)?;
+                        continue;
+                    }
+                    macro_rules! ints {
+                        ($t:ty) => {{
+                            let v = a.as_primitive::<$t>().values();
+                            for r in 0..rows {
+                                let at = slot(r);
+                                encode_int(&mut out[at], &s, i128::from(v[r])).map_err(|_| r)?;
+                            }
+                        }};
+                    }
+                    match a.data_type() {
+                        DataType::Int8 => ints!(Int8Type),
+                        DataType::Int16 => ints!(Int16Type),
+                        DataType::Int32 => ints!(Int32Type),
+                        DataType::Int64 => ints!(Int64Type),
+                        DataType::UInt8 => ints!(UInt8Type),
+                        DataType::UInt16 => ints!(UInt16Type),
+                        DataType::UInt32 => ints!(UInt32Type),
+                        DataType::UInt64 => ints!(UInt64Type),
+                        DataType::Boolean => {
+                            let b = a.as_boolean();
+                            for r in 0..rows {
+                                let at = slot(r);
+                                encode_int(&mut out[at], &s, i128::from(b.value(r)))
+                                    .map_err(|_| r)?;
+                            }
+                        }
+                        _ => return Err(0),
+                    }
+                }
+                (Scalar::Int { .. }, PackInput::Bytes(k)) if k.len() == s.size() => {
+                    // A constant's own wire bytes.
+                    for r in 0..rows {
+                        let at = r * stride + leaf.off;
+                        out[at..at + k.len()].copy_from_slice(k);
+                    }
+                }
+                (Scalar::Int { .. } | Scalar::Bool | Scalar::Bits { .. }, PackInput::Int(v)) => {
+                    for r in 0..rows {
+                        let at = slot(r);
+                        encode_int(&mut out[at], &s, *v).map_err(|_| r)?;
+                    }
+                }
+                (Scalar::Float { width, big }, input) => {
+                    let value = |r: usize| -> Option<f64> {
+                        match input {
+                            PackInput::Float(f) => Some(*f),
+                            PackInput::Int(i) => Some(*i as f64),
+                            PackInput::Array(a) if a.is_valid(r) => match a.data_type() {
+                                DataType::Float16 => {
+                                    Some(a.as_primitive::<Float16Type>().value(r).into())
+                                }
+                                DataType::Float32 => {
+                                    Some(a.as_primitive::<Float32Type>().value(r).into())
+                                }
+                                DataType::Float64 => Some(a.as_primitive::<Float64Type>().value(r)),
+                                _ => None,
+                            },
+                            _ => None,
+                        }
+                    };
+                    for r in 0..rows {
+                        let f = value(r).ok_or(r)?;
+                        let bits: u64 = match width {
+                            2 => u64::from(f64_to_f16(f).ok_or(r)?),
+                            4 => {
+                                let g = f as f32;
+                                if g.is_infinite() && f.is_finite() {
+                                    return Err(r);
+                                }
+                                u64::from(g.to_bits())
+                            }
+                            _ => f.to_bits(),
+                        };
+                        let w = width as usize;
+                        let at = r * stride + leaf.off;
+                        let bytes = bits.to_le_bytes();
+                        let dst = &mut out[at..at + w];
+                        dst.copy_from_slice(&bytes[..w]);
+                        if big {
+                            dst.reverse();
+                        }
+                    }
+                }
+                (Scalar::Bytes(n), input) => {
+                    for r in 0..rows {
+                        let b: &[u8] = match input {
+                            PackInput::Bytes(b) => b,
+                            PackInput::Array(a) if a.is_valid(r) => match a.data_type() {
+                                DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().value(r),
+                                DataType::Binary => a.as_binary::<i32>().value(r),
+                                DataType::LargeBinary => a.as_binary::<i64>().value(r),
+                                _ => return Err(r),
+                            },
+                            _ => return Err(r),
+                        };
+                        if b.len() != n {
+                            return Err(r);
+                        }
+                        let at = r * stride + leaf.off;
+                        out[at..at + n].copy_from_slice(b);
+                    }
+                }
+                _ => return Err(0),
+            }
+            konst_rows(leaf, rows, stride, out)?;
+        }
+        Ok(())
+    }
+}
+
+/// A constant field must hold its constant in every row written.
+fn konst_rows(leaf: &Leaf, rows: usize, stride: usize, out: &[u8]) -> Result<(), usize> {
+    if let Some(k) = &leaf.konst {
+        if let Some(r) = (0..rows).find(|r| {
+            let at = r * stride + leaf.off;
+            out[at..at + k.len()] != k[..]
+        }) {
+            return Err(r);
+        }
+    }
+    Ok(())
+}
+
+/// The byte width of an integer column whose type matches an integer field exactly.
+fn same_int(s: &Scalar, dt: &arrow_schema::DataType) -> Option<usize> {
+    use arrow_schema::DataType as D;
+    let Scalar::Int { width, signed, .. } = *s else {
+        return None;
+    };
+    let ok = matches!(
+        (width, signed, dt),
+        (1, false, D::UInt8)
+            | (2, false, D::UInt16)
+            | (4, false, D::UInt32)
+            | (8, false, D::UInt64)
+            | (1, true, D::Int8)
+            | (2, true, D::Int16)
+            | (4, true, D::Int32)
+            | (8, true, D::Int64)
+    );
+    ok.then_some(width as usize)
+}
+
+/// Writes `rows` values of `w` bytes from a packed column into strided messages.
+fn scatter(
+    src: &[u8],
+    w: usize,
+    rows: usize,
+    out: &mut [u8],
+    stride: usize,
+    off: usize,
+    swap: bool,
+) {
+    match (w, swap) {
+        (1, _) => scatter_w::<1>(src, rows, out, stride, off, false),
+        (2, s) => scatter_w::<2>(src, rows, out, stride, off, s),
+        (4, s) => scatter_w::<4>(src, rows, out, stride, off, s),
+        (_, s) => scatter_w::<8>(src, rows, out, stride, off, s),
+    }
+}
+
+#[inline(always)]
+fn scatter_w<const W: usize>(
+    src: &[u8],
+    rows: usize,
+    out: &mut [u8],
+    stride: usize,
+    off: usize,
+    swap: bool,
+) {
+    if rows == 0 {
+        return;
+    }
+    assert!(src.len() >= rows * W, "a value per row");
+    assert!(
+        off + (rows - 1) * stride + W <= out.len(),
+        "rows inside the output"
+    );
+    let (s, o) = (src.as_ptr(), out.as_mut_ptr());
+    for r in 0..rows {
+        // SAFETY: reads src[r*W .. + W] and writes out[off + r*stride .. + W], in bounds by
+        // the asserts above; unaligned accesses.
+        unsafe {
+            let mut b = std::ptr::read_unaligned(s.add(r * W).cast::<[u8; W]>());
+            if swap {
+                b.reverse();
+            }
+            std::ptr::write_unaligned(o.add(off + r * stride).cast::<[u8; W]>(), b);
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! The decoding sink that appends straight to columns.
+//!
+//! The VM tells the sink where each value goes through its layout notifications: entering
+//! a field or an item, or choosing a union's case, points `target` at the column the next
+//! struct or list fills. Scalars arrive as small values and are appended when the VM stores
+//! them (`set_field`, `push`). Values stored as raw wire bytes (recursion, self-describing
+//! kinds) switch the sink to raw mode, which ignores everything until the value ends and
+//! then appends its bytes.
+
+use bytewright_wire::host::Sink;
+
+use crate::builders::{Buf, Cols};
+use bytewright_wire::program::{Run, Scalar};
+
+use crate::layout::{Layout, NodeId, Shape};
+
+/// A decoded value on its way to a column.
+#[derive(Debug, Clone)]
+pub enum CVal {
+    U(u64),
+    I(i64),
+    F(f64),
+    B(bool),
+    /// Bytes or valid UTF-8 of the input, by position.
+    In {
+        at: usize,
+        len: usize,
+    },
+    /// Latin-1 text of the input, by position (transcoded when stored).
+    Latin1 {
+        at: usize,
+        len: usize,
+    },
+    /// Text that is not in the input (e.g. a decompressed DNS name).
+    Owned(Box<str>),
+    /// Already in its column (structs, lists) or nothing to store (raw mode).
+    Done,
+    Null,
+}
+
+/// A value the layout has no place for: a bug in the layout or the VM, reported as an error
+/// rather than a panic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bug(pub String);
+
+/// Raw mode: a value stored as its wire bytes.
+#[derive(Debug, Clone, Copy)]
+struct Raw {
+    node: NodeId,
+    start: usize,
+    /// Fields and items entered inside the value and not left yet.
+    depth: u32,
+}
+
+pub struct ColumnSink<'a> {
+    pub layout: &'a Layout,
+    pub cols: Cols,
+    input: &'a [u8],
+    /// The column that the next struct, list or union value fills.
+    pub target: NodeId,
+    /// The case each union column chose for the value being decoded.
+    chosen: Vec<usize>,
+    raw: Option<Raw>,
+}
+
+impl<'a> ColumnSink<'a> {
+    pub fn new(layout: &'a Layout, input: &'a [u8], cap: usize) -> Self {
+        ColumnSink {
+            layout,
+            cols: Cols::new(layout, cap),
+            input,
+            target: layout.root,
+            chosen: vec![0; layout.nodes.len()],
+            raw: None,
+        }
+    }
+
+    /// Stores a whole message's value (the root has no field to store it through).
+    pub fn store_root(&mut self, v: CVal) -> Result<(), Bug> {
+        self.store(self.layout.root, v)
+    }
+
+    #[inline]
+    fn at_of(&self, b: &[u8]) -> Option<usize> {
+        let base = self.input.as_ptr() as usize;
+        let p = b.as_ptr() as usize;
+        (p >= base && p + b.len() <= base + self.input.len()).then(|| p - base)
+    }
+
+    /// Points `target` at `node`, entering raw mode at `at` when it stores raw bytes.
+    #[inline]
+    fn aim(&mut self, node: NodeId, at: usize) {
+        self.target = node;
+        if matches!(self.layout.nodes[node as usize].shape, Shape::Raw) {
+            self.raw = Some(Raw {
+                node,
+                start: at,
+                depth: 0,
+            });
+        }
+    }
+
+    /// Leaving a field or item at `end`: finishes raw mode when its value ends here.
+    #[inline]
+    fn leave(&mut self, end: usize) {
+        if let Some(r) = &mut self.raw {
+            if r.depth > 0 {
+                r.depth -= 1;
+                return;
+            }
+            let r = *r;
+            self.raw = None;
+            let col = &mut self.cols.cols[r.node as usize];
+            if let Buf::Var { offsets, data } = &mut col.buf {
+                data.extend_from_slice(&self.input[r.start..end]);
+                offsets.push(data.len() as i64);
+            }
+            col.valid.append_non_null();
+            col.len += 1;
+        }
+    }
+
+    /// Stores a value in column `id`.
+    fn store(&mut self, id: NodeId, v: CVal) -> Result<(), Bug> {
+        let layout = self.layout;
+        match layout.nodes[id as usize].shape {
+            Shape::Union { .. } => return self.store_union(id, v),
+            // Appended whole when its value ended (whatever the value decoded to).
+            Shape::Raw => return Ok(()),
+            _ => {}
+        }
+        let col = &mut self.cols.cols[id as usize];
+        match v {
+            CVal::Done => return Ok(()),
+            CVal::Null => {
+                self.cols.push_null(layout, id);
+                return Ok(());
+            }
+            _ => {}
+        }
+        match (&mut col.buf, v) {
+            (Buf::I8(c), CVal::I(x)) => c.push(x as i8),
+            (Buf::I16(c), CVal::I(x)) => c.push(x as i16),
+            (Buf::I32(c), CVal::I(x)) => c.push(x as i32),
+            (Buf::I64(c), CVal::I(x)) => c.push(x),
+            (Buf::U8(c), CVal::U(x)) => c.push(x as u8),
+            (Buf::U16(c), CVal::U(x)) => c.push(x as u16),
+            (Buf::U32(c), CVal::U(x)) => c.push(x as u32),
+            (Buf::U64(c), CVal::U(x)) => c.push(x),
+            (Buf::I8(c), CVal::U(x)) => c.push(x as i8),
+            (Buf::I16(c), CVal::U(x)) => c.push(x as i16),
+            (Buf::I32(c), CVal::U(x)) => c.push(x as i32),
+            (Buf::I64(c), CVal::U(x)) => c.push(x as i64),
+            (Buf::U8(c), CVal::I(x)) => c.push(x as u8),
+            (Buf::U16(c), CVal::I(x)) => c.push(x as u16),
+            (Buf::U32(c), CVal::I(x)) => c.push(x as u32),
+            (Buf::U64(c), CVal::I(x)) => c.push(x as u64),
+            (Buf::F16(c), CVal::F(x)) => c.push(half::f16::from_f64(x).to_bits()),
+            (Buf::F32(c), CVal::F(x)) => c.push(x as f32),
+            (Buf::F64(c), CVal::F(x)) => c.push(x),
+            (Buf::Bool(c), CVal::B(x)) => c.append(x),
+            (Buf::Fixed { data, .. }, CVal::In { at, len }) => {
+                data.extend_from_slice(&self.input[at..at + len])
+            }
+            (Buf::Var { offsets, data }, CVal::In { at, len }) => {
+                data.extend_from_slice(&self.input[at..at + len]);
+                offsets.push(data.len() as i64);
+            }
+            (Buf::Var { offsets, data }, CVal::Latin1 { at, len }) => {
+                for &c in &self.input[at..at + len] {
+                    let mut b = [0u8; 2];
+                    data.extend_from_slice(char::from(c).encode_utf8(&mut b).as_bytes());
+                }
+                offsets.push(data.len() as i64);
+            }
+            (Buf::Var { offsets, data }, CVal::Owned(t)) => {
+                data.extend_from_slice(t.as_bytes());
+                offsets.push(data.len() as i64);
+            }
+            (buf, v) => {
+                let kind = match buf {
+                    Buf::Var { .. } => "variable-size".to_string(),
+                    other => format!("{:?}", std::mem::discriminant(other)),
+                };
+                return Err(Bug(format!(
+                    "a {v:?} value has no place in a {kind} column"
+                )));
+            }
+        }
+        col.valid.append_non_null();
+        col.len += 1;
+        Ok(())
+    }
+
+    /// Stores a union's value: the chosen variant holds it, the others hold nulls.
+    fn store_union(&mut self, id: NodeId, v: CVal) -> Result<(), Bug> {
+        let layout = self.layout;
+        let node = &layout.nodes[id as usize];
+        if let CVal::Null = v {
+            self.cols.push_null(layout, id);
+            return Ok(());
+        }
+        let case = self.chosen[id as usize];
+        let variant = node.children[0];
+        if let Buf::I8(keys) = &mut self.cols.cols[variant as usize].buf {
+            keys.push(case as i8);
+        }
+        let vcol = &mut self.cols.cols[variant as usize];
+        vcol.valid.append_non_null();
+        vcol.len += 1;
+        for (i, &c) in node.children[1..].iter().enumerate() {
+            if i == case {
+                self.store(c, v.clone())?;
+            } else {
+                self.cols.push_null(layout, c);
+            }
+        }
+        let col = &mut self.cols.cols[id as usize];
+        col.valid.append_non_null();
+        col.len += 1;
+        Ok(())
+    }
+}
+
+impl Sink for ColumnSink<'_> {
+    type Value = CVal;
+    /// The struct's column.
+    type Struct = NodeId;
+    /// The list's column.
+    type List = NodeId;
+    type Map = ();
+    type Error = Bug;
+
+    #[inline]
+    fn uint(&mut self, v: u64) -> Result<CVal, Bug> {
+        Ok(CVal::U(v))
+    }
+    #[inline]
+    fn int(&mut self, v: i64) -> Result<CVal, Bug> {
+        Ok(CVal::I(v))
+    }
+    #[inline]
+    fn float(&mut self, v: f64) -> Result<CVal, Bug> {
+        Ok(CVal::F(v))
+    }
+    #[inline]
+    fn bool(&mut self, v: bool) -> Result<CVal, Bug> {
+        Ok(CVal::B(v))
+    }
+    #[inline]
+    fn bytes(&mut self, v: &[u8]) -> Result<CVal, Bug> {
+        Ok(match self.at_of(v) {
+            Some(at) => CVal::In { at, len: v.len() },
+            None => CVal::Owned(String::from_utf8_lossy(v).into()),
+        })
+    }
+    #[inline]
+    fn str(&mut self, v: &str, _ascii: bool) -> Result<CVal, Bug> {
+        Ok(match self.at_of(v.as_bytes()) {
+            Some(at) => CVal::In { at, len: v.len() },
+            None => CVal::Owned(v.into()),
+        })
+    }
+    #[inline]
+    fn latin1(&mut self, v: &[u8]) -> Result<CVal, Bug> {
+        Ok(match self.at_of(v) {
+            Some(at) => CVal::Latin1 { at, len: v.len() },
+            None => CVal::Owned(v.iter().map(|&c| char::from(c)).collect::<String>().into()),
+        })
+    }
+
+    #[inline]
+    fn begin_struct(&mut self, _sink_id: u32) -> Result<NodeId, Bug> {
+        Ok(self.target)
+    }
+    #[inline]
+    fn set_field(&mut self, s: &mut NodeId, field: u16, v: CVal) -> Result<(), Bug> {
+        if self.raw.is_none() {
+            let c = self.layout.nodes[*s as usize].children[field as usize];
+            self.store(c, v)?;
+        }
+        Ok(())
+    }
+    fn absent_field(&mut self, s: &mut NodeId, field: u16) -> Result<(), Bug> {
+        if self.raw.is_none() {
+            let c = self.layout.nodes[*s as usize].children[field as usize];
+            self.cols.push_null(self.layout, c);
+        }
+        Ok(())
+    }
+    #[inline]
+    fn end_struct(&mut self, s: NodeId) -> Result<CVal, Bug> {
+        if self.raw.is_none() {
+            let col = &mut self.cols.cols[s as usize];
+            col.valid.append_non_null();
+            col.len += 1;
+        }
+        Ok(CVal::Done)
+    }
+
+    fn none(&mut self) -> Result<CVal, Bug> {
+        Ok(CVal::Null)
+    }
+    fn ext(&mut self, _code: i8, _data: &[u8]) -> Result<CVal, Bug> {
+        // Self-describing values only ever arrive in raw mode.
+        Ok(CVal::Done)
+    }
+    fn begin_map(&mut self, _cap: usize) -> Result<(), Bug> {
+        Ok(())
+    }
+    fn map_insert(&mut self, _m: &mut (), _k: CVal, _v: CVal) -> Result<(), Bug> {
+        Ok(())
+    }
+    fn end_map(&mut self, _m: ()) -> Result<CVal, Bug> {
+        Ok(CVal::Done)
+    }
+
+    #[inline]
+    fn begin_list(&mut self, _cap: usize) -> Result<NodeId, Bug> {
+        Ok(self.target)
+    }
+    #[inline]
+    fn push(&mut self, l: &mut NodeId, v: CVal) -> Result<(), Bug> {
+        if self.raw.is_none() {
+            let item = self.layout.nodes[*l as usize].children[0];
+            self.store(item, v)?;
+        }
+        Ok(())
+    }
+    #[inline]
+    fn end_list(&mut self, l: NodeId) -> Result<CVal, Bug> {
+        if self.raw.is_none() {
+            let item = self.layout.nodes[l as usize].children[0];
+            let items = self.cols.cols[item as usize].len as i64;
+            let col = &mut self.cols.cols[l as usize];
+            if let Buf::List { offsets } = &mut col.buf {
+                offsets.push(items);
+            }
+            col.valid.append_non_null();
+            col.len += 1;
+        }
+        Ok(CVal::Done)
+    }
+
+    fn run(&mut self, s: &mut NodeId, run: &Run, _at: usize, bytes: &[u8]) -> bool {
+        if self.raw.is_some() {
+            return true;
+        }
+        // Runs of plain numbers, bools and fixed bytes only (bit fields, 24-bit and half
+        // floats go field by field through the VM).
+        let plain = |s: &Scalar| {
+            matches!(
+                s,
+                Scalar::Int {
+                    width: 1 | 2 | 4 | 8,
+                    ..
+                } | Scalar::Float { width: 4 | 8, .. }
+                    | Scalar::Bool
+                    | Scalar::Bytes(_)
+                    | Scalar::Pad(_)
+            )
+        };
+        if !run.items.iter().all(|it| plain(&it.scalar)) {
+            return false;
+        }
+        let children = &self.layout.nodes[*s as usize].children;
+        for it in &run.items {
+            let Some(f) = it.field else { continue };
+            let col = &mut self.cols.cols[children[f as usize] as usize];
+            // The layout gives each of these scalars its own column type.
+            let pushed = push_scalar(col, &it.scalar, &bytes[it.off..]);
+            debug_assert!(pushed, "a plain scalar's column");
+        }
+        true
+    }
+
+    #[inline]
+    fn enter_field(&mut self, s: &mut NodeId, field: u16, at: usize) {
+        match &mut self.raw {
+            Some(r) => r.depth += 1,
+            None => {
+                let c = self.layout.nodes[*s as usize].children[field as usize];
+                self.aim(c, at);
+            }
+        }
+    }
+    #[inline]
+    fn leave_field(&mut self, _s: &mut NodeId, _field: u16, end: usize) {
+        self.leave(end);
+    }
+    #[inline]
+    fn enter_item(&mut self, l: &mut NodeId, _index: usize, at: usize) {
+        match &mut self.raw {
+            Some(r) => r.depth += 1,
+            None => {
+                let item = self.layout.nodes[*l as usize].children[0];
+                self.aim(item, at);
+            }
+        }
+    }
+    #[inline]
+    fn leave_item(&mut self, _l: &mut NodeId, _index: usize, end: usize) {
+        self.leave(end);
+    }
+    #[inline]
+    fn choose(&mut self, case: usize, at: usize) {
+        if self.raw.is_none() {
+            let u = self.target;
+            self.chosen[u as usize] = case;
+            let c = self.layout.nodes[u as usize].children[1 + case];
+            self.aim(c, at);
+        }
+    }
+}
+
+/// Appends the scalar at the start of `b` to its column; false when the column is not the
+/// scalar's (nothing appended then).
+#[inline]
+fn push_scalar(col: &mut crate::builders::Col, s: &Scalar, b: &[u8]) -> bool {
+    macro_rules! num {
+        ($v:expr, $t:ty, $w:expr, $big:expr) => {{
+            let a: [u8; $w] = b[..$w].try_into().expect("width");
+            $v.push(if $big {
+                <$t>::from_be_bytes(a)
+            } else {
+                <$t>::from_le_bytes(a)
+            })
+        }};
+    }
+    match (&mut col.buf, *s) {
+        (Buf::U8(v), Scalar::Int { width: 1, .. }) => v.push(b[0]),
+        (Buf::I8(v), Scalar::Int { width: 1, .. }) => v.push(b[0] as i8),
+        (Buf::U16(v), Scalar::Int { width: 2, big, .. }) => num!(v, u16, 2, big),
+        (Buf::I16(v), Scalar::Int { width: 2, big, .. }) => num!(v, i16, 2, big),
+        (Buf::U32(v), Scalar::Int { width: 4, big, .. }) => num!(v, u32, 4, big),
+        (Buf::I32(v), Scalar::Int { width: 4, big, .. }) => num!(v, i32, 4, big),
+        (Buf::U64(v), Scalar::Int { width: 8, big, .. }) => num!(v, u64, 8, big),
+        (Buf::I64(v), Scalar::Int { width: 8, big, .. }) => num!(v, i64, 8, big),
+        (Buf::F32(v), Scalar::Float { width: 4, big }) => num!(v, f32, 4, big),
+        (Buf::F64(v), Scalar::Float { width: 8, big }) => num!(v, f64, 8, big),
+        (Buf::Bool(v), Scalar::Bool) => v.append(b[0] != 0),
+        (Buf::Fixed { size, data }, Scalar::Bytes(n)) if *size == n => {
+            data.extend_from_slice(&b[..n])
+        }
+        _ => return false,
+    }
+    col.valid.append_non_null();
+    col.len += 1;
+    true
+}
