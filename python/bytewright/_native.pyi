@@ -7,12 +7,12 @@ from typing_extensions import Buffer, TypeVar
 from bytewright.errors import Incomplete
 
 __all__ = [
-    "Codec",
-    "Column",
     "KIND_DICT",
     "KIND_ENUM",
     "KIND_SLOTS",
     "KIND_TUPLE",
+    "Codec",
+    "Column",
     "Table",
     "TableReader",
     "TableSchema",
