@@ -12,6 +12,7 @@ use bytewright_graph::{tags, writer::minimal_le, Writer};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
+use pyo3::Borrowed;
 
 use super::config::Config;
 use super::errors::{EncodeError, Step};
@@ -573,8 +574,10 @@ impl<'py> Encoder<'py> {
     fn other(&mut self, obj: *mut ffi::PyObject) -> R {
         let py = self.py;
         let cfg = self.cfg;
-        // SAFETY: obj is live and the GIL is held.
-        let bound = unsafe { Bound::from_borrowed_ptr(py, obj) };
+        // Borrowed, not a new reference: the memo's sharing test counts the references the
+        // walker holds, and the caller's already keeps `obj` alive.
+        // SAFETY: obj is live (the caller holds a reference) and the GIL is held.
+        let bound = unsafe { Borrowed::from_ptr(py, obj) };
         let ty = bound.get_type();
         if ty.is(cfg.ordered_dict.bind(py)) || ty.is(cfg.counter.bind(py)) {
             let tag = if ty.is(cfg.ordered_dict.bind(py)) {
