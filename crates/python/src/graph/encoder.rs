@@ -117,11 +117,12 @@ fn key_step(key: *mut ffi::PyObject) -> Step {
 }
 
 impl<'py> Encoder<'py> {
-    pub fn new(py: Python<'py>, cfg: &'static Config, deterministic: bool) -> Self {
+    /// An encoder writing into `w`.
+    pub fn new(py: Python<'py>, cfg: &'static Config, deterministic: bool, w: Writer) -> Self {
         Self {
             py,
             cfg,
-            w: Writer::with_capacity(256),
+            w,
             memo: Memo::default(),
             next_slot: 0,
             class_index: PtrMap::default(),
@@ -597,7 +598,7 @@ impl<'py> Encoder<'py> {
     ) -> Result<Vec<Bound<'py, PyAny>>, EncodeError> {
         let mut keyed = Vec::with_capacity(items.len());
         for item in items {
-            let mut sub = Encoder::new(self.py, self.cfg, true);
+            let mut sub = Encoder::new(self.py, self.cfg, true, Writer::default());
             sub.use_memo = false;
             sub.defer = false;
             sub.depth = self.depth;
