@@ -272,7 +272,12 @@ impl Writer {
     /// A second occurrence of the value in memo `slot`.
     #[inline]
     pub fn reference(&mut self, slot: u32) {
-        self.tag_len(REF, u64::from(slot));
+        if slot < 0x80 {
+            // The commonest case (a shared key or name): one varint byte.
+            self.buf.extend_from_slice(&[REF, slot as u8]);
+        } else {
+            self.tag_len(REF, u64::from(slot));
+        }
     }
 
     /// Body offset where the next value starts (for [`Writer::replace_at`]).

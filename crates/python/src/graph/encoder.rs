@@ -518,7 +518,14 @@ impl<'py> Encoder<'py> {
                 ffi::Py_INCREF(key);
                 ffi::Py_INCREF(value);
                 let r = if key_done { Ok(()) } else { self.encode(key) };
-                let r = r.and_then(|()| self.encode(value));
+                // The value is held now: one reference of the walker's own.
+                let r = r.and_then(|()| {
+                    if self.atom(value, 1) {
+                        Ok(())
+                    } else {
+                        self.encode(value)
+                    }
+                });
                 if let Err(e) = r {
                     let step = key_step(key);
                     ffi::Py_DECREF(key);
