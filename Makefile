@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps fuzz fuzz-graph fuzz-pickle-reader fuzz-wire clean
+.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps browser-deps docs docs-check fuzz fuzz-graph fuzz-pickle-reader fuzz-wire clean
 
 venv: $(VENV)/.installed
 
@@ -31,12 +31,37 @@ test-rust:
 # The suite runs twice: on the fast paths this interpreter allows, then with every CPython
 # fast path replaced by its portable fallback (docs/architecture.md), as 3.12+ and other
 # interpreters run it.
-test-python: build bench-deps
+test-python: build bench-deps browser-deps
 	pytest
 	BYTEWRIGHT_PORTABLE=1 pytest
 
 # pytest runs last, so its summary closes the output.
-test: lint test-rust fuzz-graph fuzz-pickle-reader fuzz-wire test-python
+test: lint test-rust fuzz-graph fuzz-pickle-reader fuzz-wire docs-check test-python
+
+# The browser test of `bw.explain`'s HTML view (tests/explain/test_browser.py) uses Debian's
+# chromium and chromium-driver: installed here when missing and apt-get can (as root);
+# otherwise the test is skipped and says why.
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
+		true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		(apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 \
+		 || (apt-get update -qq >/dev/null 2>&1 \
+		     && apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1)) \
+		|| echo "browser-deps: could not install chromium; the browser test will be skipped"; \
+	else \
+		echo "browser-deps: chromium and chromedriver are missing and apt-get needs root; the browser test will be skipped"; \
+	fi
+
+# The documentation site: `make docs` builds it into site/; `make test` checks it with
+# --strict (no broken link, no missing reference).
+export NO_MKDOCS_2_WARNING := 1
+
+docs: venv
+	mkdocs build --quiet
+
+docs-check: venv
+	d=$$(mktemp -d) && mkdocs build --strict --quiet --site-dir $$d; s=$$?; rm -rf $$d; exit $$s
 
 fmt: venv
 	cargo fmt --all
@@ -89,4 +114,4 @@ fuzz-wire:
 		-malloc_limit_mb=256 -timeout=10
 
 clean:
-	rm -rf target $(VENV) benchmarks/results
+	rm -rf target $(VENV) benchmarks/results site

@@ -28,6 +28,13 @@ NEVER_AT_IMPORT = [
     "typing",
     "bytewright.formats",
     "bytewright.schema",
+    # bw.explain's views and the pickle trees load when used.
+    "rich",
+    "pickletools",
+    "bytewright._explain._text",
+    "bytewright._explain._html",
+    "bytewright._explain._formats",
+    "bytewright.pickle._inspect",
 ]
 
 

@@ -40,6 +40,9 @@ impl Host {
     }
 }
 
+/// `bw.explain`'s sink wraps this one; nothing is converted.
+impl bytewright_explain::Host for Host {}
+
 impl Sink for Host {
     type Value = Val;
     type Struct = (u32, Vec<Val>);

@@ -5,6 +5,8 @@
 //! text, MessagePack, DNS names, checksums). The rest is unpacked. Refusals must be typed
 //! errors (no panic, hang or host error); accepted input must re-pack, and for canonical
 //! schemas (no padding, floats, MessagePack or compressed names) to the very same bytes.
+//! The explain sink (crates/explain) runs the same program: its result must be unpack's
+//! (the same value, or the same error at the same path), its tree well formed.
 #![no_main]
 
 #[path = "wire_host.rs"]
@@ -211,9 +213,43 @@ impl Gen<'_> {
     }
 }
 
+/// `explain` over the same program agrees with `unpack`, and its tree nests.
+fn check_explain(
+    p: &Program,
+    data: &[u8],
+    want: &Result<(wire_host::Val, usize), Box<bytewright_wire::Error<String>>>,
+) {
+    use bytewright_explain::{explain, Failure, Mark};
+    let ex = explain(p, Host::new(p), data, 0, false);
+    match (want, &ex.failure) {
+        (Ok((v, end)), None) => {
+            assert_eq!(ex.end, Some(*end));
+            // Debug text: NaN is itself there.
+            let got = ex.nodes[0].value.as_ref().expect("the message has its value");
+            assert_eq!(format!("{got:?}"), format!("{v:?}"));
+        }
+        (Err(e), Some(Failure::Decode { error, node })) => {
+            assert_eq!(**error, **e);
+            assert!(ex.nodes[*node].has(Mark::Failed));
+        }
+        (want, got) => panic!("explain disagrees with unpack: {want:?} vs {got:?}"),
+    }
+    for n in &ex.nodes {
+        for &c in &n.children {
+            let cn = &ex.nodes[c];
+            assert!(cn.start >= n.start && cn.end.unwrap_or(0) <= data.len());
+            if let (Some(a), Some(b)) = (n.end, cn.end) {
+                assert!(cn.has(Mark::Rest) || b <= a, "a child ends after its parent");
+            }
+        }
+    }
+}
+
 fn check(p: &Program, canonical: bool, data: &[u8], schema: &str) {
     let mut h = Host::new(p);
-    match unpack::unpack(p, &mut h, data, 0) {
+    let got = unpack::unpack(p, &mut h, data, 0);
+    check_explain(p, data, &got);
+    match got {
         Ok((value, end)) => {
             assert!(end <= data.len());
             let mut out = Vec::new();

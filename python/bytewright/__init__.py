@@ -6,6 +6,7 @@ through the stream a caller passes, and ``bytewright.formats`` / ``bytewright.pi
 imported.
 """
 
+from bytewright._explain import Explained, ExplainNode, explain
 from bytewright._native import Column, Table, TableSchema, __version__
 from bytewright.errors import DecodeError, Error, Incomplete, PackError, SchemaError
 from bytewright.fields import (
@@ -92,6 +93,8 @@ __all__ = [
     "DecodeError",
     "DnsName",
     "Error",
+    "ExplainNode",
+    "Explained",
     "Incomplete",
     "Limits",
     "PackError",
@@ -110,6 +113,7 @@ __all__ = [
     "const",
     "derived",
     "enum",
+    "explain",
     "field",
     "flag",
     "make_struct",

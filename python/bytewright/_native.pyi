@@ -4,7 +4,7 @@ from typing import Any, Generic, final
 
 from typing_extensions import Buffer, TypeVar
 
-from bytewright.errors import Incomplete
+from bytewright.errors import DecodeError, Incomplete
 
 __all__ = [
     "KIND_DICT",
@@ -42,7 +42,22 @@ def check_align(value: object, at: str) -> int: ...
 
 @final
 class Codec(Generic[_T]):
-    """A compiled codec; ``T`` is what it unpacks (a Struct class's instances, or a dict)."""
+    """A compiled codec; ``T`` is what it unpacks (a Struct class's instances, or a dict).
+
+    Every Struct class has its typed codec (``cls.__bw__.codec``, what its classmethods
+    call); ``bw.compile(cls)`` gives a codec of dicts and lists. Codecs are immutable,
+    thread-safe and picklable.
+
+    >>> import bytewright as bw
+    >>> class Point(bw.Struct):
+    ...     x: bw.U8
+    ...     y: bw.U8
+    >>> codec = bw.compile(Point)
+    >>> codec.unpack_from(b"\\x00\\x01\\x02", 1)
+    ({'x': 1, 'y': 2}, 3)
+    >>> (codec.static_size, codec.typed)
+    (2, False)
+    """
 
     def __new__(cls, schema: str, structs: list[Any], typed: bool = False) -> Codec[Any]: ...
     def __class_getitem__(cls, item: Any) -> GenericAlias: ...
@@ -59,13 +74,46 @@ class Codec(Generic[_T]):
     def to_bytes(self) -> bytes: ...
     @staticmethod
     def from_bytes(data: bytes | bytearray | memoryview) -> Codec[dict[str, Any]]: ...
-    def pack(self, value: Any) -> bytes: ...
-    def pack_into(self, buffer: Buffer, value: Any, offset: int = 0) -> int: ...
-    def pack_many(self, items: Iterable[Any]) -> bytes: ...
-    def unpack(self, data: Buffer) -> _T: ...
-    def unpack_from(self, data: Buffer, offset: int = 0) -> tuple[_T, int]: ...
-    def parse(self, data: Buffer, offset: int = 0) -> tuple[_T, int] | Incomplete: ...
-    def iter_unpack(self, data: Buffer) -> list[_T]: ...
+    def pack(self, value: Any) -> bytes:
+        """Packs a value (an instance, a mapping or an object with the fields) into bytes."""
+    def pack_into(self, buffer: Buffer, value: Any, offset: int = 0) -> int:
+        """Packs straight into a writable buffer at ``offset``; returns the end offset."""
+    def pack_many(self, items: Iterable[Any]) -> bytes:
+        """Packs many values back to back (instances, mappings or tuples in field order)."""
+    def unpack(self, data: Buffer) -> _T:
+        """Unpacks exactly one value; trailing bytes are a ``DecodeError``."""
+    def unpack_from(self, data: Buffer, offset: int = 0) -> tuple[_T, int]:
+        """Unpacks one value at ``offset``; returns ``(value, end_offset)``."""
+    def parse(self, data: Buffer, offset: int = 0) -> tuple[_T, int] | Incomplete:
+        """Like ``unpack_from``, but a falsy ``Incomplete`` (with ``needed``) on short data."""
+    def _explain(
+        self, data: Buffer, offset: int = 0, whole: bool = True
+    ) -> tuple[
+        list[
+            tuple[
+                int | None,
+                str | int | None,
+                str,
+                int,
+                int | None,
+                tuple[int, int, int, bool] | None,
+                tuple[str, ...],
+                tuple[str, ...],
+                str | None,
+                bool,
+                Any,
+            ]
+        ],
+        int | None,
+        DecodeError | None,
+        int | None,
+        int | None,
+        int | None,
+    ]:
+        """The field tree of one message as plain tuples (``bw.explain`` wraps them; use
+        it): with ``whole``, bytes after the message are the error ``unpack`` raises."""
+    def iter_unpack(self, data: Buffer) -> list[_T]:
+        """Unpacks a buffer of back-to-back messages into a list, in one call."""
     def unpack_table(
         self,
         data: Buffer,
@@ -73,9 +121,15 @@ class Codec(Generic[_T]):
         count: int | None = None,
         offset: int = 0,
         threads: int | None = None,
+        enum_names: bool = False,
     ) -> Table: ...
     def iter_tables(
-        self, source: Any, *, rows: int = 65536, threads: int | None = None
+        self,
+        source: Any,
+        *,
+        rows: int = 65536,
+        threads: int | None = None,
+        enum_names: bool = False,
     ) -> TableReader: ...
     @property
     def table_schema(self) -> TableSchema: ...
@@ -85,6 +139,22 @@ class Codec(Generic[_T]):
 # --- columns (crates/python/src/columns) ---
 @final
 class Table:
+    """A decoded table: one column per field, immutable, cheap to pass around.
+
+    Made by ``unpack_table`` and ``iter_tables``; hands its columns to pyarrow, polars,
+    pandas and NumPy without copying where their formats allow (docs/columns.md).
+
+    >>> import bytewright as bw
+    >>> class Reading(bw.Struct):
+    ...     sensor: bw.U8
+    ...     value: bw.I16
+    >>> table = Reading.unpack_table(Reading.pack_many([(1, -5), (2, 7)]))
+    >>> (table.num_rows, table.column_names)
+    (2, ['sensor', 'value'])
+    >>> table.to_pylist()
+    [{'sensor': 1, 'value': -5}, {'sensor': 2, 'value': 7}]
+    """
+
     def __len__(self) -> int: ...
     @property
     def num_rows(self) -> int: ...
@@ -112,6 +182,18 @@ class Table:
 
 @final
 class TableSchema:
+    """A table's Arrow schema: ``pyarrow.schema(s)`` and polars take it through the Arrow
+    PyCapsule interface; ``names`` and ``types`` read it without them.
+
+    >>> import bytewright as bw
+    >>> class Reading(bw.Struct):
+    ...     sensor: bw.U8
+    ...     value: bw.I16
+    >>> schema = Reading.table_schema()
+    >>> (schema.names, schema.types)
+    (['sensor', 'value'], {'sensor': 'uint8', 'value': 'int16'})
+    """
+
     @property
     def names(self) -> list[str]: ...
     @property
@@ -122,6 +204,18 @@ class TableSchema:
 
 @final
 class Column:
+    """One column of a table: its chunks (one per decoding thread), a NumPy-ready buffer
+    when its type allows, and the Arrow C data interface.
+
+    >>> import bytewright as bw
+    >>> class Reading(bw.Struct):
+    ...     sensor: bw.U8
+    ...     value: bw.I16
+    >>> column = Reading.unpack_table(Reading.pack_many([(1, -5), (2, 7)]))["value"]
+    >>> (column.name, column.type, column.to_pylist())
+    ('value', 'int16', [-5, 7])
+    """
+
     def __len__(self) -> int: ...
     @property
     def name(self) -> str: ...
@@ -157,14 +251,33 @@ def pickle_dumps(
     *,
     hmac_key: bytes | bytearray | memoryview | None = None,
     deterministic: bool = False,
-) -> bytes: ...
+) -> bytes:
+    """Serialize ``obj`` to one record (``bytewright.pickle.dumps``).
+
+    ``protocol`` is accepted for call-shape compatibility with ``pickle.dumps``; with
+    ``hmac_key`` the record is signed; ``deterministic`` orders sets and frozensets so
+    equal values give equal bytes.
+
+    >>> from bytewright import pickle as bwp
+    >>> bwp.dumps([1, "a", None])
+    b'BW\\x01\\x00\\x05c\\x01Aa\\x90'
+    """
+
 def pickle_loads(
     data: bytes | bytearray | memoryview,
     *,
     classes: Iterable[type] | Mapping[str, type] | None = None,
     hmac_key: bytes | bytearray | memoryview | None = None,
     limits: Any = None,
-) -> Any: ...
+) -> Any:
+    """Rebuild the object graph of one record (``bytewright.pickle.loads``); only
+    ``classes`` may be instantiated, and nothing in the record can import or call code.
+
+    >>> from bytewright import pickle as bwp
+    >>> bwp.loads(b"BW\\x01\\x00\\x05c\\x01Aa\\x90")
+    [1, 'a', None]
+    """
+
 def graph_record_len(prefix: bytes) -> int: ...
 
 # --- bytewright.pickle.loads_pickle (crates/python/src/pickle_reader) ---
@@ -174,7 +287,21 @@ def loads_pickle(
     classes: Iterable[type] | Mapping[str, type] | None = None,
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     limits: Any = None,
-) -> Any: ...
+) -> Any:
+    """Read a standard pickle (protocols 0-5) without running code from it
+    (``bytewright.pickle.loads_pickle``): it builds what ``pickle.loads`` would for the
+    types ``bytewright.pickle`` supports and for ``classes``; anything else raises
+    ``UnpicklingError`` before any code runs.
+
+    >>> import pickle
+    >>> from bytewright import pickle as bwp
+    >>> bwp.loads_pickle(pickle.dumps({"a": (1, 2.5)}))
+    {'a': (1, 2.5)}
+    >>> bwp.loads_pickle(b"cos\\nsystem\\n(S'true'\\ntR.")
+    Traceback (most recent call last):
+    bytewright.pickle._errors.UnpicklingError: global os.system is not allowed; it can run code and is never allowed (at byte 0)
+    """
+
 def check_pickle(
     data: bytes | bytearray | memoryview,
     *,

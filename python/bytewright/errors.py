@@ -17,7 +17,12 @@ __all__ = ["DecodeError", "Error", "Incomplete", "PackError", "SchemaError"]
 
 
 class Error(ValueError):
-    """Base class of every bytewright wire error."""
+    """Base class of every bytewright wire error (a ``ValueError``).
+
+    >>> import bytewright as bw
+    >>> issubclass(bw.DecodeError, bw.Error) and issubclass(bw.Error, ValueError)
+    True
+    """
 
 
 class SchemaError(Error):
@@ -31,6 +36,14 @@ class SchemaError(Error):
     checksum's ``over=`` names a field its struct does not have) or ``"invalid"``. ``path`` names the field (``"Frame.records"``, or the class), ``name`` the
     unknown option, value or field name, and ``suggestion`` the nearest valid one (the
     message's "did you mean").
+
+    >>> import bytewright as bw
+    >>> try:
+    ...     class Bad(bw.Struct):
+    ...         data: bytes = bw.field(lenght=4)
+    ... except bw.SchemaError as e:
+    ...     print(e.kind, e.name, e.suggestion)
+    unknown_option lenght len
     """
 
     kind: SchemaErrorKind
@@ -78,7 +91,15 @@ def unknown(
 
 
 class PackError(Error):
-    """A value cannot be packed. ``path`` names the field, e.g. ``frame.records[3].payload``."""
+    """A value cannot be packed. ``path`` names the field, e.g. ``frame.records[3].payload``.
+
+    >>> import bytewright as bw
+    >>> class Point(bw.Struct):
+    ...     x: bw.U8
+    >>> Point(x=300).pack()
+    Traceback (most recent call last):
+    bytewright.errors.PackError: x: 300 does not fit u8 (range 0..=255)
+    """
 
     def __init__(self, message: str, path: str = "") -> None:
         super().__init__(message)
@@ -86,7 +107,18 @@ class PackError(Error):
 
 
 class DecodeError(Error):
-    """Input bytes are malformed. ``path`` names the field and ``offset`` the byte offset."""
+    """Input bytes are malformed. ``path`` names the field and ``offset`` the byte offset.
+
+    >>> import bytewright as bw
+    >>> class Pair(bw.Struct):
+    ...     a: bw.U16
+    ...     b: bw.U16
+    >>> try:
+    ...     Pair.unpack(b"\\x00\\x01\\x02")
+    ... except bw.DecodeError as e:
+    ...     print(e.path, e.offset, e)
+    b 2 b: needs 2 bytes at offset 2, 1 left
+    """
 
     def __init__(self, message: str, path: str = "", offset: int | None = None) -> None:
         super().__init__(message)
@@ -96,7 +128,17 @@ class DecodeError(Error):
 
 class Incomplete:
     """Returned by ``parse`` when the buffer ends before the message: falsy, with ``needed``,
-    the number of further bytes the next step of decoding needs (at least 1)."""
+    the number of further bytes the next step of decoding needs (at least 1).
+
+    >>> import bytewright as bw
+    >>> class Pair(bw.Struct):
+    ...     a: bw.U16
+    ...     b: bw.U16
+    >>> Pair.parse(b"\\x00\\x01\\x02")
+    Incomplete(needed=1)
+    >>> Pair.parse(b"\\x00\\x01\\x02\\x03")
+    (Pair(a=1, b=515), 4)
+    """
 
     __slots__ = ("needed",)
 

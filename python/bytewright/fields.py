@@ -90,7 +90,19 @@ _KNOWN = frozenset(_OPTIONS)
 
 class Limits(Value):
     """Limits for untrusted input: the largest item count and byte length of any field, and
-    the deepest nesting of structs (recursive types; at most 1000)."""
+    the deepest nesting of structs (recursive types; at most 1000).
+
+    Give them to a class (``limits=``) or to ``bw.compile``; a message past a limit is a
+    ``DecodeError`` before anything is allocated for it.
+
+    >>> import bytewright as bw
+    >>> class Blob(bw.Struct, limits=bw.Limits(max_len=4)):
+    ...     n: bw.U8 = bw.derived()
+    ...     data: bytes = bw.field(len="n")
+    >>> Blob.unpack(b"\\x05hello")
+    Traceback (most recent call last):
+    bytewright.errors.DecodeError: data: the length 5 exceeds the limit 4
+    """
 
     __slots__ = ("max_count", "max_len", "max_depth")  # noqa: RUF023 (field order)
     max_count: int
@@ -206,19 +218,50 @@ def field(**options: Any) -> Any:  # noqa: F811
     ``nul_terminated``/``max_len`` shape text; ``byteorder`` overrides the struct's;
     ``item`` gives an array's item type; ``default`` and ``const`` give values.
     Unknown options raise ``SchemaError`` naming the nearest valid one.
+
+    >>> import bytewright as bw
+    >>> class Packet(bw.Struct, byteorder="big"):
+    ...     kind: bw.U8
+    ...     size: bw.U16 = bw.derived()
+    ...     body: bytes = bw.field(len="size")
+    ...     extra: bw.U32 = bw.field(when="kind == 2", default=0)
+    >>> Packet(kind=1, body=b"hi").pack()
+    b'\\x01\\x00\\x02hi'
+    >>> Packet.unpack(b"\\x02\\x00\\x00\\x00\\x00\\x00\\x07").extra
+    7
     """
     return FieldSpec(**options)
 
 
 def pad(n: int) -> Any:
-    """``n`` unnamed zero bytes: written as zeros, skipped on unpack, not a field of the value."""
+    """``n`` unnamed zero bytes: written as zeros, skipped on unpack, not a field of the value.
+
+    >>> import bytewright as bw
+    >>> class Header(bw.Struct):
+    ...     kind: bw.U8
+    ...     _: None = bw.pad(3)
+    ...     size: bw.U32
+    >>> Header(kind=1, size=2).pack()
+    b'\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x02'
+    """
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise SchemaError(f"pad size must be a non-negative int, got {n!r}")
     return FieldSpec(is_pad=True, pad_size=n)
 
 
 def const(value: T) -> T:
-    """A constant or magic: written on pack, verified on unpack."""
+    """A constant or magic: written on pack, verified on unpack.
+
+    >>> import bytewright as bw
+    >>> class File(bw.Struct):
+    ...     magic: bytes = bw.const(b"BWF1")
+    ...     size: bw.U8
+    >>> File(size=3).pack()
+    b'BWF1\\x03'
+    >>> File.unpack(b"ZIP!\\x03")
+    Traceback (most recent call last):
+    bytewright.errors.DecodeError: magic: expected the constant b'BWF1', found b'ZIP!'
+    """
     return FieldSpec(const=value)  # type: ignore[return-value]  # a field specifier
 
 
@@ -229,6 +272,15 @@ def derived(spec: Any = None) -> Any:
     ``spec`` gives the field's other options, e.g. ``bw.derived(bw.bits(4))`` for a bit
     field. Whether a field is derived is decided by the fields that refer to it; this only
     gives it its default.
+
+    >>> import bytewright as bw
+    >>> class Names(bw.Struct):
+    ...     count: bw.U8 = bw.derived()
+    ...     names: list[str] = bw.field(count="count", item=bw.CStr(max_len=16))
+    >>> Names(names=["a", "bc"]).pack()
+    b'\\x02a\\x00bc\\x00'
+    >>> Names.unpack(b"\\x01x\\x00").count
+    1
     """
     if spec is None:
         return FieldSpec(default=None)
@@ -240,12 +292,36 @@ def derived(spec: Any = None) -> Any:
 def bits(
     width: int, *, signed: bool = False, default: Any = MISSING, **options: Unpack[_Options]
 ) -> Any:
-    """A bit field of ``width`` bits (1..64); see the struct's ``bitorder``."""
+    """A bit field of ``width`` bits (1..64); see the struct's ``bitorder``.
+
+    Adjacent bit fields share whole bytes, most significant bit first unless the struct
+    says ``bitorder="lsb"``.
+
+    >>> import bytewright as bw
+    >>> class Head(bw.Struct):
+    ...     version: int = bw.bits(4)
+    ...     ihl: int = bw.bits(4)
+    >>> Head(version=4, ihl=5).pack()
+    b'E'
+    >>> Head.unpack(b"\\x46").ihl
+    6
+    """
     return FieldSpec(type=Bits(width, signed), default=default, **options)
 
 
 def flag(*, default: Any = MISSING, **options: Unpack[_Options]) -> Any:
-    """A one-bit bool field (a named flag of a bit mask)."""
+    """A one-bit bool field (a named flag of a bit mask).
+
+    >>> import bytewright as bw
+    >>> class Flags(bw.Struct):
+    ...     urgent: bool = bw.flag()
+    ...     ack: bool = bw.flag()
+    ...     rest: int = bw.bits(6, default=0)
+    >>> Flags(urgent=False, ack=True).pack()
+    b'@'
+    >>> Flags.unpack(b"\\x80").urgent
+    True
+    """
     return FieldSpec(type=Bits(1, False, True), default=default, **options)
 
 
@@ -260,6 +336,18 @@ def enum(
 
     ``unknown="keep"`` leaves values the enum does not define as plain ints; ``"raise"``
     makes them a ``DecodeError``.
+
+    >>> import enum
+    >>> import bytewright as bw
+    >>> class Color(enum.IntEnum):
+    ...     RED = 1
+    ...     GREEN = 2
+    >>> class Pixel(bw.Struct):
+    ...     color: Color = bw.enum(bw.U8)
+    >>> Pixel.unpack(b"\\x02").color
+    <Color.GREEN: 2>
+    >>> Pixel.unpack(b"\\x09").color
+    9
     """
     if unknown not in ("keep", "raise"):
         raise _unknown_error("unknown= must be 'keep' or 'raise'", unknown, ("keep", "raise"))
@@ -272,7 +360,16 @@ _unknown_error = unknown  # ``enum`` has a parameter of that name
 
 
 class Crc(Value):
-    """Custom CRC parameters (the usual "Rocksoft" model, as in the CRC catalogue)."""
+    """Custom CRC parameters (the usual "Rocksoft" model, as in the CRC catalogue).
+
+    >>> import bytewright as bw
+    >>> XMODEM = bw.Crc(width=16, poly=0x1021)
+    >>> class Block(bw.Struct, byteorder="big"):
+    ...     data: bytes = bw.field(len=9)
+    ...     crc: bw.U16 = bw.checksum(XMODEM, over=["data"])
+    >>> Block(data=b"123456789").pack()[-2:].hex()
+    '31c3'
+    """
 
     __slots__ = ("width", "poly", "init", "refin", "refout", "xorout")  # noqa: RUF023 (field order)
     width: int
@@ -327,6 +424,18 @@ def checksum(
     ``algo`` is a name (see ``CHECKSUMS``) or ``bw.Crc(...)`` parameters. ``over`` names the
     fields covered, in order; by default the whole struct is covered. The field's own bytes
     count as zeros. ``verify=False`` skips the check on unpack.
+
+    >>> import zlib
+    >>> import bytewright as bw
+    >>> class Chunk(bw.Struct, byteorder="big"):
+    ...     data: bytes = bw.field(len=5)
+    ...     crc: bw.U32 = bw.checksum("crc32", over=["data"])
+    >>> wire = Chunk(data=b"hello").pack()
+    >>> int.from_bytes(wire[5:], "big") == zlib.crc32(b"hello")
+    True
+    >>> Chunk.unpack(b"jello" + wire[5:])
+    Traceback (most recent call last):
+    bytewright.errors.DecodeError: crc: checksum mismatch: stored 0x3610a686, computed 0x4cd0f5e6
     """
     if isinstance(algo, str):
         norm = algo.lower().replace("_", "-")

@@ -41,7 +41,7 @@ _ENCODINGS = {
     "latin1": "latin-1",
     "iso-8859-1": "latin-1",
 }
-_LEAF_TYPES = (t.Varint, t.Bits, t.DnsName, t.Msgpack)
+_LEAF_TYPES = (t.Varint, t.Bits, t.Kind)
 
 
 def _text(s: str) -> str:
@@ -132,6 +132,18 @@ class _EnumConverter:
     @staticmethod
     def encode(v: Any) -> int:
         return int(v)
+
+
+def enum_members(decoder: Any) -> tuple[bool, list[tuple[int, str]]] | None:
+    """``(is_flag, [(value, name), ...])`` when ``decoder`` decodes an enum field (the columns'
+    ``enum_names=True``), else None."""
+    conv = getattr(decoder, "__self__", None)
+    if not isinstance(conv, _EnumConverter):
+        return None
+    import enum
+
+    members = [(int(m), str(m.name)) for m in conv.cls]
+    return issubclass(conv.cls, enum.Flag), members
 
 
 def _converter(

@@ -28,6 +28,20 @@ class Reader:
     buffer holds no complete message. A partial message is not re-parsed until at least
     ``needed`` more bytes have arrived, and consumed bytes are dropped in amortized O(1), so
     the total work is proportional to the bytes fed for length-framed formats.
+
+    >>> import bytewright as bw
+    >>> class Line(bw.Struct):
+    ...     n: bw.U8 = bw.derived()
+    ...     text: str = bw.field(len="n")
+    >>> reader = Line.reader()
+    >>> reader.feed(b"\\x02hi\\x03th")
+    >>> [m.text for m in reader]
+    ['hi']
+    >>> reader.needed
+    1
+    >>> reader.feed(b"e")
+    >>> [m.text for m in reader]
+    ['the']
     """
 
     __slots__ = ("_buf", "_codec", "_off", "_want")
@@ -87,6 +101,19 @@ async def read_messages(
     """Yields each message read from ``stream`` until EOF.
 
     EOF in the middle of a message raises ``DecodeError``.
+
+    >>> import asyncio
+    >>> import bytewright as bw
+    >>> class Line(bw.Struct):
+    ...     n: bw.U8 = bw.derived()
+    ...     text: str = bw.field(len="n")
+    >>> async def main() -> list[str]:
+    ...     stream = asyncio.StreamReader()
+    ...     stream.feed_data(b"\\x02hi\\x03the")
+    ...     stream.feed_eof()
+    ...     return [m.text async for m in bw.read_messages(stream, Line)]
+    >>> asyncio.run(main())
+    ['hi', 'the']
     """
     reader = Reader(target)
     while True:

@@ -289,6 +289,19 @@ class Struct(metaclass=StructMeta):
     ``list[...]``) and options (``bw.field(...)``); the class gets a keyword ``__init__``,
     ``==``, ``repr``, ``pack``/``pack_into`` and the classmethods ``unpack``,
     ``unpack_from`` and ``parse``.
+
+    Class keywords: ``byteorder`` (``"big"`` or ``"little"``, the default for every field),
+    ``bitorder`` (``"msb"`` or ``"lsb"``), ``align``, ``limits`` (a ``bw.Limits``), and for
+    registries ``registry`` (the tag field of a base), ``tag`` and ``default`` (a variant).
+
+    >>> import bytewright as bw
+    >>> class Point(bw.Struct, byteorder="little"):
+    ...     x: bw.I16
+    ...     y: bw.I16
+    >>> Point(x=1, y=-2).pack()
+    b'\\x01\\x00\\xfe\\xff'
+    >>> Point.unpack(b"\\x01\\x00\\xfe\\xff")
+    Point(x=1, y=-2)
     """
 
     __slots__ = ()
@@ -305,36 +318,94 @@ class Struct(metaclass=StructMeta):
     __hash__ = None  # type: ignore[assignment]  # mutable, like dataclasses
 
     def pack(self) -> bytes:
-        """Packs this value into new bytes (derived fields left as None are computed)."""
+        """Packs this value into new bytes (derived fields left as None are computed).
+
+        >>> import bytewright as bw
+        >>> class Text(bw.Struct):
+        ...     n: bw.U8 = bw.derived()
+        ...     s: str = bw.field(len="n")
+        >>> Text(s="hey").pack()
+        b'\\x03hey'
+        """
         return self.__bw__.codec.pack(self)
 
     def pack_into(self, buffer: Buffer, offset: int = 0) -> int:
-        """Packs straight into a writable buffer at ``offset``; returns the end offset."""
+        """Packs straight into a writable buffer at ``offset``; returns the end offset.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> buf = bytearray(4)
+        >>> Word(v=0xABCD).pack_into(buf, 1)
+        3
+        >>> buf
+        bytearray(b'\\x00\\xab\\xcd\\x00')
+        """
         return self.__bw__.codec.pack_into(buffer, self, offset)
 
     @classmethod
     def unpack(cls, data: Buffer) -> Self:
-        """Unpacks exactly one value from a bytes-like object; trailing bytes are an error."""
+        """Unpacks exactly one value from a bytes-like object; trailing bytes are an error.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> Word.unpack(b"\\x01\\x02").v
+        258
+        >>> Word.unpack(b"\\x01\\x02\\x03")
+        Traceback (most recent call last):
+        bytewright.errors.DecodeError: 1 trailing bytes after the Word message ends at offset 2 (unpack_from reads a message followed by other data)
+        """
         return cls.__bw__.codec.unpack(data)  # type: ignore[no-any-return]
 
     @classmethod
     def unpack_from(cls, data: Buffer, offset: int = 0) -> tuple[Self, int]:
-        """Unpacks one value at ``offset``; returns ``(value, end_offset)``."""
+        """Unpacks one value at ``offset``; returns ``(value, end_offset)``.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> Word.unpack_from(b"\\xff\\x01\\x02\\x03", 1)
+        (Word(v=258), 3)
+        """
         return cls.__bw__.codec.unpack_from(data, offset)
 
     @classmethod
     def parse(cls, data: Buffer, offset: int = 0) -> tuple[Self, int] | Incomplete:
-        """Like ``unpack_from``, but returns a falsy ``bw.Incomplete`` when data runs short."""
+        """Like ``unpack_from``, but returns a falsy ``bw.Incomplete`` when data runs short.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U32
+        >>> Word.parse(b"\\x00\\x01")
+        Incomplete(needed=2)
+        >>> Word.parse(b"\\x00\\x00\\x00\\x07")
+        (Word(v=7), 4)
+        """
         return cls.__bw__.codec.parse(data, offset)
 
     @classmethod
     def iter_unpack(cls, data: Buffer) -> list[Self]:
-        """Unpacks a buffer of back-to-back messages, in one native call."""
+        """Unpacks a buffer of back-to-back messages, in one native call.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> [w.v for w in Word.iter_unpack(b"\\x00\\x01\\x00\\x02")]
+        [1, 2]
+        """
         return cls.__bw__.codec.iter_unpack(data)
 
     @classmethod
     def pack_many(cls, items: Iterable[Self | Mapping[str, Any] | tuple[Any, ...]]) -> bytes:
-        """Packs many messages (instances, mappings or tuples in field order) into one buffer."""
+        """Packs many messages (instances, mappings or tuples in field order) into one buffer.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> Word.pack_many([Word(v=1), {"v": 2}, (3,)])
+        b'\\x00\\x01\\x00\\x02\\x00\\x03'
+        """
         return cls.__bw__.codec.pack_many(items)
 
     @classmethod
@@ -345,38 +416,97 @@ class Struct(metaclass=StructMeta):
         count: int | None = None,
         offset: int = 0,
         threads: int | None = None,
+        enum_names: bool = False,
     ) -> Table:
         """Decodes back-to-back messages into a ``bw.Table``, one column per field, with no
-        Python object per record (see docs/columns.md)."""
-        return cls.__bw__.codec.unpack_table(data, count=count, offset=offset, threads=threads)
+        Python object per record (see docs/columns.md). ``enum_names=True`` makes enum fields
+        dictionary columns of member names.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> table = Word.unpack_table(b"\\x00\\x01\\x00\\x02\\x00\\x03")
+        >>> (table.num_rows, table["v"].to_pylist())
+        (3, [1, 2, 3])
+        """
+        return cls.__bw__.codec.unpack_table(
+            data, count=count, offset=offset, threads=threads, enum_names=enum_names
+        )
 
     @classmethod
     def iter_tables(
-        cls, source: Any, *, rows: int = 65536, threads: int | None = None
+        cls,
+        source: Any,
+        *,
+        rows: int = 65536,
+        threads: int | None = None,
+        enum_names: bool = False,
     ) -> TableReader:
         """Yields ``bw.Table`` batches of at most ``rows`` rows from a path, a binary file
-        object or an iterable of bytes chunks, in bounded memory."""
-        return cls.__bw__.codec.iter_tables(source, rows=rows, threads=threads)
+        object or an iterable of bytes chunks, in bounded memory (``enum_names`` as for
+        ``unpack_table``).
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> [t.num_rows for t in Word.iter_tables([b"\\x00\\x01\\x00", b"\\x02\\x00\\x03"], rows=2)]
+        [2, 1]
+        """
+        return cls.__bw__.codec.iter_tables(
+            source, rows=rows, threads=threads, enum_names=enum_names
+        )
 
     @classmethod
     def pack_table(cls, table: Any) -> bytes:
         """Packs every row of a table (Arrow, pandas, or a mapping of columns) back to back,
-        byte-identical to packing each row with ``cls(**row).pack()``."""
+        byte-identical to packing each row with ``cls(**row).pack()``.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> Word.pack_table({"v": [1, 2]})
+        b'\\x00\\x01\\x00\\x02'
+        """
         return cls.__bw__.codec.pack_table(table)
 
     @classmethod
     def pack_table_into(cls, buffer: Buffer, offset: int, table: Any) -> int:
-        """Packs every row of a table into a writable buffer at ``offset``; returns the end."""
+        """Packs every row of a table into a writable buffer at ``offset``; returns the end.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> buf = bytearray(5)
+        >>> Word.pack_table_into(buf, 1, {"v": [1, 2]})
+        5
+        """
         return cls.__bw__.codec.pack_table_into(buffer, offset, table)
 
     @classmethod
     def table_schema(cls) -> TableSchema:
-        """The Arrow schema of the tables ``unpack_table`` gives (no data needed)."""
+        """The Arrow schema of the tables ``unpack_table`` gives (no data needed).
+
+        >>> import bytewright as bw
+        >>> import pyarrow as pa
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> pa.schema(Word.table_schema()).field("v").type
+        DataType(uint16)
+        """
         return cls.__bw__.codec.table_schema
 
     @classmethod
     def reader(cls) -> Reader:
-        """An incremental decoder: ``feed(data)``, then iterate for complete messages."""
+        """An incremental decoder: ``feed(data)``, then iterate for complete messages.
+
+        >>> import bytewright as bw
+        >>> class Word(bw.Struct, byteorder="big"):
+        ...     v: bw.U16
+        >>> reader = Word.reader()
+        >>> reader.feed(b"\\x00\\x01\\x00")
+        >>> [w.v for w in reader]
+        [1]
+        """
         return Reader(cls)
 
 
@@ -398,6 +528,11 @@ def make_struct(
 
     ``bases`` (default ``(bw.Struct,)``) and class keywords (``bitorder``, ``align``,
     ``registry``, ``tag``, ``default``) work as in a class statement.
+
+    >>> import bytewright as bw
+    >>> Pair = bw.make_struct("Pair", [("a", bw.U8), ("b", bytes, bw.field(len=2))])
+    >>> Pair.unpack(b"\\x01hi")
+    Pair(a=1, b=b'hi')
     """
     annotations: dict[str, Any] = {}
     ns: dict[str, Any] = {"__annotations__": annotations}
@@ -432,6 +567,16 @@ def compile(cls: type[Struct], *, limits: Limits | None = None) -> Codec[dict[st
     """A mapping-level codec for ``cls``: packs dicts (or objects) and unpacks dicts and lists.
 
     Codecs are immutable, thread-safe and picklable.
+
+    >>> import bytewright as bw
+    >>> class Point(bw.Struct):
+    ...     x: bw.U8
+    ...     y: bw.U8
+    >>> codec = bw.compile(Point)
+    >>> codec.unpack(b"\\x01\\x02")
+    {'x': 1, 'y': 2}
+    >>> codec.pack({"x": 3, "y": 4})
+    b'\\x03\\x04'
     """
     info = info_of(cls)
     if info is None:

@@ -35,6 +35,7 @@ __all__ = [
     "CStr",
     "DnsName",
     "ExtType",
+    "Kind",
     "Msgpack",
     "Str",
     "VarInt",
@@ -96,7 +97,19 @@ Length = int | str | _Rest
 
 class Bits(Value):
     """A bit field of ``width`` bits (1..64). Adjacent bit fields share whole bytes; the
-    struct's ``bitorder`` ("msb", network order, or "lsb", C-compiler order) places them."""
+    struct's ``bitorder`` ("msb", network order, or "lsb", C-compiler order) places them.
+
+    ``bw.bits(width)`` declares a field of this type; ``Bits`` itself is the type as a
+    value, for ``bw.field(type=...)``.
+
+    >>> import bytewright as bw
+    >>> class Nibbles(bw.Struct):
+    ...     high: int = bw.field(type=bw.Bits(4))
+    ...     low: int = bw.field(type=bw.Bits(4, signed=True))
+    >>> value = Nibbles.unpack(b"\\xaf")
+    >>> (value.high, value.low)
+    (10, -1)
+    """
 
     __slots__ = ("width", "signed", "boolean")  # noqa: RUF023 (field order)
     width: int
@@ -126,10 +139,32 @@ class Varint(Value):
         return f'{{"t":"varint","zigzag":{json_value(self.zigzag)}}}'
 
 
-class DnsName(Value):
+class Kind(Value):
+    """Base of the declarations of field kinds: types with a wire format of their own, each
+    implemented in ``crates/wire/src/kinds/`` (see docs/architecture.md). ``describe`` gives
+    the kind's schema description, ``{"t": "<name>", ...}``."""
+
+    __slots__ = ()
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+class DnsName(Kind):
     """A DNS domain name (RFC 1035): text like ``"www.example.com."``; compression pointers
     (counted from the start of the outermost value) are followed on unpack and, when
-    ``compress`` is set, written on pack. See ``bytewright.formats.dns``."""
+    ``compress`` is set, written on pack. See ``bytewright.formats.dns``.
+
+    >>> import bytewright as bw
+    >>> class Query(bw.Struct):
+    ...     first: str = bw.field(type=bw.DnsName())
+    ...     second: str = bw.field(type=bw.DnsName())
+    >>> wire = Query(first="www.example.com.", second="mail.example.com.").pack()
+    >>> wire[17:]
+    b'\\x04mail\\xc0\\x04'
+    >>> Query.unpack(wire).second
+    'mail.example.com.'
+    """
 
     __slots__ = ("compress",)
     compress: bool
@@ -142,7 +177,17 @@ class DnsName(Value):
 
 
 class Bytes(Value):
-    """Raw bytes whose length is a constant, an expression over earlier fields, or REST."""
+    """Raw bytes whose length is a constant, an expression over earlier fields, or REST.
+
+    A ``bytes`` annotation with ``bw.field(len=...)`` declares the same; ``Bytes`` is the
+    type as a value (an array's item, a union case, or ``bw.field(type=...)``).
+
+    >>> import bytewright as bw
+    >>> class Macs(bw.Struct):
+    ...     addresses: list[bytes] = bw.field(count=2, item=bw.Bytes(6))
+    >>> Macs.unpack(bytes(range(12))).addresses[1]
+    b'\\x06\\x07\\x08\\t\\n\\x0b'
+    """
 
     __slots__ = ("len",)
     len: Length
@@ -152,7 +197,14 @@ class Bytes(Value):
 
 
 class Str(Value):
-    """Text of a byte length given like ``Bytes``; encoding utf-8, ascii or latin-1."""
+    """Text of a byte length given like ``Bytes``; encoding utf-8, ascii or latin-1.
+
+    >>> import bytewright as bw
+    >>> class Tags(bw.Struct):
+    ...     tags: list[str] = bw.field(count=2, item=bw.Str(3, encoding="ascii"))
+    >>> Tags(tags=["abc", "xyz"]).pack()
+    b'abcxyz'
+    """
 
     __slots__ = ("len", "encoding")  # noqa: RUF023 (field order)
     len: Length
@@ -163,7 +215,14 @@ class Str(Value):
 
 
 class CStr(Value):
-    """NUL-terminated text of at most ``max_len`` bytes before the NUL."""
+    """NUL-terminated text of at most ``max_len`` bytes before the NUL.
+
+    >>> import bytewright as bw
+    >>> class Env(bw.Struct):
+    ...     pairs: list[str] = bw.field(count=bw.REST, item=bw.CStr(max_len=64))
+    >>> Env.unpack(b"HOME=/root\\x00TERM=xterm\\x00").pairs
+    ['HOME=/root', 'TERM=xterm']
+    """
 
     __slots__ = ("max_len", "encoding")  # noqa: RUF023 (field order)
     max_len: int
@@ -174,7 +233,17 @@ class CStr(Value):
 
 
 class Array(Value):
-    """A list of ``item`` (any type); ``count`` is a constant, an expression or REST."""
+    """A list of ``item`` (any type); ``count`` is a constant, an expression or REST.
+
+    ``list[X]`` with ``bw.field(count=...)`` declares the same; ``Array`` is the type as a
+    value, e.g. the item of a list of lists.
+
+    >>> import bytewright as bw
+    >>> class Grid(bw.Struct):
+    ...     rows: list[list[int]] = bw.field(count=2, item=bw.Array(bw.U8, 3))
+    >>> Grid.unpack(bytes(range(6))).rows
+    [[0, 1, 2], [3, 4, 5]]
+    """
 
     __slots__ = ("item", "count")  # noqa: RUF023 (field order)
     item: Any
@@ -184,7 +253,7 @@ class Array(Value):
         self._init(item, count)
 
 
-class Msgpack(Value):
+class Msgpack(Kind):
     """A self-describing MessagePack value (None, bool, int, float, str, bytes, list, dict,
     ExtType), nested up to the codec's depth limit."""
 
@@ -213,7 +282,14 @@ if TYPE_CHECKING:
     VarInt: TypeAlias = Annotated[int, Varint(True)]
 
     class ExtType(NamedTuple):
-        """A MessagePack extension value: a type code (-128..127) and its bytes."""
+        """A MessagePack extension value: a type code (-128..127) and its bytes.
+
+        >>> from bytewright.formats import msgpack
+        >>> msgpack.unpackb(b"\\xd5\\x05\\x01\\x02")
+        ExtType(code=5, data=b'\\x01\\x02')
+        >>> msgpack.packb(msgpack.ExtType(5, b"\\x01\\x02"))
+        b'\\xd5\\x05\\x01\\x02'
+        """
 
         code: int
         data: bytes
@@ -224,7 +300,14 @@ else:
         from typing import Annotated, NamedTuple
 
         class ExtType(NamedTuple):
-            """A MessagePack extension value: a type code (-128..127) and its bytes."""
+            """A MessagePack extension value: a type code (-128..127) and its bytes.
+
+            >>> from bytewright.formats import msgpack
+            >>> msgpack.unpackb(b"\\xd5\\x05\\x01\\x02")
+            ExtType(code=5, data=b'\\x01\\x02')
+            >>> msgpack.packb(msgpack.ExtType(5, b"\\x01\\x02"))
+            b'\\xd5\\x05\\x01\\x02'
+            """
 
             code: int
             data: bytes

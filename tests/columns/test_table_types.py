@@ -350,3 +350,51 @@ def test_fixed_records_match_struct_and_numpy() -> None:
         col = np.asarray(t[name])
         assert col.dtype == ref[name].dtype and (col == ref[name]).all()
     assert L.pack_table({n: ref[n] for n in "abcd"}) == wire
+
+
+def test_enum_names_on_request_everywhere_they_nest() -> None:
+    class Color(enum.IntEnum):
+        RED = 1
+        BLUE = 2
+
+    class Mode(enum.IntFlag):
+        A = 1
+        B = 2
+
+    class Pixel(bw.Struct):
+        color: Color = bw.enum(bw.U8)
+        mode: Mode = bw.enum(bw.U8)
+
+    class Image(bw.Struct):
+        first: Pixel
+        n: bw.U8 = bw.derived()
+        pixels: list[Pixel] = bw.field(count="n")
+        flag: bw.U8
+        extra: Color = bw.enum(bw.U8, when="flag == 1", default=None)
+
+    imgs = [
+        Image(
+            first=Pixel(color=Color.RED, mode=Mode.A),
+            pixels=[Pixel(color=2, mode=3)],
+            flag=1,
+            extra=Color.BLUE,
+        ),
+        Image(first=Pixel(color=9, mode=4), pixels=[], flag=0),
+    ]
+    wire = b"".join(x.pack() for x in imgs)
+    named = Image.unpack_table(wire, enum_names=True)
+    rows = table_rows(named)
+    assert rows[0]["first"] == {"color": "RED", "mode": "A"}
+    assert rows[0]["pixels"] == [{"color": "BLUE", "mode": "A|B"}]
+    assert rows[1]["first"] == {"color": "9", "mode": "4"}
+    assert [r["extra"] for r in rows] == ["BLUE", None]
+    assert (
+        str(pa.table(named).schema.field("extra").type)
+        == "dictionary<values=string, indices=int32, ordered=0>"
+    )
+    chunks = [wire[:3], wire[3:]]
+    assert [
+        r for t in Image.iter_tables(chunks, rows=1, enum_names=True) for r in table_rows(t)
+    ] == rows
+    plain = table_rows(Image.unpack_table(wire))
+    assert plain[0]["first"] == {"color": 1, "mode": 1}

@@ -7,6 +7,7 @@
 
 pub mod builders;
 pub mod decode;
+pub mod enums;
 pub mod fixed;
 pub mod layout;
 pub mod sink;

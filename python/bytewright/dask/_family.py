@@ -73,6 +73,15 @@ def register(
     `classes` are the only user classes that values read through the family may hold;
     with `hmac_key`, every value is signed when written and verified when read, and
     unsigned or altered frames are refused. `limits` bound what one value may decode to.
+
+    >>> from distributed.protocol import deserialize, serialize
+    >>> from bytewright.dask import register
+    >>> register(hmac_key=b"cluster key")
+    >>> header, frames = serialize({"a": [1, 2]}, serializers=["bytewright"])
+    >>> header["serializer"]
+    'bytewright'
+    >>> deserialize(header, frames, deserializers=["bytewright"])
+    {'a': [1, 2]}
     """
     family = Family(classes=classes, hmac_key=hmac_key, limits=limits)
     register_serialization_family(FAMILY, family.dumps, family.loads)
@@ -86,6 +95,13 @@ class FamilyPlugin(WorkerPlugin):
     would. The plugin, and so `hmac_key`, reaches the workers through the scheduler over
     Dask's control channel: use TLS, or `register` in a worker preload, to keep the key off
     an unencrypted network.
+
+    >>> from bytewright.dask import FamilyPlugin
+    >>> plugin = FamilyPlugin(hmac_key=b"cluster key")
+    >>> plugin.name
+    'bytewright-family'
+
+    With a client: ``client.register_plugin(FamilyPlugin(hmac_key=key))``.
     """
 
     name = "bytewright-family"

@@ -46,7 +46,12 @@ PlainName = Annotated[str, DnsName(compress=False)]
 
 
 class Type:
-    """Record type numbers."""
+    """Record type numbers.
+
+    >>> from bytewright.formats import dns
+    >>> dns.Type.AAAA, dns.Type.MX
+    (28, 15)
+    """
 
     A = 1
     NS = 2
@@ -70,37 +75,97 @@ def _v6_encode(s: str) -> bytes:
 
 
 class Question(bw.Struct):
+    """One entry of the question section: a name, a record type and a class (1 is IN).
+
+    >>> from bytewright.formats import dns
+    >>> dns.Question(name="example.com.", type=dns.Type.A).pack()
+    b'\\x07example\\x03com\\x00\\x00\\x01\\x00\\x01'
+    """
+
     name: Name
     type: bw.U16
     qclass: bw.U16 = 1
 
 
 class A(bw.Struct):
+    """The data of an A record: an IPv4 address, as text.
+
+    >>> from bytewright.formats import dns
+    >>> dns.A(address="192.0.2.1").pack()
+    b'\\xc0\\x00\\x02\\x01'
+    >>> dns.A.unpack(b"\\xc0\\x00\\x02\\x01").address
+    '192.0.2.1'
+    """
+
     address: str = bw.field(type=bw.Bytes(len=4), convert=(socket.inet_ntoa, socket.inet_aton))
 
 
 class AAAA(bw.Struct):
+    """The data of an AAAA record: an IPv6 address, as text.
+
+    >>> from bytewright.formats import dns
+    >>> dns.AAAA(address="2001:db8::1").pack().hex()
+    '20010db8000000000000000000000001'
+    """
+
     address: str = bw.field(type=bw.Bytes(len=16), convert=(_v6_decode, _v6_encode))
 
 
 class CNAME(bw.Struct):
+    """The data of a CNAME record: the canonical name the owner name stands for.
+
+    >>> from bytewright.formats import dns
+    >>> dns.CNAME.unpack(b"\\x03www\\x07example\\x00").target
+    'www.example.'
+    """
+
     target: Name
 
 
 class NS(bw.Struct):
+    """The data of an NS record: a name server of the zone.
+
+    >>> from bytewright.formats import dns
+    >>> dns.NS(target="ns1.example.").pack()
+    b'\\x03ns1\\x07example\\x00'
+    """
+
     target: Name
 
 
 class PTR(bw.Struct):
+    """The data of a PTR record: the name an address's reverse name points to.
+
+    >>> from bytewright.formats import dns
+    >>> dns.PTR(target="host.example.").pack()
+    b'\\x04host\\x07example\\x00'
+    """
+
     target: Name
 
 
 class MX(bw.Struct):
+    """The data of an MX record: a mail exchanger and its preference (lowest first).
+
+    >>> from bytewright.formats import dns
+    >>> dns.MX(preference=10, exchange="mail.example.").pack()
+    b'\\x00\\n\\x04mail\\x07example\\x00'
+    """
+
     preference: bw.U16
     exchange: Name
 
 
 class SOA(bw.Struct):
+    """The data of an SOA record: the zone's primary server, its contact and its timers.
+
+    >>> from bytewright.formats import dns
+    >>> soa = dns.SOA(mname="ns.example.", rname="admin.example.", serial=2024010101,
+    ...               refresh=7200, retry=900, expire=1209600, minimum=300)
+    >>> dns.SOA.unpack(soa.pack()) == soa
+    True
+    """
+
     mname: Name
     rname: Name
     serial: bw.U32
@@ -111,6 +176,14 @@ class SOA(bw.Struct):
 
 
 class SRV(bw.Struct):
+    """The data of an SRV record (RFC 2782): a service's host and port (the target is never
+    compressed).
+
+    >>> from bytewright.formats import dns
+    >>> dns.SRV(priority=0, weight=5, port=5060, target="sip.example.").pack()
+    b'\\x00\\x00\\x00\\x05\\x13\\xc4\\x03sip\\x07example\\x00'
+    """
+
     priority: bw.U16
     weight: bw.U16
     port: bw.U16
@@ -118,17 +191,36 @@ class SRV(bw.Struct):
 
 
 class CharString(bw.Struct):
-    """A length-prefixed string of at most 255 bytes."""
+    """A length-prefixed string of at most 255 bytes.
+
+    >>> from bytewright.formats import dns
+    >>> dns.CharString(data=b"hi").pack()
+    b'\\x02hi'
+    """
 
     length: bw.U8 = bw.derived()
     data: bytes = bw.field(len="length")
 
 
 class TXT(bw.Struct):
+    """The data of a TXT record: one or more character strings.
+
+    >>> from bytewright.formats import dns
+    >>> dns.TXT(strings=[dns.CharString(data=b"v=spf1 -all")]).pack()
+    b'\\x0bv=spf1 -all'
+    """
+
     strings: list[CharString] = bw.field(count=bw.REST)
 
 
 class CAA(bw.Struct):
+    """The data of a CAA record (RFC 8659): which certificate authority may issue for the name.
+
+    >>> from bytewright.formats import dns
+    >>> dns.CAA(flags=0, tag="issue", value=b"ca.example").pack()
+    b'\\x00\\x05issueca.example'
+    """
+
     flags: bw.U8
     tag_length: bw.U8 = bw.derived()
     tag: str = bw.field(len="tag_length", encoding="ascii")
@@ -136,7 +228,13 @@ class CAA(bw.Struct):
 
 
 class Unknown(bw.Struct):
-    """Record data of a type without its own class: the raw bytes."""
+    """Record data of a type without its own class: the raw bytes.
+
+    >>> from bytewright.formats import dns
+    >>> rec = dns.Record.unpack(b"\\x00\\x00\\x63\\x00\\x01\\x00\\x00\\x00\\x00\\x00\\x02\\xab\\xcd")
+    >>> rec.type, rec.rdata
+    (99, Unknown(data=b'\\xab\\xcd'))
+    """
 
     data: bytes = bw.field(len=bw.REST)
 
@@ -145,7 +243,17 @@ RData = A | AAAA | CNAME | NS | PTR | MX | SOA | SRV | TXT | CAA | Unknown
 
 
 class Record(bw.Struct):
-    """A resource record; ``rdlength`` is computed on pack."""
+    """A resource record; ``rdlength`` is computed on pack.
+
+    >>> from bytewright.formats import dns
+    >>> rec = dns.Record(name="example.com.", type=dns.Type.A, ttl=300,
+    ...                  rdata=dns.A(address="192.0.2.1"))
+    >>> wire = rec.pack()
+    >>> wire[-6:]
+    b'\\x00\\x04\\xc0\\x00\\x02\\x01'
+    >>> dns.Record.unpack(wire).rdata
+    A(address='192.0.2.1')
+    """
 
     name: Name
     type: bw.U16
@@ -173,7 +281,22 @@ class Record(bw.Struct):
 
 class Message(bw.Struct):
     """A whole DNS message; the four section counts are computed on pack. Sections left
-    out are empty tuples (pass lists to build them up)."""
+    out are empty tuples (pass lists to build them up).
+
+    >>> from bytewright.formats import dns
+    >>> query = dns.Message(id=0x1234, rd=True,
+    ...                     questions=[dns.Question(name="example.com.", type=dns.Type.A)])
+    >>> wire = query.pack()
+    >>> wire.hex()
+    '123401000001000000000000076578616d706c6503636f6d0000010001'
+    >>> answer = dns.Record(name="example.com.", type=dns.Type.A, rdata=dns.A(address="192.0.2.1"))
+    >>> reply = dns.Message(id=0x1234, qr=True, rd=True, ra=True,
+    ...                     questions=query.questions, answers=[answer]).pack()
+    >>> reply[len(wire):len(wire) + 2]  # the answer's name: a pointer to offset 12
+    b'\\xc0\\x0c'
+    >>> dns.Message.unpack(reply).answers[0].rdata.address
+    '192.0.2.1'
+    """
 
     id: bw.U16
     qr: bool = bw.flag(default=False)

@@ -35,6 +35,13 @@ __all__ = [
 
 
 class EtherType(enum.IntEnum):
+    """EtherType values: the protocol of an Ethernet frame's payload (and VLAN tag types).
+
+    >>> from bytewright.formats import ethernet
+    >>> ethernet.EtherType(0x86DD), int(ethernet.EtherType.VLAN)
+    (<EtherType.IPV6: 34525>, 33024)
+    """
+
     IPV4 = 0x0800
     ARP = 0x0806
     VLAN = 0x8100
@@ -69,7 +76,19 @@ _CASES: dict[int, Any] = {
 
 
 class Dot1Q(bw.Struct, byteorder="big"):
-    """An 802.1Q (or 802.1ad) VLAN tag and what follows it."""
+    """An 802.1Q (or 802.1ad) VLAN tag and what follows it.
+
+    >>> from bytewright.formats import ethernet, ip
+    >>> udp = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> frame = ethernet.Ethernet(dst="ff:ff:ff:ff:ff:ff", src="02:00:00:00:00:01",
+    ...                           type=ethernet.EtherType.VLAN,
+    ...                           payload=ethernet.Dot1Q(vid=42, type=ethernet.EtherType.IPV4,
+    ...                                                  payload=udp)).pack()
+    >>> tag = ethernet.Ethernet.unpack(frame).payload
+    >>> tag.vid, tag.payload.payload.dst_port
+    (42, 53)
+    """
 
     pcp: int = bw.bits(3, default=0)
     dei: bool = bw.flag(default=False)
@@ -90,7 +109,19 @@ class _Dot1QHeader(bw.Struct, byteorder="big"):
 
 
 class Ethernet(bw.Struct, byteorder="big"):
-    """An Ethernet II frame (without preamble; with its FCS, if captured, in ``trailer``)."""
+    """An Ethernet II frame (without preamble; with its FCS, if captured, in ``trailer``).
+
+    >>> from bytewright.formats import ethernet, ip
+    >>> udp = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> frame = ethernet.Ethernet(dst="ff:ff:ff:ff:ff:ff", src="02:00:00:00:00:01",
+    ...                           type=ethernet.EtherType.IPV4, payload=udp).pack()
+    >>> frame[:14].hex(" ")
+    'ff ff ff ff ff ff 02 00 00 00 00 01 08 00'
+    >>> got = ethernet.Ethernet.unpack(frame)
+    >>> got.src, got.payload.src, got.payload.payload.payload
+    ('02:00:00:00:00:01', '192.0.2.1', b'hi')
+    """
 
     dst: str = bw.field(type=bw.Bytes(len=6), convert=_MAC)
     src: str = bw.field(type=bw.Bytes(len=6), convert=_MAC)
@@ -126,7 +157,17 @@ class _EthernetHeader(bw.Struct, byteorder="big"):
 
 class LinuxSLL(bw.Struct, byteorder="big"):
     """The Linux cooked-capture header (LINKTYPE_LINUX_SLL, what ``tcpdump -i any``
-    writes) and the packet, with any trailing bytes in ``trailer``."""
+    writes) and the packet, with any trailing bytes in ``trailer``.
+
+    >>> from bytewright.formats import ethernet, ip
+    >>> pkt = ip.IPv4(protocol=ip.Protocol.UDP, src="192.0.2.1", dst="192.0.2.2",
+    ...               payload=ip.UDP(src_port=1, dst_port=2, payload=b""))
+    >>> cooked = ethernet.LinuxSLL(packet_type=0, type=ethernet.EtherType.IPV4, payload=pkt).pack()
+    >>> cooked[:16].hex(" ")
+    '00 00 00 01 00 06 00 00 00 00 00 00 00 00 08 00'
+    >>> ethernet.decode_sll(cooked).payload.payload.dst_port
+    2
+    """
 
     packet_type: bw.U16
     arphrd_type: bw.U16 = 1
@@ -194,7 +235,23 @@ def decode(data: Any, *, verify: bool = False, lenient: bool = True) -> Ethernet
     """Decodes a captured frame as Wireshark would: VLAN tags, then IPv4 or IPv6 through
     their lenient decoders (``ip.decode``, ``ipv6.decode``: offloaded lengths, packets cut
     short by the snap length), anything else ``Raw``; bytes after the packet go to
-    ``trailer``. Only a frame shorter than its 14-byte header is a ``bw.DecodeError``."""
+    ``trailer``. Only a frame shorter than its 14-byte header is a ``bw.DecodeError``.
+
+    >>> from bytewright.formats import ethernet, ip
+    >>> udp = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> frame = ethernet.Ethernet(dst="ff:ff:ff:ff:ff:ff", src="02:00:00:00:00:01",
+    ...                           type=ethernet.EtherType.IPV4, payload=udp).pack()
+    >>> pkt = ethernet.decode(frame[:40]).payload  # cut short by the snap length: still read
+    >>> pkt.total_length, pkt.payload
+    (30, Raw(data=b'\\x14\\xe9\\x005\\x00\\n'))
+    >>> ethernet.decode(bytes(12) + b"\\x08\\x06" + b"arp").payload  # not IP: Raw
+    Raw(data=b'arp')
+    >>> ethernet.decode(frame[:10])
+    Traceback (most recent call last):
+        ...
+    bytewright.errors.DecodeError: src: needs 6 bytes at offset 6, 4 left
+    """
     wire = bytes(data)
     head, off = _EthernetHeader.unpack_from(wire)
     try:
@@ -207,7 +264,13 @@ def decode(data: Any, *, verify: bool = False, lenient: bool = True) -> Ethernet
 
 
 def decode_sll(data: Any, *, verify: bool = False, lenient: bool = True) -> LinuxSLL:
-    """``decode`` for Linux cooked-capture frames."""
+    """``decode`` for Linux cooked-capture frames.
+
+    >>> from bytewright.formats import ethernet
+    >>> frame = ethernet.decode_sll(bytes(14) + b"\\x08\\x06" + b"arp")
+    >>> frame.type, frame.payload
+    (2054, Raw(data=b'arp'))
+    """
     wire = bytes(data)
     head, off = _SLLHeader.unpack_from(wire)
     try:
@@ -227,7 +290,17 @@ def decode_sll(data: Any, *, verify: bool = False, lenient: bool = True) -> Linu
 
 def network_layer(frame: Any) -> tuple[Any, str, int]:
     """The IPv4, IPv6 or Raw packet inside a frame (through any VLAN tags), its field path
-    and its offset in the frame."""
+    and its offset in the frame.
+
+    >>> from bytewright.formats import ethernet, ip
+    >>> udp = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> frame = ethernet.Ethernet(dst="ff:ff:ff:ff:ff:ff", src="02:00:00:00:00:01",
+    ...                           type=ethernet.EtherType.IPV4, payload=udp).pack()
+    >>> pkt, path, offset = ethernet.network_layer(ethernet.decode(frame))
+    >>> type(pkt).__name__, path, offset
+    ('IPv4', 'payload', 14)
+    """
     path, off = "", 0
     if isinstance(frame, Ethernet | LinuxSLL):
         off = 14 if isinstance(frame, Ethernet) else 16
@@ -238,7 +311,20 @@ def network_layer(frame: Any) -> tuple[Any, str, int]:
 
 
 def checksums(frame: Any) -> dict[str, bool]:
-    """Whether each checksum of a frame's IP layer holds (see ``ip.checksums``)."""
+    """Whether each checksum of a frame's IP layer holds (see ``ip.checksums``).
+
+    >>> from bytewright.formats import ethernet, ip
+    >>> udp = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> frame = ethernet.Ethernet(dst="ff:ff:ff:ff:ff:ff", src="02:00:00:00:00:01",
+    ...                           type=ethernet.EtherType.IPV4, payload=udp).pack()
+    >>> ethernet.checksums(ethernet.decode(frame))
+    {'ipv4': True, 'udp': True}
+    >>> bad = bytearray(frame)
+    >>> bad[-1] ^= 1
+    >>> ethernet.checksums(ethernet.decode(bytes(bad)))
+    {'ipv4': True, 'udp': False}
+    """
     pkt, _, _ = network_layer(frame)
     if isinstance(pkt, IPv4):
         return ip.checksums(pkt)

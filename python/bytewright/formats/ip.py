@@ -54,7 +54,12 @@ __all__ = [
 
 
 class Protocol(enum.IntEnum):
-    """IANA protocol numbers (IPv4 ``protocol``, IPv6 ``next_header``)."""
+    """IANA protocol numbers (IPv4 ``protocol``, IPv6 ``next_header``).
+
+    >>> from bytewright.formats import ip
+    >>> ip.Protocol(6), int(ip.Protocol.UDP)
+    (<Protocol.TCP: 6>, 17)
+    """
 
     HOPOPT = 0
     ICMP = 1
@@ -69,6 +74,15 @@ class Protocol(enum.IntEnum):
 
 
 class TCPFlags(enum.IntFlag):
+    """The TCP header's flag bits (FIN, SYN, RST, PSH, ACK, URG, ECE, CWR, NS).
+
+    >>> from bytewright.formats import ip
+    >>> ip.TCPFlags.SYN | ip.TCPFlags.ACK
+    <TCPFlags.SYN|ACK: 18>
+    >>> int(ip.TCPFlags.PSH | ip.TCPFlags.ACK)
+    24
+    """
+
     FIN = 0x001
     SYN = 0x002
     RST = 0x004
@@ -82,7 +96,15 @@ class TCPFlags(enum.IntFlag):
 
 class UDP(bw.Struct, byteorder="big"):
     """A UDP datagram. ``checksum`` is computed by the IP packet's ``pack`` when left as None;
-    0 means "no checksum" and is kept (packed alone, None is written as 0)."""
+    0 means "no checksum" and is kept (packed alone, None is written as 0).
+
+    >>> from bytewright.formats import ip
+    >>> pkt = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> wire = pkt.pack()
+    >>> ip.IPv4.unpack(wire).payload
+    UDP(src_port=5353, dst_port=53, length=10, checksum=65102, payload=b'hi')
+    """
 
     src_port: bw.U16
     dst_port: bw.U16
@@ -96,7 +118,16 @@ class UDP(bw.Struct, byteorder="big"):
 
 class UDPFragment(bw.Struct, byteorder="big"):
     """The UDP header and the start of the datagram, in a first fragment: ``length`` counts
-    the whole datagram, ``payload`` holds what this fragment carries."""
+    the whole datagram, ``payload`` holds what this fragment carries.
+
+    >>> from bytewright.formats import ip
+    >>> pkt = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=bytes(40)))
+    >>> wire = pkt.pack()
+    >>> first, second = ip.fragment(pkt, mtu=44)
+    >>> ip.IPv4.unpack(first.pack()).payload
+    UDPFragment(src_port=5353, dst_port=53, length=48, checksum=26220, payload=b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00')
+    """
 
     src_port: bw.U16
     dst_port: bw.U16
@@ -110,7 +141,19 @@ class UDPFragment(bw.Struct, byteorder="big"):
 
 class TCP(bw.Struct, byteorder="big"):
     """A TCP segment. ``options`` are the raw option bytes (``decoded_options`` reads them);
-    ``checksum`` is computed by the IP packet's ``pack`` when left as None."""
+    ``checksum`` is computed by the IP packet's ``pack`` when left as None.
+
+    >>> from bytewright.formats import ip
+    >>> mss = ip.TCPOptions(options=[ip.MaximumSegmentSize(mss=1460)]).pack()
+    >>> seg = ip.TCP(src_port=40000, dst_port=80, seq=1, flags=ip.TCPFlags.SYN, window=64240,
+    ...              options=mss)
+    >>> pkt = ip.IPv4(ttl=64, protocol=ip.Protocol.TCP, src="192.0.2.1", dst="192.0.2.80",
+    ...               payload=seg)
+    >>> wire = pkt.pack()
+    >>> got = ip.IPv4.unpack(wire).payload
+    >>> got.flags, got.data_offset, got.decoded_options
+    (<TCPFlags.SYN: 2>, 6, [MaximumSegmentSize(kind=2, length=4, mss=1460)])
+    """
 
     src_port: bw.U16
     dst_port: bw.U16
@@ -137,7 +180,15 @@ class TCP(bw.Struct, byteorder="big"):
 class ICMP(bw.Struct, byteorder="big"):
     """An ICMP message: ``body`` is everything after the checksum (for echo, the identifier
     and sequence number, then the data; for errors, 4 bytes, then the offending packet's
-    header and first 8 bytes of payload)."""
+    header and first 8 bytes of payload).
+
+    >>> from bytewright.formats import ip
+    >>> ping = ip.IPv4(protocol=ip.Protocol.ICMP, src="192.0.2.1", dst="192.0.2.2",
+    ...                payload=ip.ICMP(type=8, code=0, body=b"\\x00\\x01\\x00\\x01ping"))
+    >>> got = ip.IPv4.unpack(ping.pack()).payload
+    >>> got.type, got.checksum, ip.checksums(ip.IPv4.unpack(ping.pack()))
+    (8, 6445, {'ipv4': True, 'icmp': True})
+    """
 
     type: bw.U8
     code: bw.U8 = 0
@@ -153,7 +204,13 @@ class ICMP(bw.Struct, byteorder="big"):
 
 
 class Raw(bw.Struct):
-    """The payload of any other protocol, or of a fragment."""
+    """The payload of any other protocol, or of a fragment.
+
+    >>> from bytewright.formats import ip
+    >>> pkt = ip.IPv4(protocol=47, src="192.0.2.1", dst="192.0.2.2", payload=ip.Raw(data=b"gre?"))
+    >>> ip.IPv4.unpack(pkt.pack()).payload
+    Raw(data=b'gre?')
+    """
 
     data: bytes = bw.field(len=bw.REST)
 
@@ -165,7 +222,12 @@ class Raw(bw.Struct):
 
 
 class TCPOption(bw.Struct, registry="kind"):
-    """One TCP option; the variants below are chosen by ``kind``."""
+    """One TCP option; the variants below are chosen by ``kind``.
+
+    >>> from bytewright.formats import ip
+    >>> ip.TCPOptions.unpack(b"\\x02\\x04\\x05\\xb4\\x01\\x00").options
+    [MaximumSegmentSize(kind=2, length=4, mss=1460), NoOperation(kind=1), EndOfOptions(kind=0)]
+    """
 
     kind: bw.U8
 
@@ -214,7 +276,15 @@ class UnknownOption(TCPOption, default=True):
 
 
 class TCPOptions(bw.Struct, byteorder="big"):
-    """The option bytes of a TCP header as a list (every padding byte is an EndOfOptions)."""
+    """The option bytes of a TCP header as a list (every padding byte is an EndOfOptions).
+
+    >>> from bytewright.formats import ip
+    >>> raw = ip.TCPOptions(options=[ip.MaximumSegmentSize(mss=1460), ip.NoOperation()]).pack()
+    >>> raw
+    b'\\x02\\x04\\x05\\xb4\\x01'
+    >>> [type(o).__name__ for o in ip.TCPOptions.unpack(raw).options]
+    ['MaximumSegmentSize', 'NoOperation']
+    """
 
     options: list[TCPOption] = bw.field(count=bw.REST)
 
@@ -254,7 +324,16 @@ _ADDR = (socket.inet_ntoa, socket.inet_aton)
 
 class IPv4Header(bw.Struct, byteorder="big"):
     """The IPv4 header alone, every field as it is on the wire (nothing computed but
-    ``ihl``): what ``IPv4`` packs and decodes leniently through."""
+    ``ihl``): what ``IPv4`` packs and decodes leniently through.
+
+    >>> from bytewright.formats import ip
+    >>> pkt = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> wire = pkt.pack()
+    >>> head = ip.IPv4Header.unpack_from(wire)[0]
+    >>> head.ihl, head.total_length, head.src
+    (5, 30, '192.0.2.1')
+    """
 
     version: int = bw.field(type=bw.Bits(4), const=4, default=4)
     ihl: int = bw.bits(4, default=None)
@@ -275,7 +354,22 @@ class IPv4Header(bw.Struct, byteorder="big"):
 
 
 class IPv4(bw.Struct, byteorder="big"):
-    """An IPv4 packet; ``ihl``, ``total_length`` and every checksum are computed on pack."""
+    """An IPv4 packet; ``ihl``, ``total_length`` and every checksum are computed on pack.
+
+    >>> from bytewright.formats import ip
+    >>> pkt = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> wire = pkt.pack()
+    >>> wire.hex(" ")
+    '45 00 00 1e 00 01 00 00 40 11 f6 ca c0 00 02 01 c0 00 02 02 14 e9 00 35 00 0a fe 4e 68 69'
+    >>> got = ip.IPv4.unpack(wire)
+    >>> got.total_length, got.checksum, got.payload.checksum
+    (30, 63178, 65102)
+    >>> ip.IPv4.unpack(wire[:-1])
+    Traceback (most recent call last):
+        ...
+    bytewright.errors.DecodeError: total_length: the packet is 30 bytes, 29 are present
+    """
 
     version: int = bw.field(type=bw.Bits(4), const=4, default=4)
     ihl: int = bw.bits(4, default=None)
@@ -530,7 +624,19 @@ def _inside(e: bw.DecodeError, path: str, offset: int) -> bw.DecodeError:
 def checksums(pkt: IPv4) -> dict[str, bool]:
     """Whether each checksum of a decoded packet holds: ``{"ipv4": ..., "udp" | "tcp" |
     "icmp": ...}``. A checksum that cannot be checked is left out: the transport checksum
-    of a fragment, of a packet cut short by the capture, and a UDP checksum of 0 (none)."""
+    of a fragment, of a packet cut short by the capture, and a UDP checksum of 0 (none).
+
+    >>> from bytewright.formats import ip
+    >>> pkt = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> wire = pkt.pack()
+    >>> ip.checksums(ip.IPv4.unpack(wire))
+    {'ipv4': True, 'udp': True}
+    >>> bad = bytearray(wire)
+    >>> bad[-1] ^= 1
+    >>> ip.checksums(ip.IPv4.unpack(bytes(bad), verify=False))
+    {'ipv4': True, 'udp': False}
+    """
     header = _header_of(pkt, pkt.total_length, 0).pack()
     out = {"ipv4": internet_checksum(header) == pkt.checksum}
     seg = _segment_bytes(pkt.payload)
@@ -583,12 +689,25 @@ class _Sum(bw.Struct):
 
 
 def internet_checksum(data: bytes | bytearray) -> int:
-    """The Internet checksum (RFC 1071) of ``data``."""
+    """The Internet checksum (RFC 1071) of ``data``.
+
+    >>> from bytewright.formats import ip
+    >>> hex(ip.internet_checksum(bytes.fromhex("4500001e000100004011 0000 c0000201c0000202")))
+    '0xf6ca'
+    """
     return int.from_bytes(_Sum(data=bytes(data)).pack()[:2], "big")
 
 
 class PseudoHeader(bw.Struct, byteorder="big"):
-    """The IPv4 pseudo-header and a segment: packing it computes the segment's checksum."""
+    """The IPv4 pseudo-header and a segment: packing it computes the segment's checksum.
+
+    >>> from bytewright.formats import ip
+    >>> seg = ip.UDP(src_port=5353, dst_port=53, payload=b"hi").pack()
+    >>> ph = ip.PseudoHeader(src=bytes([192, 0, 2, 1]), dst=bytes([192, 0, 2, 2]), protocol=17,
+    ...                      segment=seg)
+    >>> ph.pack()[:2] == ip.transport_checksum("192.0.2.1", "192.0.2.2", 17, seg).to_bytes(2, "big")
+    True
+    """
 
     checksum: bw.U16 = bw.checksum(
         "internet", over=["src", "dst", "zero", "protocol", "length", "segment"]
@@ -605,7 +724,13 @@ def transport_checksum(
     src: bytes | str, dst: bytes | str, protocol: int, segment: bytes | bytearray
 ) -> int:
     """The UDP or TCP checksum of ``segment`` (its checksum bytes zeroed) between two IPv4
-    addresses. A UDP checksum that computes to 0 is sent as 0xFFFF (RFC 768)."""
+    addresses. A UDP checksum that computes to 0 is sent as 0xFFFF (RFC 768).
+
+    >>> from bytewright.formats import ip
+    >>> seg = ip.UDP(src_port=5353, dst_port=53, payload=b"hi").pack()
+    >>> hex(ip.transport_checksum("192.0.2.1", "192.0.2.2", ip.Protocol.UDP, seg))
+    '0xfe4e'
+    """
     if isinstance(src, str):
         src = socket.inet_aton(src)
     if isinstance(dst, str):
@@ -646,7 +771,18 @@ def fragment(pkt: IPv4, mtu: int) -> list[IPv4]:
     """Splits a packet into fragments of at most ``mtu`` bytes each (RFC 791 section 3.2):
     payloads cut at multiples of 8 bytes, the first fragment keeps every option, later ones
     only the copied ones. The transport checksum is computed over the whole datagram first.
-    A packet that fits (or has ``df`` set) is returned alone."""
+    A packet that fits (or has ``df`` set) is returned alone.
+
+    >>> from bytewright.formats import ip
+    >>> pkt = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=bytes(100)))
+    >>> wire = pkt.pack()
+    >>> parts = ip.fragment(pkt, mtu=68)
+    >>> [(p.fragment_offset * 8, p.mf, len(p.pack())) for p in parts]
+    [(0, True, 68), (48, True, 68), (96, False, 32)]
+    >>> ip.reassemble(parts)[0] == ip.IPv4.unpack(wire)
+    True
+    """
     whole = IPv4.unpack(pkt.pack())
     data = _segment_bytes(whole.payload)
     if 20 + len(whole.options) + len(data) <= mtu:
@@ -707,6 +843,14 @@ def reassemble(
     - **Timeout**: a datagram not complete within ``timeout`` seconds of its first fragment
       (Linux's ``ipfrag_time`` default, 30 s; RFC 791 suggests 15 s) is discarded.
     - Datagrams still incomplete at the end are discarded.
+
+    >>> from bytewright.formats import ip
+    >>> pkt = ip.IPv4(identification=1, ttl=64, protocol=ip.Protocol.UDP, src="192.0.2.1",
+    ...               dst="192.0.2.2", payload=ip.UDP(src_port=5353, dst_port=53, payload=bytes(100)))
+    >>> wire = pkt.pack()
+    >>> a, b = ip.fragment(pkt, mtu=100)
+    >>> [p.payload.payload == bytes(100) for p in ip.reassemble([b, a])]
+    [True]
     """
     out: list[IPv4] = []
     held: dict[tuple[str, str, int, int], _Datagram] = {}

@@ -59,7 +59,15 @@ _ADDR6 = (_v6_decode, _v6_encode)
 
 
 class ICMPv6(bw.Struct, byteorder="big"):
-    """An ICMPv6 message: ``body`` is everything after the checksum."""
+    """An ICMPv6 message: ``body`` is everything after the checksum.
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> ping = ipv6.IPv6(next_header=58, src="::1", dst="::1",
+    ...                  payload=ipv6.ICMPv6(type=128, code=0, body=b"\\x00\\x01\\x00\\x01"))
+    >>> got = ipv6.IPv6.unpack(ping.pack())
+    >>> got.payload.type, ipv6.checksums(got)
+    (128, {'icmpv6': True})
+    """
 
     type: bw.U8
     code: bw.U8 = 0
@@ -98,7 +106,15 @@ _FRAG_TAG = "-1 if fragment_offset else (273 if m and next_header == 17 else nex
 
 
 class HopByHop(bw.Struct, byteorder="big"):
-    """Hop-by-hop options: ``options`` are the raw TLV bytes (with their padding)."""
+    """Hop-by-hop options: ``options`` are the raw TLV bytes (with their padding).
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> pkt = ipv6.IPv6(next_header=0, src="::1", dst="::1",
+    ...                 payload=ipv6.HopByHop(next_header=59, options=bytes([1, 4, 0, 0, 0, 0]),
+    ...                                       payload=ip.Raw(data=b"")))
+    >>> ipv6.IPv6.unpack(pkt.pack()).payload.length
+    0
+    """
 
     next_header: bw.U8
     length: bw.U8 = bw.derived()
@@ -107,7 +123,16 @@ class HopByHop(bw.Struct, byteorder="big"):
 
 
 class DestinationOptions(bw.Struct, byteorder="big"):
-    """Destination options: ``options`` are the raw TLV bytes (with their padding)."""
+    """Destination options: ``options`` are the raw TLV bytes (with their padding).
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> pkt = ipv6.IPv6(next_header=60, src="::1", dst="::1",
+    ...                 payload=ipv6.DestinationOptions(next_header=59,
+    ...                                                 options=bytes([1, 4, 0, 0, 0, 0]),
+    ...                                                 payload=ip.Raw(data=b"")))
+    >>> ipv6.IPv6.unpack(pkt.pack()).payload.options
+    b'\\x01\\x04\\x00\\x00\\x00\\x00'
+    """
 
     next_header: bw.U8
     length: bw.U8 = bw.derived()
@@ -116,7 +141,16 @@ class DestinationOptions(bw.Struct, byteorder="big"):
 
 
 class Routing(bw.Struct, byteorder="big"):
-    """A routing header; ``data`` is the type-specific rest (addresses, segment list)."""
+    """A routing header; ``data`` is the type-specific rest (addresses, segment list).
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> hdr = ipv6.Routing(next_header=59, routing_type=0, segments_left=0, data=bytes(4),
+    ...                    payload=ip.Raw(data=b""))
+    >>> pkt = ipv6.IPv6(next_header=43, src="::1", dst="::1", payload=hdr)
+    >>> got = ipv6.IPv6.unpack(pkt.pack()).payload
+    >>> got.length, got.routing_type
+    (0, 0)
+    """
 
     next_header: bw.U8
     length: bw.U8 = bw.derived()
@@ -127,7 +161,16 @@ class Routing(bw.Struct, byteorder="big"):
 
 
 class Fragment(bw.Struct, byteorder="big"):
-    """A fragment header: ``fragment_offset`` in 8-byte units, ``m`` for "more fragments"."""
+    """A fragment header: ``fragment_offset`` in 8-byte units, ``m`` for "more fragments".
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> frag = ipv6.Fragment(next_header=17, fragment_offset=0, m=True, identification=7,
+    ...                      payload=ip.Raw(data=bytes.fromhex("0001000200100000")))
+    >>> pkt = ipv6.IPv6(next_header=44, src="::1", dst="::1", payload=frag)
+    >>> got = ipv6.IPv6.unpack(pkt.pack()).payload
+    >>> got.m, got.identification, got.payload
+    (True, 7, UDPFragment(src_port=1, dst_port=2, length=16, checksum=0, payload=b''))
+    """
 
     next_header: bw.U8
     reserved: bw.U8 = 0
@@ -139,7 +182,16 @@ class Fragment(bw.Struct, byteorder="big"):
 
 
 class IPv6Header(bw.Struct, byteorder="big"):
-    """The fixed IPv6 header alone, every field as on the wire."""
+    """The fixed IPv6 header alone, every field as on the wire.
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> pkt = ipv6.IPv6(next_header=ip.Protocol.UDP, hop_limit=64, src="2001:db8::1",
+    ...                 dst="2001:db8::2", payload=ip.UDP(src_port=1, dst_port=2, payload=b"x"))
+    >>> wire = pkt.pack()
+    >>> head = ipv6.IPv6Header.unpack_from(wire)[0]
+    >>> head.payload_length, head.next_header, head.dst
+    (9, 17, '2001:db8::2')
+    """
 
     version: int = bw.field(type=bw.Bits(4), const=6, default=6)
     dscp: int = bw.bits(6, default=0)
@@ -157,7 +209,18 @@ _UPPER = (UDP, UDPFragment, TCP, ICMPv6)
 
 
 class IPv6(bw.Struct, byteorder="big"):
-    """An IPv6 packet; ``payload_length`` and the transport checksum are computed on pack."""
+    """An IPv6 packet; ``payload_length`` and the transport checksum are computed on pack.
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> pkt = ipv6.IPv6(next_header=ip.Protocol.UDP, hop_limit=64, src="2001:db8::1",
+    ...                 dst="2001:db8::2", payload=ip.UDP(src_port=1, dst_port=2, payload=b"x"))
+    >>> wire = pkt.pack()
+    >>> wire[:8].hex(" ")
+    '60 00 00 00 00 09 11 40'
+    >>> got = ipv6.IPv6.unpack(wire)
+    >>> got.payload_length, got.payload.checksum, got.src
+    (9, 11364, '2001:db8::1')
+    """
 
     version: int = bw.field(type=bw.Bits(4), const=6, default=6)
     dscp: int = bw.bits(6, default=0)
@@ -263,7 +326,15 @@ def _chain(pkt: Any) -> list[Any]:
 
 
 def upper_layer(pkt: IPv6) -> Any:
-    """The last payload of the extension header chain (UDP, TCP, ICMPv6, or Raw)."""
+    """The last payload of the extension header chain (UDP, TCP, ICMPv6, or Raw).
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> frag = ipv6.Fragment(next_header=17, fragment_offset=0, m=False, identification=7,
+    ...                      payload=ip.UDP(src_port=1, dst_port=2, payload=b"x"))
+    >>> pkt = ipv6.IPv6(next_header=44, src="::1", dst="::1", payload=frag)
+    >>> ipv6.upper_layer(ipv6.IPv6.unpack(pkt.pack()))
+    UDP(src_port=1, dst_port=2, length=9, checksum=34775, payload=b'x')
+    """
     return _chain(pkt)[-1]
 
 
@@ -357,7 +428,13 @@ def transport_checksum6(
     src: bytes | str, dst: bytes | str, next_header: int, segment: bytes | bytearray
 ) -> int:
     """The UDP, TCP or ICMPv6 checksum of ``segment`` (its checksum bytes zeroed) between
-    two IPv6 addresses. A UDP checksum that computes to 0 is sent as 0xFFFF."""
+    two IPv6 addresses. A UDP checksum that computes to 0 is sent as 0xFFFF.
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> seg = ip.UDP(src_port=1, dst_port=2, payload=b"x").pack()
+    >>> hex(ipv6.transport_checksum6("2001:db8::1", "2001:db8::2", 17, seg))
+    '0x2c64'
+    """
     if isinstance(src, str):
         src = _v6_encode(src)
     if isinstance(dst, str):
@@ -392,7 +469,15 @@ def _check_upper(pkt: IPv6) -> tuple[bool, int, int] | None:
 def checksums(pkt: IPv6) -> dict[str, bool]:
     """Whether the upper layer's checksum holds: ``{"udp" | "tcp" | "icmpv6": ...}``, or
     ``{}`` when it cannot be checked (a fragment, a cut-short packet, a UDP checksum of 0,
-    a Raw payload)."""
+    a Raw payload).
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> pkt = ipv6.IPv6(next_header=ip.Protocol.UDP, hop_limit=64, src="2001:db8::1",
+    ...                 dst="2001:db8::2", payload=ip.UDP(src_port=1, dst_port=2, payload=b"x"))
+    >>> wire = pkt.pack()
+    >>> ipv6.checksums(ipv6.IPv6.unpack(wire))
+    {'udp': True}
+    """
     got = _check_upper(pkt)
     if got is None:
         return {}
@@ -404,7 +489,16 @@ def decode(data: Any, *, lenient: bool = True) -> tuple[IPv6, int]:
     ``(packet, end)``, ``end`` being where the packet ends by its ``payload_length``.
     ``payload_length == 0`` with bytes after the header (a jumbogram or segmentation
     offload) runs to the end of ``data``; with ``lenient``, a packet cut short by the
-    capture keeps what is there, and a chain that does not decode is ``Raw``."""
+    capture keeps what is there, and a chain that does not decode is ``Raw``.
+
+    >>> from bytewright.formats import ip, ipv6
+    >>> pkt = ipv6.IPv6(next_header=ip.Protocol.UDP, hop_limit=64, src="2001:db8::1",
+    ...                 dst="2001:db8::2", payload=ip.UDP(src_port=1, dst_port=2, payload=b"x"))
+    >>> wire = pkt.pack()
+    >>> pkt, end = ipv6.decode(wire + b"pad")
+    >>> end == len(wire), pkt.payload.payload
+    (True, b'x')
+    """
     wire = bytes(data)
     hdr, off = IPv6Header.unpack_from(wire)
     pl = hdr.payload_length

@@ -38,7 +38,14 @@ MAX_DEPTH = 100
 
 class PackTypeError(bw.PackError, TypeError):
     """A value of a type MessagePack cannot hold. It is a ``TypeError`` too, as the ``msgpack``
-    package raises for the same values, so ``except TypeError:`` keeps working."""
+    package raises for the same values, so ``except TypeError:`` keeps working.
+
+    >>> from bytewright.formats import msgpack
+    >>> msgpack.packb({"when": object()})
+    Traceback (most recent call last):
+        ...
+    bytewright.formats.msgpack.PackTypeError: cannot serialize 'object' object
+    """
 
 
 ExtType = bw.types.ExtType
@@ -127,14 +134,24 @@ _CASES: dict[int, Any] = {
 
 
 class Value(bw.Struct):
-    """One MessagePack value: the first byte, then the body that byte selects."""
+    """One MessagePack value: the first byte, then the body that byte selects.
+
+    >>> from bytewright.formats import msgpack
+    >>> msgpack.Value.unpack(b"\\x92\\x01\\xa2hi")  # a fixarray: 1 (a fixint) and "hi"
+    Value(head=146, body=[Value(head=1, body=b''), Value(head=162, body='hi')])
+    """
 
     head: bw.U8
     body: Any = bw.field(tag=_KIND, cases=_CASES)
 
 
 class Pair(bw.Struct):
-    """One key/value entry of a map."""
+    """One key/value entry of a map.
+
+    >>> from bytewright.formats import msgpack
+    >>> msgpack.Value.unpack(b"\\x81\\xa1k\\x01").body  # a fixmap of one pair
+    [Pair(key=Value(head=161, body='k'), value=Value(head=1, body=b''))]
+    """
 
     key: Value
     value: Value
@@ -195,12 +212,25 @@ def unpackb(data: bytes | bytearray | memoryview) -> Any:
     """Decodes exactly one MessagePack value (trailing bytes are an error).
 
     Map keys may be any value but an array or a map (which Python cannot hash).
+
+    >>> from bytewright.formats import msgpack
+    >>> msgpack.unpackb(b"\\x81\\xa1a\\x92\\x01\\xc0")
+    {'a': [1, None]}
+    >>> msgpack.unpackb(b"\\x92\\x01")
+    Traceback (most recent call last):
+        ...
+    bytewright.errors.DecodeError: value[1]: needs 1 bytes at offset 2, 0 left
     """
     return _NATIVE.unpack(data)["value"]
 
 
 def unpackb_declared(data: bytes | bytearray | memoryview) -> Any:
-    """``unpackb`` through the declared ``Value`` schema (slower; shows the vocabulary)."""
+    """``unpackb`` through the declared ``Value`` schema (slower; shows the vocabulary).
+
+    >>> from bytewright.formats import msgpack
+    >>> msgpack.unpackb_declared(b"\\x81\\xa1a\\x92\\x01\\xc0")
+    {'a': [1, None]}
+    """
     tree = _get_codec().unpack(data)
     try:
         return _py(tree)
@@ -279,7 +309,12 @@ _BASES: tuple[Any, ...] = (bool, int, float, str, bytes, list, tuple, dict)
 
 
 def packb(value: Any) -> bytes:
-    """Encodes a value as MessagePack, byte-identical with ``msgpack.packb(value)``."""
+    """Encodes a value as MessagePack, byte-identical with ``msgpack.packb(value)``.
+
+    >>> from bytewright.formats import msgpack
+    >>> msgpack.packb({"a": [1, 2.5, None, b"\\x00"]})
+    b'\\x81\\xa1a\\x94\\x01\\xcb@\\x04\\x00\\x00\\x00\\x00\\x00\\x00\\xc0\\xc4\\x01\\x00'
+    """
     try:
         return _NATIVE.pack({"value": value})
     except bw.PackError:
@@ -289,5 +324,10 @@ def packb(value: Any) -> bytes:
 
 
 def packb_declared(value: Any) -> bytes:
-    """``packb`` through the declared ``Value`` schema (slower; shows the vocabulary)."""
+    """``packb`` through the declared ``Value`` schema (slower; shows the vocabulary).
+
+    >>> from bytewright.formats import msgpack
+    >>> msgpack.packb_declared({"a": [1, 2.5]}) == msgpack.packb({"a": [1, 2.5]})
+    True
+    """
     return _get_codec().pack(_tree(value, 0))  # type: ignore[no-any-return]

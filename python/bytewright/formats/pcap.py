@@ -72,7 +72,12 @@ MAGICS = (MAGIC_LE_US, MAGIC_LE_NS, MAGIC_BE_US, MAGIC_BE_NS, MAGIC_LE_MODIFIED,
 
 
 class HeaderLE(bw.Struct, byteorder="little"):
-    """The global header after the magic."""
+    """The global header after the magic.
+
+    >>> from bytewright.formats import pcap
+    >>> pcap.HeaderLE(snaplen=262144).pack().hex(" ")
+    '02 00 04 00 00 00 00 00 00 00 00 00 00 00 04 00 01 00 00 00'
+    """
 
     version_major: bw.U16 = 2
     version_minor: bw.U16 = 4
@@ -83,11 +88,21 @@ class HeaderLE(bw.Struct, byteorder="little"):
 
 
 class HeaderBE(HeaderLE, byteorder="big"):
-    pass
+    """The global header of a big-endian capture (``HeaderLE``'s fields).
+
+    >>> from bytewright.formats import pcap
+    >>> pcap.HeaderBE(snaplen=262144).pack().hex(" ")
+    '00 02 00 04 00 00 00 00 00 00 00 00 00 04 00 00 00 00 00 01'
+    """
 
 
 class RecordLE(bw.Struct, byteorder="little"):
-    """One captured packet; ``ts_frac`` is in micro- or nanoseconds (see the magic)."""
+    """One captured packet; ``ts_frac`` is in micro- or nanoseconds (see the magic).
+
+    >>> from bytewright.formats import pcap
+    >>> pcap.RecordLE(ts_sec=1, ts_frac=2, orig_len=60, data=b"abc").pack().hex(" ")
+    '01 00 00 00 02 00 00 00 03 00 00 00 3c 00 00 00 61 62 63'
+    """
 
     ts_sec: bw.U32
     ts_frac: bw.U32
@@ -97,12 +112,23 @@ class RecordLE(bw.Struct, byteorder="little"):
 
 
 class RecordBE(RecordLE, byteorder="big"):
-    pass
+    """One captured packet of a big-endian capture (``RecordLE``'s fields).
+
+    >>> from bytewright.formats import pcap
+    >>> pcap.RecordBE(ts_sec=1, ts_frac=2, orig_len=60, data=b"abc").pack().hex(" ")
+    '00 00 00 01 00 00 00 02 00 00 00 03 00 00 00 3c 61 62 63'
+    """
 
 
 class ModifiedRecordLE(bw.Struct, byteorder="little"):
     """A record of a modified pcap file: the usual fields, then the interface index, the
-    protocol and the packet type of the Linux capture."""
+    protocol and the packet type of the Linux capture.
+
+    >>> from bytewright.formats import pcap
+    >>> rec = pcap.ModifiedRecordLE(ts_sec=1, ts_frac=2, orig_len=3, ifindex=2, data=b"abc")
+    >>> len(rec.pack()), pcap.ModifiedRecordLE.unpack(rec.pack()).ifindex
+    (27, 2)
+    """
 
     ts_sec: bw.U32
     ts_frac: bw.U32
@@ -116,31 +142,87 @@ class ModifiedRecordLE(bw.Struct, byteorder="little"):
 
 
 class ModifiedRecordBE(ModifiedRecordLE, byteorder="big"):
-    pass
+    """A record of a big-endian modified pcap file (``ModifiedRecordLE``'s fields).
+
+    >>> from bytewright.formats import pcap
+    >>> rec = pcap.ModifiedRecordBE(ts_sec=1, ts_frac=2, orig_len=3, ifindex=2, data=b"abc")
+    >>> rec.pack()[16:20]
+    b'\\x00\\x00\\x00\\x02'
+    """
 
 
 class ModifiedBodyLE(bw.Struct, byteorder="little"):
+    """The header and records of a little-endian modified pcap file (Alexey Kuznetsov's
+    format).
+
+    >>> from bytewright.formats import pcap
+    >>> rec = pcap.ModifiedRecordLE(ts_sec=1, ts_frac=0, orig_len=1, data=b"x")
+    >>> body = pcap.ModifiedBodyLE(header=pcap.HeaderLE(), records=[rec])
+    >>> f = pcap.Pcap.unpack(pcap.Pcap(magic=pcap.MAGIC_LE_MODIFIED, body=body).pack())
+    >>> type(f.body).__name__, f.body.records[0].data
+    ('ModifiedBodyLE', b'x')
+    """
+
     header: HeaderLE
     records: list[ModifiedRecordLE] = bw.field(count=bw.REST)
 
 
 class ModifiedBodyBE(bw.Struct, byteorder="big"):
+    """The header and records of a big-endian modified pcap file.
+
+    >>> from bytewright.formats import pcap
+    >>> rec = pcap.ModifiedRecordBE(ts_sec=1, ts_frac=0, orig_len=1, data=b"x")
+    >>> body = pcap.ModifiedBodyBE(header=pcap.HeaderBE(), records=[rec])
+    >>> f = pcap.Pcap.unpack(pcap.Pcap(magic=pcap.MAGIC_BE_MODIFIED, body=body).pack())
+    >>> type(f.body).__name__, f.body.records[0].data
+    ('ModifiedBodyBE', b'x')
+    """
+
     header: HeaderBE
     records: list[ModifiedRecordBE] = bw.field(count=bw.REST)
 
 
 class BodyLE(bw.Struct, byteorder="little"):
+    """The header and records of a little-endian capture (what follows the magic).
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1_700_000_000, 250_000, b"\\xff" * 14)])
+    >>> body = pcap.Pcap.unpack(data).body
+    >>> type(body).__name__, body.header.linktype, len(body.records)
+    ('BodyLE', 1, 1)
+    """
+
     header: HeaderLE
     records: list[RecordLE] = bw.field(count=bw.REST)
 
 
 class BodyBE(bw.Struct, byteorder="big"):
+    """The header and records of a big-endian capture.
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1, 0, b"x")], byteorder="big")
+    >>> body = pcap.Pcap.unpack(data).body
+    >>> type(body).__name__, body.records[0].data
+    ('BodyBE', b'x')
+    """
+
     header: HeaderBE
     records: list[RecordBE] = bw.field(count=bw.REST)
 
 
 class Pcap(bw.Struct):
-    """A whole capture file."""
+    """A whole capture file.
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1_700_000_000, 250_000, b"\\xff" * 14)])
+    >>> f = pcap.Pcap.unpack(data)
+    >>> f.magic, f.nanoseconds, f.body.records[0].ts_frac
+    (b'\\xd4\\xc3\\xb2\\xa1', False, 250000)
+    >>> pcap.Pcap.unpack(b"\\x0a\\x0d\\x0d\\x0a" + data[4:])
+    Traceback (most recent call last):
+        ...
+    bytewright.errors.DecodeError: magic: not a pcap magic number: b'\\n\\r\\r\\n' (expected 0xa1b2c3d4, 0xa1b23c4d or 0xa1b2cd34 in either byte order) (a pcapng file: use pcap.read or pcapng)
+    """
 
     magic: bytes = bw.field(len=4)
     body: BodyLE | BodyBE | ModifiedBodyLE | ModifiedBodyBE = bw.field(
@@ -187,6 +269,11 @@ def iter_records(
 
     A truncated last record raises ``bw.DecodeError`` when it is reached, its path naming
     the record (``records[3].data``).
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1_700_000_000, 250_000, b"\\xff" * 14)])
+    >>> [(r.ts_sec, len(r.data)) for r in pcap.iter_records(data + data[24:])]
+    [(1700000000, 14), (1700000000, 14)]
     """
     for _, rec in _records(data):
         yield rec
@@ -228,7 +315,15 @@ def _records(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, Any]]:
 
 
 class CutShort(bw.DecodeError):
-    """The file ends inside a record or block (a capture that was cut short)."""
+    """The file ends inside a record or block (a capture that was cut short).
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1_700_000_000, 250_000, b"\\xff" * 14)])
+    >>> pcap.read(data[:-3], verify=True)
+    Traceback (most recent call last):
+        ...
+    bytewright.formats.pcap.CutShort: records[0]: the file ends inside this record (27 bytes of it at offset 24, at least 30 needed)
+    """
 
 
 def _named(e: bw.DecodeError, where: str) -> bw.DecodeError:
@@ -246,7 +341,13 @@ def write(
     byteorder: str = "little",
     nanoseconds: bool = False,
 ) -> bytes:
-    """Encodes a capture from ``(ts_sec, ts_frac, data[, orig_len])`` tuples."""
+    """Encodes a capture from ``(ts_sec, ts_frac, data[, orig_len])`` tuples.
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1, 500, b"frame")], linktype=101, nanoseconds=True)
+    >>> data[:4] == pcap.MAGIC_LE_NS, len(data)
+    (True, 45)
+    """
     little = byteorder == "little"
     rec_cls: type[RecordLE] = RecordLE if little else RecordBE
     recs: list[Any] = []
@@ -283,6 +384,12 @@ class Packet(bw.Struct, byteorder="big"):
     (228) or ``IPv6`` (229); raw-IP captures (101) are read as 228 or 229 by the version of
     each packet; any other link type, or a frame that does not decode at all, is ``Raw``.
     Its wire form (these fields in order, big-endian) is the record's own, not a file's.
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1_700_000_000, 250_000, b"\\xff" * 14)])
+    >>> packet = pcap.read(data).packets[0]
+    >>> packet.timestamp_ns, packet.linktype, packet.truncated, type(packet.frame).__name__
+    (1700000000250000000, 1, False, 'Ethernet')
     """
 
     timestamp_ns: bw.U64
@@ -349,7 +456,13 @@ def _frame_bytes(frame: Any) -> bytes:
 @dataclass
 class Interface:
     """A capture interface: its link type, snap length, name (pcapng ``if_name``),
-    timestamp units per second (``if_tsresol``) and offset in seconds (``if_tsoffset``)."""
+    timestamp units per second (``if_tsresol``) and offset in seconds (``if_tsoffset``).
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1_700_000_000, 250_000, b"\\xff" * 14)])
+    >>> pcap.read(data).interfaces
+    [Interface(linktype=1, snaplen=65535, name=None, units_per_second=1000000, offset_seconds=0)]
+    """
 
     linktype: int
     snaplen: int = 0
@@ -362,7 +475,14 @@ class Interface:
 class Capture:
     """A whole capture: ``format`` is ``"pcap"``, ``"pcap-modified"`` or ``"pcapng"``.
     ``cut_short`` is the ``bw.DecodeError`` of a file that ends inside a record or block
-    (the packets before it are read, as Wireshark does), else None."""
+    (the packets before it are read, as Wireshark does), else None.
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1_700_000_000, 250_000, b"\\xff" * 14)])
+    >>> cap = pcap.read(data + data[24:-3])  # the second packet cut short
+    >>> cap.format, len(cap.packets), str(cap.cut_short)
+    ('pcap', 1, 'records[1]: the file ends inside this record (27 bytes of it at offset 54, at least 30 needed)')
+    """
 
     format: str
     interfaces: list[Interface] = field(default_factory=list)
@@ -439,6 +559,16 @@ def read(source: Any, *, verify: bool = False) -> Capture:
     ``bw.DecodeError`` whose path names the packet (``packets[7].frame.payload.payload.
     checksum``) and whose offset is in the file. Errors in the file's own structure are
     ``bw.DecodeError``s either way.
+
+    >>> from bytewright.formats import ethernet, ip, pcap
+    >>> udp = ip.IPv4(protocol=ip.Protocol.UDP, src="192.0.2.1", dst="192.0.2.2",
+    ...               payload=ip.UDP(src_port=5353, dst_port=53, payload=b"hi"))
+    >>> frame = ethernet.Ethernet(dst="ff:ff:ff:ff:ff:ff", src="02:00:00:00:00:01",
+    ...                           type=ethernet.EtherType.IPV4, payload=udp).pack()
+    >>> cap = pcap.read(pcap.write([(1_700_000_000, 0, frame)]))
+    >>> p = cap.packets[0]
+    >>> p.frame.payload.payload.dst_port, p.checksums
+    (53, {'ipv4': True, 'udp': True})
     """
     data = _source_bytes(source)
     magic = data[:4]
@@ -628,6 +758,12 @@ def read_table(source: Any, *, threads: int | None = None) -> bw.Table:
     bytes as ``frame.Raw``. Checksums are not verified here (``read`` and
     ``ip.checksums`` do). A file cut inside a packet keeps the packets before it and warns
     (``CutShortWarning``); a malformed file header is a ``bw.DecodeError``.
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1_700_000_000, 250_000, b"\\xff" * 14)])
+    >>> table = pcap.read_table(data + data[24:])
+    >>> table.num_rows, table.column_names[:4]
+    (2, ['ts_sec', 'ts_usec', 'captured_length', 'original_length'])
     """
     data = _source_bytes(source)
     magic = data[:4]
@@ -684,7 +820,17 @@ def _lenient_table(
 
 
 class CutShortWarning(UserWarning):
-    """A capture file ends inside a packet: ``read_table`` keeps the packets before it."""
+    """A capture file ends inside a packet: ``read_table`` keeps the packets before it.
+
+    >>> from bytewright.formats import pcap
+    >>> data = pcap.write([(1_700_000_000, 250_000, b"\\xff" * 14)])
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     rows = pcap.read_table(data + data[24:-3]).num_rows
+    >>> rows, caught[0].category.__name__
+    (1, 'CutShortWarning')
+    """
 
 
 def len_of(parts: list[bw.Table]) -> int:

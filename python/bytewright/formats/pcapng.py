@@ -63,7 +63,12 @@ OPT_IF_TSOFFSET = 14
 
 
 class OptionLE(bw.Struct, byteorder="little", align=4):
-    """One option: a code, a length and a value padded to 4 bytes (code 0 ends the list)."""
+    """One option: a code, a length and a value padded to 4 bytes (code 0 ends the list).
+
+    >>> from bytewright.formats import pcapng
+    >>> pcapng.OptionLE(code=2, value=b"eth0").pack(), pcapng.OptionLE(code=2, value=b"lo").pack()
+    (b'\\x02\\x00\\x04\\x00eth0', b'\\x02\\x00\\x02\\x00lo\\x00\\x00')
+    """
 
     code: bw.U16
     length: bw.U16 = bw.derived()
@@ -71,10 +76,26 @@ class OptionLE(bw.Struct, byteorder="little", align=4):
 
 
 class OptionBE(OptionLE, byteorder="big", align=4):
-    pass
+    """One option of a big-endian section (``OptionLE``'s fields).
+
+    >>> from bytewright.formats import pcapng
+    >>> pcapng.OptionBE(code=2, value=b"lo").pack()
+    b'\\x00\\x02\\x00\\x02lo\\x00\\x00'
+    """
 
 
 class SectionHeaderLE(bw.Struct, byteorder="little"):
+    """The section header block's body in a little-endian section: the byte-order magic, the
+    version and the section's length (-1: not given).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> shb = pcapng.read_blocks(data)[0].body
+    >>> hex(shb.byte_order_magic), shb.major, shb.minor, shb.section_length
+    ('0x1a2b3c4d', 1, 0, -1)
+    """
+
     byte_order_magic: bw.U32 = bw.const(BYTE_ORDER_MAGIC)
     major: bw.U16 = 1
     minor: bw.U16 = 0
@@ -83,6 +104,18 @@ class SectionHeaderLE(bw.Struct, byteorder="little"):
 
 
 class SectionHeaderBE(bw.Struct, byteorder="big"):
+    """The section header block's body in a big-endian section: the byte-order magic, the
+    version and the section's length (-1: not given).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")],
+    ...                                     byteorder="big")])
+    >>> shb = pcapng.read_blocks(data)[0].body
+    >>> hex(shb.byte_order_magic), shb.major, shb.minor, shb.section_length
+    ('0x1a2b3c4d', 1, 0, -1)
+    """
+
     byte_order_magic: bw.U32 = bw.const(BYTE_ORDER_MAGIC)
     major: bw.U16 = 1
     minor: bw.U16 = 0
@@ -91,6 +124,17 @@ class SectionHeaderBE(bw.Struct, byteorder="big"):
 
 
 class InterfaceDescriptionLE(bw.Struct, byteorder="little"):
+    """The interface description block's body in a little-endian section: link type, snap
+    length and options (``if_name``, ``if_tsresol`` ...).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> idb = pcapng.read_blocks(data)[1].body
+    >>> idb.linktype, idb.snaplen, [(o.code, o.value) for o in idb.options]
+    (1, 65535, [(2, b'eth0'), (0, b'')])
+    """
+
     linktype: bw.U16 = 1
     reserved: bw.U16 = 0
     snaplen: bw.U32 = 0
@@ -98,6 +142,18 @@ class InterfaceDescriptionLE(bw.Struct, byteorder="little"):
 
 
 class InterfaceDescriptionBE(bw.Struct, byteorder="big"):
+    """The interface description block's body in a big-endian section: link type, snap length
+    and options (``if_name``, ``if_tsresol`` ...).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")],
+    ...                                     byteorder="big")])
+    >>> idb = pcapng.read_blocks(data)[1].body
+    >>> idb.linktype, idb.snaplen, [(o.code, o.value) for o in idb.options]
+    (1, 65535, [(2, b'eth0'), (0, b'')])
+    """
+
     linktype: bw.U16 = 1
     reserved: bw.U16 = 0
     snaplen: bw.U32 = 0
@@ -105,6 +161,17 @@ class InterfaceDescriptionBE(bw.Struct, byteorder="big"):
 
 
 class EnhancedPacketLE(bw.Struct, byteorder="little"):
+    """The enhanced packet block's body in a little-endian section: interface, 64-bit timestamp
+    in the interface's units, the captured data and options.
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> epb = pcapng.read_blocks(data)[2].body
+    >>> epb.interface_id, (epb.timestamp_high << 32) | epb.timestamp_low, epb.data
+    (0, 1700000000000000, b'frame')
+    """
+
     interface_id: bw.U32 = 0
     timestamp_high: bw.U32 = 0
     timestamp_low: bw.U32 = 0
@@ -115,6 +182,18 @@ class EnhancedPacketLE(bw.Struct, byteorder="little"):
 
 
 class EnhancedPacketBE(bw.Struct, byteorder="big"):
+    """The enhanced packet block's body in a big-endian section: interface, 64-bit timestamp in
+    the interface's units, the captured data and options.
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")],
+    ...                                     byteorder="big")])
+    >>> epb = pcapng.read_blocks(data)[2].body
+    >>> epb.interface_id, (epb.timestamp_high << 32) | epb.timestamp_low, epb.data
+    (0, 1700000000000000, b'frame')
+    """
+
     interface_id: bw.U32 = 0
     timestamp_high: bw.U32 = 0
     timestamp_low: bw.U32 = 0
@@ -125,7 +204,14 @@ class EnhancedPacketBE(bw.Struct, byteorder="big"):
 
 
 class PacketLE(bw.Struct, byteorder="little"):
-    """The obsolete packet block (type 2), which older writers still produce."""
+    """The obsolete packet block (type 2), which older writers still produce.
+
+    >>> from bytewright.formats import pcapng
+    >>> body = pcapng.PacketLE(original_length=5, data=b"frame")
+    >>> block = pcapng.BlockLE(type=pcapng.BLOCK_PB, body=body)
+    >>> pcapng.BlockLE.unpack(block.pack()).body.data
+    b'frame'
+    """
 
     interface_id: bw.U16 = 0
     drops_count: bw.U16 = 0
@@ -138,7 +224,14 @@ class PacketLE(bw.Struct, byteorder="little"):
 
 
 class PacketBE(bw.Struct, byteorder="big"):
-    """The obsolete packet block (type 2), which older writers still produce."""
+    """The obsolete packet block (type 2), which older writers still produce.
+
+    >>> from bytewright.formats import pcapng
+    >>> body = pcapng.PacketBE(original_length=5, data=b"frame")
+    >>> block = pcapng.BlockBE(type=pcapng.BLOCK_PB, body=body)
+    >>> pcapng.BlockBE.unpack(block.pack()).body.data
+    b'frame'
+    """
 
     interface_id: bw.U16 = 0
     drops_count: bw.U16 = 0
@@ -152,24 +245,55 @@ class PacketBE(bw.Struct, byteorder="big"):
 
 class SimplePacketLE(bw.Struct, byteorder="little"):
     """A packet of interface 0; ``data`` includes the padding to 4 bytes (the captured
-    length is the smaller of ``original_length`` and the interface's snap length)."""
+    length is the smaller of ``original_length`` and the interface's snap length).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     simple=True, packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> spb = pcapng.read_blocks(data)[2].body
+    >>> type(spb).__name__, spb.original_length, spb.data
+    ('SimplePacketLE', 5, b'frame\\x00\\x00\\x00')
+    """
 
     original_length: bw.U32
     data: bytes = bw.field(len=bw.REST)
 
 
 class SimplePacketBE(SimplePacketLE, byteorder="big"):
-    pass
+    """A simple packet block's body in a big-endian section (``SimplePacketLE``'s fields).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     simple=True, packets=[(0, 1_700_000_000_000_000, b"frame")],
+    ...                                     byteorder="big")])
+    >>> spb = pcapng.read_blocks(data)[2].body
+    >>> type(spb).__name__, spb.original_length, spb.data
+    ('SimplePacketBE', 5, b'frame\\x00\\x00\\x00')
+    """
 
 
 class RawBody(bw.Struct):
-    """The body of a block type this module does not decode."""
+    """The body of a block type this module does not decode.
+
+    >>> from bytewright.formats import pcapng
+    >>> block = pcapng.BlockLE(type=0x0BAD, body=pcapng.RawBody(data=b"abcd"))
+    >>> pcapng.BlockLE.unpack(block.pack()).body
+    RawBody(data=b'abcd')
+    """
 
     data: bytes = bw.field(len=bw.REST)
 
 
 class BlockLE(bw.Struct, byteorder="little"):
-    """One block; ``trailing_length`` repeats ``length`` (computed on pack when None)."""
+    """One block; ``trailing_length`` repeats ``length`` (computed on pack when None).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> block = pcapng.read_blocks(data)[2]
+    >>> type(block).__name__, block.type == pcapng.BLOCK_EPB, block.length == block.trailing_length
+    ('BlockLE', True, True)
+    """
 
     type: bw.U32
     length: bw.U32 = bw.derived()
@@ -192,7 +316,16 @@ class BlockLE(bw.Struct, byteorder="little"):
 
 
 class BlockBE(bw.Struct, byteorder="big"):
-    """One block; ``trailing_length`` repeats ``length`` (computed on pack when None)."""
+    """One block; ``trailing_length`` repeats ``length`` (computed on pack when None).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")],
+    ...                                     byteorder="big")])
+    >>> block = pcapng.read_blocks(data)[2]
+    >>> type(block).__name__, block.type == pcapng.BLOCK_EPB, block.length == block.trailing_length
+    ('BlockBE', True, True)
+    """
 
     type: bw.U32
     length: bw.U32 = bw.derived()
@@ -228,7 +361,16 @@ def _pack_block(block: Any) -> bytes:
 
 
 class CutShort(bw.DecodeError):
-    """The file ends inside a block (a capture that was cut short)."""
+    """The file ends inside a block (a capture that was cut short).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> pcapng.read_blocks(data[:-2])
+    Traceback (most recent call last):
+        ...
+    bytewright.formats.pcapng.CutShort: blocks[2]: the file ends inside this block (38 bytes of it at offset 60, at least 40 needed)
+    """
 
 
 def _order_of(data: bytes, offset: int) -> str:
@@ -247,7 +389,14 @@ def _order_of(data: bytes, offset: int) -> str:
 
 def iter_blocks(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, BlockLE | BlockBE]]:
     """Yields ``(offset, block)`` for every block, switching byte order at each section
-    header. Errors name the block: ``blocks[3].body.captured_length``."""
+    header. Errors name the block: ``blocks[3].body.captured_length``.
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> [(offset, hex(block.type)) for offset, block in pcapng.iter_blocks(data)]
+    [(0, '0xa0d0d0a'), (28, '0x1'), (60, '0x6')]
+    """
     buf = bytes(data)
     off = 0
     index = 0
@@ -296,7 +445,14 @@ def iter_blocks(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, Blo
 
 
 def read_blocks(data: bytes | bytearray | memoryview) -> list[BlockLE | BlockBE]:
-    """Every block of a pcapng file, in order."""
+    """Every block of a pcapng file, in order.
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> [(b.type, b.length) for b in pcapng.read_blocks(data)]
+    [(168627466, 28), (1, 32), (6, 40)]
+    """
     return [b for _, b in iter_blocks(data)]
 
 
@@ -304,7 +460,14 @@ def read_blocks(data: bytes | bytearray | memoryview) -> list[BlockLE | BlockBE]
 class Section:
     """What ``write`` puts in one section: its interfaces (``(linktype, snaplen, options)``
     with options as ``(code, value)`` pairs) and its packets (``(interface, timestamp,
-    data[, original_length])``, the timestamp in the interface's units)."""
+    data[, original_length])``, the timestamp in the interface's units).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> [type(b.body).__name__ for b in pcapng.read_blocks(data)]
+    ['SectionHeaderLE', 'InterfaceDescriptionLE', 'EnhancedPacketLE']
+    """
 
     interfaces: list[tuple[int, int, list[tuple[int, bytes]]]] = field(default_factory=list)
     packets: list[tuple[Any, ...]] = field(default_factory=list)
@@ -321,7 +484,14 @@ def _options(cls: type[Any], pairs: Iterable[tuple[int, bytes]]) -> list[Any]:
 
 def write(sections: Iterable[Section]) -> bytes:
     """Encodes a pcapng file. With ``simple``, the packets of interface 0 go into simple
-    packet blocks (no timestamp)."""
+    packet blocks (no timestamp).
+
+    >>> from bytewright.formats import pcapng
+    >>> data = pcapng.write([pcapng.Section(interfaces=[(1, 65535, [(2, b"eth0")])],
+    ...                                     packets=[(0, 1_700_000_000_000_000, b"frame")])])
+    >>> len(data), data[:4].hex()
+    (100, '0a0d0d0a')
+    """
     out = bytearray()
     for sec in sections:
         little = sec.byteorder == "little"

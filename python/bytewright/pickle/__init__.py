@@ -10,6 +10,21 @@ from bytewright.pickle._limits import Limits
 from bytewright.pickle._migrations import migrate
 from bytewright.pickle._pickle_reader import load_pickle, loads_pickle
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from bytewright.pickle._inspect import explain
+else:
+
+    def __getattr__(name):
+        # The tree view (bytewright._explain and pickletools) loads on first use.
+        if name == "explain":
+            from bytewright.pickle._inspect import explain
+
+            globals()["explain"] = explain
+            return explain
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "IntegrityError",
     "LimitError",
@@ -20,6 +35,7 @@ __all__ = [
     "UnpicklingError",
     "dump",
     "dumps",
+    "explain",
     "load",
     "load_pickle",
     "loads",

@@ -1,8 +1,10 @@
 """`python -m bytewright.pickle inspect FILE` and `convert IN OUT`.
 
-`inspect` lists what a standard pickle would import and call, without running it, and
-says whether `loads_pickle` would accept it. `convert` rewrites an accepted pickle into
-the bytewright format.
+`inspect` shows the tree of a bytewright.pickle record stream or a standard pickle (values
+with their offsets, types and shared references; `--view hex` for the annotated bytes,
+`--html OUT` for the browser view). For a standard pickle it also lists what it would
+import and call, without running it, and says whether `loads_pickle` would accept it.
+`convert` rewrites an accepted pickle into the bytewright format.
 """
 
 import argparse
@@ -60,9 +62,30 @@ def describe(data: bytes) -> dict[str, Any]:
     }
 
 
-def _inspect(path: str) -> int:
-    with open(path, "rb") as f:
-        data = f.read()
+def _inspect(path: str, args: argparse.Namespace) -> int:
+    from bytewright._explain._cli import emit
+    from bytewright.pickle._inspect import explain_pickle, explain_record, is_record
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    view = {
+        "view": args.view,
+        "max_depth": args.max_depth,
+        "path": args.path,
+        "max_items": args.max_items,
+        "color": args.color,
+        "html": args.html,
+    }
+    if is_record(data):
+        print(f"{path}: {len(data)} bytes of bytewright.pickle")
+        return emit(explain_record(data), **view)
+    status = emit(explain_pickle(data), **view)
+    if status == 2:
+        return status
     info = describe(data)
     print(f"{path}: {len(data)} bytes, pickle protocol {info['protocol']}")
     print("imports:" if info["imports"] else "imports: none")
@@ -101,16 +124,26 @@ def _convert(src: str, dst: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bytewright.pickle", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("inspect", help="list what a pickle would import and call")
+    p = sub.add_parser(
+        "inspect", help="show a pickle's values and what a standard pickle would import and call"
+    )
     p.add_argument("file")
+    p.add_argument("--view", choices=("tree", "hex"), default="tree")
+    p.add_argument("--max-depth", type=int, default=None, help="show nodes down to this depth")
+    p.add_argument("--path", default=None, help="show only this subtree, e.g. 'records[0].body'")
+    p.add_argument("--max-items", type=int, default=8, help="items shown before eliding")
+    p.add_argument("--html", metavar="OUT", default=None, help="also write the browser view here")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p = sub.add_parser("convert", help="rewrite an accepted pickle as bytewright.pickle")
     p.add_argument("src")
     p.add_argument("dst")
     args = parser.parse_args(argv)
     if args.command == "inspect":
-        return _inspect(args.file)
+        return _inspect(args.file, args)
     return _convert(args.src, args.dst)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from bytewright._explain._cli import run
+
+    sys.exit(run(main))

@@ -35,7 +35,17 @@ def _read_exactly(file: BinaryIO, n: int) -> bytes:
 
 
 class Pickler:
-    """Writes records to a binary file, one per `dump`."""
+    """Writes records to a binary file, one per `dump`.
+
+    >>> import io
+    >>> from bytewright import pickle as bwp
+    >>> f = io.BytesIO()
+    >>> writer = bwp.Pickler(f)
+    >>> writer.dump({"a": 1})
+    >>> writer.dump([2, 3])
+    >>> f.getvalue()[:3]
+    b'BW\\x01'
+    """
 
     def __init__(
         self,
@@ -55,7 +65,18 @@ class Pickler:
 
 
 class Unpickler:
-    """Reads records from a binary file, exactly one per `load`; `EOFError` at the end."""
+    """Reads records from a binary file, exactly one per `load`; `EOFError` at the end.
+
+    >>> import io
+    >>> from bytewright import pickle as bwp
+    >>> f = io.BytesIO(bwp.dumps("first") + bwp.dumps("second"))
+    >>> reader = bwp.Unpickler(f)
+    >>> (reader.load(), reader.load())
+    ('first', 'second')
+    >>> reader.load()
+    Traceback (most recent call last):
+    EOFError: no more records in the stream
+    """
 
     def __init__(
         self,
@@ -113,7 +134,15 @@ def dump(
     hmac_key: Buffer | None = None,
     deterministic: bool = False,
 ) -> None:
-    """Write one record for `obj` to `file`."""
+    """Write one record for `obj` to `file`.
+
+    >>> import io
+    >>> from bytewright import pickle as bwp
+    >>> f = io.BytesIO()
+    >>> bwp.dump({1, 2}, f)
+    >>> bwp.loads(f.getvalue())
+    {1, 2}
+    """
     Pickler(file, hmac_key=hmac_key, deterministic=deterministic).dump(obj)
 
 
@@ -124,5 +153,11 @@ def load(
     hmac_key: Buffer | None = None,
     limits: Limits | None = None,
 ) -> Any:
-    """Read exactly one record from `file`."""
+    """Read exactly one record from `file`.
+
+    >>> import io
+    >>> from bytewright import pickle as bwp
+    >>> bwp.load(io.BytesIO(bwp.dumps((1, "two"))))
+    (1, 'two')
+    """
     return Unpickler(file, classes=classes, hmac_key=hmac_key, limits=limits).load()

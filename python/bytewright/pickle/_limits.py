@@ -7,6 +7,16 @@ class Limits(Value):
     """Upper bounds applied by `loads` and `Unpickler.load` to one record.
 
     `max_items` counts every object in the payload, containers and atoms alike.
+
+    >>> from bytewright import pickle as bwp
+    >>> strict = bwp.Limits(max_depth=2)
+    >>> bwp.loads(bwp.dumps([[1]]), limits=strict)
+    [[1]]
+    >>> try:
+    ...     bwp.loads(bwp.dumps([[[1]]]), limits=strict)
+    ... except bwp.LimitError:
+    ...     print("too deep")
+    too deep
     """
 
     __slots__ = (  # noqa: RUF023 (field order)

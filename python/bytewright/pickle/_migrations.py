@@ -21,6 +21,23 @@ def migrate(cls: type, *, from_version: int, to_version: int) -> Callable[[M], M
     """Register a function turning the field dict of `cls` at `from_version` into `to_version`.
 
     Chains of migrations run on load, before the instance is built.
+
+    >>> import dataclasses
+    >>> from bytewright import pickle as bwp
+    >>> @dataclasses.dataclass
+    ... class User:
+    ...     name: str
+    >>> old = bwp.dumps(User("ada"))
+    >>> @dataclasses.dataclass
+    ... class User:  # the next release of the class
+    ...     __bytewright_version__ = 2
+    ...     name: str
+    ...     email: str
+    >>> @bwp.migrate(User, from_version=1, to_version=2)
+    ... def add_email(fields):
+    ...     return {**fields, "email": fields["name"] + "@example.org"}
+    >>> bwp.loads(old, classes=[User])
+    User(name='ada', email='ada@example.org')
     """
     if type(from_version) is not int or type(to_version) is not int:
         raise TypeError("from_version and to_version must be ints")

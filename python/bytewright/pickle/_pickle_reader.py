@@ -129,6 +129,13 @@ def load_pickle(
 
     A seekable file is left just after that pickle's `STOP`, like `pickle.load`; from
     other files the rest of the input (at most `limits.max_bytes`) is consumed.
+
+    >>> import io
+    >>> import pickle
+    >>> from bytewright import pickle as bwp
+    >>> f = io.BytesIO(pickle.dumps([1, 2]) + pickle.dumps("next"))
+    >>> (bwp.load_pickle(f), bwp.load_pickle(f))
+    ([1, 2], 'next')
     """
     cap = (limits or Limits()).max_bytes
     start = file.tell() if file.seekable() else None

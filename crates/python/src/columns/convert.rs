@@ -45,10 +45,13 @@ pub fn value(py: Python<'_>, arr: &dyn Array, i: usize) -> PyResult<Py<PyAny>> {
         DataType::List(_) => list(py, &arr.as_list::<i32>().value(i)),
         DataType::LargeList(_) => list(py, &arr.as_list::<i64>().value(i)),
         DataType::FixedSizeList(_, _) => list(py, &arr.as_fixed_size_list().value(i)),
-        DataType::Dictionary(_, _) => {
+        DataType::Dictionary(k, _) if **k == DataType::Int8 => {
             let d = arr.as_dictionary::<Int8Type>();
-            let k = d.keys().value(i) as usize;
-            value(py, d.values().as_ref(), k)
+            value(py, d.values().as_ref(), d.keys().value(i) as usize)
+        }
+        DataType::Dictionary(k, _) if **k == DataType::Int32 => {
+            let d = arr.as_dictionary::<Int32Type>();
+            value(py, d.values().as_ref(), d.keys().value(i) as usize)
         }
         other => Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "no Python value for Arrow type {other}"

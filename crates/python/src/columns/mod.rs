@@ -24,6 +24,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3::{ffi, IntoPyObjectExt};
 
+use std::collections::HashMap;
+
+use bytewright_columns::enums::{name_enums, EnumNames};
+use bytewright_columns::layout::NodeId;
 use bytewright_columns::{Columnar, Failure, Request};
 
 pub use reader::TableReader;
@@ -57,12 +61,61 @@ pub fn raise(py: Python<'_>, f: Failure) -> PyErr {
     }
 }
 
-/// Decodes `data[offset..]` on threads with the GIL released.
-pub fn decode(py: Python<'_>, columnar: &Columnar, data: &[u8], req: Request) -> PyResult<Table> {
+/// Decodes `data[offset..]` on threads with the GIL released; with `enums`, enum fields
+/// become dictionaries of member names.
+pub fn decode(
+    py: Python<'_>,
+    columnar: &Columnar,
+    data: &[u8],
+    req: Request,
+    enums: Option<&HashMap<NodeId, EnumNames>>,
+) -> PyResult<Table> {
     let t = py
         .detach(|| columnar.decode(data, req))
         .map_err(|f| raise(py, f))?;
+    let t = match enums {
+        Some(e) => py
+            .detach(|| name_enums(&columnar.layout, t, e))
+            .map_err(|e| raise(py, Failure::Arrow(e)))?,
+        None => t,
+    };
     Ok(Table::new(t.schema, t.batches))
+}
+
+/// The enum fields of a typed codec's structs, by column: what `enum_names=True` names.
+pub fn enum_columns(
+    py: Python<'_>,
+    columnar: &Columnar,
+    structs: &[crate::wire::structs::StructInfo],
+) -> PyResult<HashMap<NodeId, EnumNames>> {
+    let members = py.import("bytewright.schema")?.getattr("enum_members")?;
+    let mut out = HashMap::new();
+    for node in &columnar.layout.nodes {
+        let bytewright_columns::Shape::Struct { sink_id, .. } = node.shape else {
+            continue;
+        };
+        let Some(info) = structs.get(sink_id as usize) else {
+            continue;
+        };
+        for (f, &child) in node.children.iter().enumerate() {
+            let Some(Some(decoder)) = info.decoders.get(f) else {
+                continue;
+            };
+            let got = members.call1((decoder.bind(py),))?;
+            if got.is_none() {
+                continue;
+            }
+            let (flag, list): (bool, Vec<(i128, String)>) = got.extract()?;
+            out.insert(
+                child,
+                EnumNames {
+                    flag,
+                    members: list,
+                },
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// A decoded table: one column per field, immutable, cheap to pass around.

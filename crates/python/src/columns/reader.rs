@@ -6,6 +6,10 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 
+use std::collections::HashMap;
+
+use bytewright_columns::enums::{name_enums, EnumNames};
+use bytewright_columns::layout::NodeId;
 use bytewright_columns::{Columnar, Failure, Request};
 use bytewright_wire::Seg;
 
@@ -35,6 +39,8 @@ pub struct TableReader {
     threads: Option<usize>,
     /// Bytes per row seen so far, to size reads.
     per_row: f64,
+    /// Enum columns to name (`enum_names=True`).
+    enums: Option<HashMap<NodeId, EnumNames>>,
 }
 
 /// The smallest read (larger reads follow the rows asked for).
@@ -47,6 +53,7 @@ impl TableReader {
         source: &Bound<'_, PyAny>,
         rows: usize,
         threads: Option<usize>,
+        enums: Option<HashMap<NodeId, EnumNames>>,
     ) -> PyResult<TableReader> {
         if rows == 0 {
             return Err(pyo3::exceptions::PyValueError::new_err(
@@ -92,6 +99,7 @@ impl TableReader {
             rows,
             threads,
             per_row,
+            enums,
         })
     }
 
@@ -176,9 +184,15 @@ impl TableReader {
                     count: Some(rows),
                     threads,
                 };
-                let (columnar, buf) = (&self.columnar, &self.buf);
+                let (columnar, buf, enums) = (&self.columnar, &self.buf, &self.enums);
                 let t = py
-                    .detach(|| columnar.decode(buf, req))
+                    .detach(|| {
+                        let t = columnar.decode(buf, req)?;
+                        match enums {
+                            Some(e) => name_enums(&columnar.layout, t, e).map_err(Failure::Arrow),
+                            None => Ok(t),
+                        }
+                    })
                     .map_err(|f| self.fail(py, f))?;
                 self.per_row = (end - self.start) as f64 / rows as f64;
                 self.start = end;

@@ -3,6 +3,7 @@
 pub(crate) mod buffer;
 mod bulk;
 pub(crate) mod errors;
+mod explain;
 mod sink;
 pub(crate) mod source;
 pub(crate) mod structs;
@@ -342,15 +343,11 @@ impl Codec {
         let bytes = buf.as_slice();
         match self.unpack_at(py, bytes, 0) {
             Ok((v, end)) if end == bytes.len() => Ok(v),
-            Ok((_, end)) => Err(errors::decode_error(
+            Ok((_, end)) => Err(explain::trailing_error(
                 py,
-                format!(
-                    "{} trailing bytes after the {} message ends at offset {end} (unpack_from reads a message followed by other data)",
-                    bytes.len() - end,
-                    self.root_name()
-                ),
-                "",
+                bytes.len(),
                 end,
+                &self.root_name(),
             )),
             Err(e) => Err(raise(py, *e, Mode::Unpack)),
         }
@@ -367,6 +364,31 @@ impl Codec {
         let buf = InBuf::new(data, false)?;
         self.unpack_at(py, buf.as_slice(), offset)
             .map_err(|e| raise(py, *e, Mode::Unpack))
+    }
+
+    /// The field tree of one message at `offset`, as the plain tuples `bytewright.explain`
+    /// wraps (private: `bw.explain(codec, data)` is the API). With `whole`, bytes after it
+    /// are the error `unpack` raises. Never raises a `DecodeError`: it is returned with the
+    /// tree decoded up to it.
+    #[pyo3(name = "_explain", signature = (data, offset=0, whole=true))]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        offset: usize,
+        whole: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let buf = InBuf::new(data, false)?;
+        explain::explain_py(
+            py,
+            &self.prog,
+            &self.structs,
+            self.typed,
+            buf.as_slice(),
+            offset,
+            whole,
+            &self.root_name(),
+        )
     }
 
     /// Like `unpack_from`, but returns a falsy `Incomplete` (with `.needed`) when the
@@ -389,7 +411,7 @@ impl Codec {
     /// Decodes back-to-back messages into a `bw.Table`: one column per field, with no
     /// Python object per record. `count` asks for exactly that many messages; `threads`
     /// (default: one per MiB up to the cores) splits the work.
-    #[pyo3(signature = (data, *, count=None, offset=0, threads=None))]
+    #[pyo3(signature = (data, *, count=None, offset=0, threads=None, enum_names=false))]
     fn unpack_table(
         &self,
         py: Python<'_>,
@@ -397,6 +419,7 @@ impl Codec {
         count: Option<usize>,
         offset: usize,
         threads: Option<usize>,
+        enum_names: bool,
     ) -> PyResult<crate::columns::Table> {
         let buf = InBuf::new(data, false)?;
         let bytes = buf.as_slice();
@@ -405,20 +428,39 @@ impl Codec {
             count,
             threads: crate::columns::auto_threads(threads, bytes.len().saturating_sub(offset)),
         };
-        crate::columns::decode(py, self.columnar(), bytes, req)
+        let enums = if enum_names {
+            Some(crate::columns::enum_columns(
+                py,
+                self.columnar(),
+                &self.structs,
+            )?)
+        } else {
+            None
+        };
+        crate::columns::decode(py, self.columnar(), bytes, req, enums.as_ref())
     }
 
     /// Tables of at most `rows` rows from a path, a binary file object or an iterable of
     /// bytes chunks, in bounded memory.
-    #[pyo3(signature = (source, *, rows=65536, threads=None))]
+    #[pyo3(signature = (source, *, rows=65536, threads=None, enum_names=false))]
     fn iter_tables(
         &self,
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
         rows: usize,
         threads: Option<usize>,
+        enum_names: bool,
     ) -> PyResult<crate::columns::TableReader> {
-        crate::columns::TableReader::new(py, self.columnar().clone(), source, rows, threads)
+        let enums = if enum_names {
+            Some(crate::columns::enum_columns(
+                py,
+                self.columnar(),
+                &self.structs,
+            )?)
+        } else {
+            None
+        };
+        crate::columns::TableReader::new(py, self.columnar().clone(), source, rows, threads, enums)
     }
 
     /// The Arrow schema of the tables this codec decodes (no data needed).

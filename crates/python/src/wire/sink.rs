@@ -33,6 +33,20 @@ impl<'py> PySink<'_, 'py> {
         unsafe { Bound::from_owned_ptr_or_err(self.py, p) }
     }
 
+    /// A field's wire value as the Python value stored for it (through its decoder, if any).
+    #[inline]
+    fn decoded(
+        &self,
+        s: &PyStruct<'py>,
+        field: u16,
+        v: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match self.structs[s.sid as usize].decoders.get(field as usize) {
+            Some(Some(decode)) => decode.bind(self.py).call1((v,)),
+            _ => Ok(v),
+        }
+    }
+
     /// Stores a Python value (already converted) into a struct being built.
     #[inline]
     fn store(&mut self, s: &mut PyStruct<'py>, field: u16, v: Bound<'py, PyAny>) -> PyResult<()> {
@@ -137,11 +151,7 @@ impl<'py> Sink for PySink<'_, 'py> {
 
     #[inline]
     fn set_field(&mut self, s: &mut Self::Struct, field: u16, v: Self::Value) -> PyResult<()> {
-        let info = &self.structs[s.sid as usize];
-        let v = match info.decoders.get(field as usize) {
-            Some(Some(decode)) => decode.bind(self.py).call1((v,))?,
-            _ => v,
-        };
+        let v = self.decoded(s, field, v)?;
         self.store(s, field, v)
     }
 
@@ -209,5 +219,27 @@ impl<'py> Sink for PySink<'_, 'py> {
             }
             self.own(list)
         }
+    }
+}
+
+/// `explain` shows the values `unpack` stores: converted by the fields' decoders.
+impl<'py> bytewright_explain::Host for PySink<'_, 'py> {
+    fn field_value(
+        &mut self,
+        s: &Self::Struct,
+        field: u16,
+        v: Self::Value,
+    ) -> PyResult<Self::Value> {
+        self.decoded(s, field, v)
+    }
+    fn store_field(&mut self, s: &mut Self::Struct, field: u16, v: Self::Value) -> PyResult<()> {
+        self.store(s, field, v)
+    }
+    fn absent_value(&mut self, s: &Self::Struct, field: u16) -> Option<Self::Value> {
+        Some(
+            self.structs[s.sid as usize].defaults[field as usize]
+                .bind(self.py)
+                .clone(),
+        )
     }
 }
