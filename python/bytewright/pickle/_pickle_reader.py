@@ -14,7 +14,8 @@ import uuid
 from collections.abc import Mapping
 
 from bytewright import _native
-from bytewright.pickle._classes import KIND_TUPLE, ClassInfo, class_name
+from bytewright._native import KIND_TUPLE
+from bytewright.pickle._classes import ClassInfo, class_name
 from bytewright.pickle._errors import LimitError, UnpicklingError
 from bytewright.pickle._limits import Limits
 
