@@ -19,6 +19,7 @@ FACTORIES = {**pickle.ARMS, **pysafe_pickle.ARMS, **bytewright.ARMS, **msgspec.A
 PICKLE, PYSAFE, MSGSPEC = "pickle", "pysafe-pickle", "msgspec"
 HMAC_KEY = b"bytewright-benchmark-key-32bytes"
 THREAD_ARMS = (PICKLE, PYSAFE, BYTEWRIGHT)  # the thread case's arms (a minute each, under load)
+THREAD_DUMPS_ARMS = (PICKLE, BYTEWRIGHT)
 
 
 def serializers() -> tuple[dict[str, Serializer], dict[str, str]]:
@@ -129,7 +130,12 @@ def run_hmac(
 
 
 def run_threads(
-    arms: dict[str, Serializer], threads: list[int], loads_count: int, ui: Ui, rounds: int
+    arms: dict[str, Serializer],
+    threads: list[int],
+    calls_count: int,
+    ui: Ui,
+    rounds: int,
+    part: Part,
 ) -> Table:
     records = [
         {"id": i, "name": f"user{i}", "score": i * 1.5, "active": i % 2 == 0, "tags": ["a", "b"]}
@@ -137,42 +143,53 @@ def run_threads(
     ]
     payloads = {"Bytes (1 MB)": bytes(range(256)) * 4096, "List of Records (~1 MB)": records}
     table = Table(
-        f"Thread case: {loads_count} loads of a ~1 MB payload split across threads",
+        f"Thread case: {calls_count} calls on a ~1 MB payload split across threads",
         [
+            "Call",
             "Payload",
             "Library",
-            *[f"{n} thread{'s' * (n > 1)} ms/load" for n in threads],
+            *[f"{n} thread{'s' * (n > 1)} ms/call" for n in threads],
             "Best speedup",
         ],
-        note=f"Wall time per load, best of {rounds} runs after a warm-up run.",
+        note=f"Wall time per call, best of {rounds} runs after a warm-up run. Only work done "
+        "without the GIL (copying, hashing, validating) can use a second core; walking Python "
+        "objects cannot.",
     )
 
-    def once(pool: ThreadPool, loads: Any, jobs: list[bytes]) -> int:
+    def once(pool: ThreadPool, fn: Any, jobs: list[Any]) -> int:
         start = time.perf_counter_ns()
-        for _ in pool.imap_unordered(loads, jobs):
+        for _ in pool.imap_unordered(fn, jobs):
             pass
         return time.perf_counter_ns() - start
 
-    for label, value in payloads.items():
-        for name, arm in arms.items():
-            if name not in THREAD_ARMS:
-                continue
-            try:
-                data = arm.dumps(value)
-                arm.loads(data)
-            except Exception as exc:
-                table.add(label, name, *["—" for _ in threads], f"unavailable: {describe(exc)}")
-                continue
-            per_load = []
-            for n in threads:
-                ui.step(f"threads {label} {name} x{n}", advance=1)
-                with ThreadPool(n) as pool:
-                    once(pool, arm.loads, [data] * loads_count)
-                    best = min(once(pool, arm.loads, [data] * loads_count) for _ in range(rounds))
-                per_load.append(best / loads_count / 1e6)
-            table.add(
-                label, name, *[f"{ms:.3f}" for ms in per_load], ratio(per_load[0], min(per_load))
-            )
+    for op, op_arms in (("loads", THREAD_ARMS), ("dumps", THREAD_DUMPS_ARMS)):
+        for label, value in payloads.items():
+            for name, arm in arms.items():
+                if name not in op_arms or arm.dumps is None:
+                    continue
+                try:
+                    data = arm.dumps(value)
+                    arm.loads(data)
+                except Exception as exc:
+                    why = f"unavailable: {describe(exc)}"
+                    table.add(op, label, name, *["—" for _ in threads], why)
+                    continue
+                fn, job = (arm.loads, data) if op == "loads" else (arm.dumps, value)
+                per_call = []
+                for n in threads:
+                    ui.step(f"threads {op} {label} {name} x{n}", advance=1)
+                    with ThreadPool(n) as pool:
+                        once(pool, fn, [job] * calls_count)
+                        best = min(once(pool, fn, [job] * calls_count) for _ in range(rounds))
+                    per_call.append(best / calls_count / 1e6)
+                    part.record(f"graphs/threads/{op}/{label}/{name}/x{n}", per_call[-1])
+                table.add(
+                    op,
+                    label,
+                    name,
+                    *[f"{ms:.3f}" for ms in per_call],
+                    ratio(per_call[0], min(per_call)),
+                )
     return table
 
 
@@ -183,7 +200,8 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
         part.arm_status(f"graphs/{name}", why)
     names = list(FACTORIES)
     data = shapes()
-    ui.start("Part C: object graphs", len(data) + 2 * len(THREAD_ARMS) * len(conf["threads"]))
+    thread_steps = 2 * (len(THREAD_ARMS) + len(THREAD_DUMPS_ARMS)) * len(conf["threads"])
+    ui.start("Part C: object graphs", len(data) + thread_steps)
     ns: dict[str, dict[str, float]] = {}
     statuses: dict[str, dict[str, str]] = {}
     sizes: dict[str, dict[str, int]] = {}
@@ -263,7 +281,9 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
             ratio(s.get(BYTEWRIGHT), s.get(MSGSPEC)),
         )
     hmac = run_hmac(arms, conf["hmac_mb"], sampling, part)
-    threads = run_threads(arms, conf["threads"], conf["thread_loads"], ui, conf["thread_rounds"])
+    threads = run_threads(
+        arms, conf["threads"], conf["thread_calls"], ui, conf["thread_rounds"], part
+    )
     ui.finish()
     section = Section(
         "Part C: object graphs",

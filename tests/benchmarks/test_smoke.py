@@ -91,6 +91,8 @@ def test_bytewright_arms_are_measured_once_their_api_exists(metrics: dict[str, f
     assert "bulk/bytewright pack_many (bulk)" in metrics
     assert "graphs/dumps/Primitives/bytewright.pickle" in metrics
     assert "graphs/hmac/bytewright.pickle" in metrics
+    for op in ("dumps", "loads"):
+        assert f"graphs/threads/{op}/Bytes (1 MB)/bytewright.pickle/x2" in metrics
     assert "graphs/loads/Primitives/bytewright loads_pickle" in metrics
     assert "formats/dns/bytewright.formats.dns" in metrics
     assert "formats/msgpack/bytewright msgpack" in metrics

@@ -1,5 +1,6 @@
 """Shared references and cycles are preserved; hypothesis over random graphs."""
 
+import dataclasses
 import pickle as std_pickle
 
 from bytewright import pickle
@@ -175,3 +176,43 @@ def test_large_data_around_tuple_cycles_and_signatures():
             assert back[0] == big_b and back[2] == big_s and back[4][1] is back[0]
             assert back[1][0][0][2] == "x" * 20_000
             assert bytes(back[3]) == bytes(30_000)
+
+
+@dataclasses.dataclass
+class _Node:
+    name: str
+    child: object = None
+
+
+class _SubNode(_Node):
+    pass
+
+
+def _fresh_records():
+    """A graph whose objects nothing outside it references (built inside the call)."""
+    return [
+        {"node": _Node(f"n{i}", _SubNode("leaf", [i, f"v{i}", i * 0.5])), "tags": ["a", "b"]}
+        for i in range(50)
+    ]
+
+
+def test_objects_only_the_graph_holds_are_not_marked_shared():
+    # The walker's own references must not count as a second owner: without outside
+    # references, the default output is the canonical (deterministic) one.
+    # (Computed outside `assert`: pytest's rewriting would hold the arguments.)
+    default = pickle.dumps(_fresh_records())
+    assert default == pickle.dumps(_fresh_records(), deterministic=True)
+    default = pickle.dumps(_Node("x", _Node("y")))
+    assert default == pickle.dumps(_Node("x", _Node("y")), deterministic=True)
+
+
+def test_instances_keep_identity_cycles_and_exact_types():
+    shared = _SubNode("shared")
+    loop = _Node("loop")
+    loop.child = loop
+    value = [shared, _Node("a", shared), loop, _Node("b"), _Node("b")]
+    for det in (False, True):
+        back = pickle.loads(pickle.dumps(value, deterministic=det), classes=[_Node, _SubNode])
+        assert type(back[0]) is _SubNode and back[1].child is back[0]
+        assert back[2].child is back[2] and type(back[2]) is _Node
+        assert back[3] == back[4] and back[3] is not back[4]

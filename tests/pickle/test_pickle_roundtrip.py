@@ -296,3 +296,48 @@ def test_what_dumps_writes_loads_back_with_default_limits():
     huge = 7**300_000  # about 250,000 digits
     assert roundtrip(huge) == huge
     assert pickle.loads(pickle.dumps([huge]), limits=pickle.Limits()) == [huge]
+
+
+def test_strs_of_every_short_length_and_kind_round_trip():
+    texts = [c * n for n in range(40) for c in ("a", "é", "€", "\U0001f600")]
+    texts += ["x" * n + "é" for n in range(33)] + ["lone \udc80 surrogate"]
+    shared = "shared text"
+    value = [*texts, {t: t for t in texts}, shared, shared]
+    back = pickle.loads(pickle.dumps(value))
+    assert back == value and all(type(t) is str for t in back[: len(texts)])
+    assert back[-1] is back[-2]
+
+
+def test_a_record_does_not_depend_on_the_previous_one():
+    # Each thread reuses its output buffer: a large record must leave nothing behind.
+    small = {"a": [1, 2.5, "three"], "b": None}
+    first, canonical = pickle.dumps(small), pickle.dumps(small, deterministic=True)
+    pickle.dumps(["big " * 50_000, list(range(100_000))])
+    pickle.dumps(list(range(10_000)), deterministic=True)
+    assert pickle.dumps(small) == first
+    assert pickle.dumps(small, deterministic=True) == canonical
+    assert pickle.loads(first) == pickle.loads(canonical) == small
+
+
+def test_large_values_round_trip_from_many_threads():
+    # Large data is copied, hashed and validated with the GIL released.
+    from concurrent.futures import ThreadPoolExecutor
+
+    values = [
+        b"\x00\xff" * 40_000,
+        "ascii " * 20_000,
+        "ünïcode " * 20_000,
+        bytearray(b"z" * 70_000),
+        ["x" * 70_000, b"y" * 70_000, "x" * 70_000],
+        {"k": "€" * 40_000, "n": list(range(30_000))},
+    ]
+
+    def work(i):
+        value = values[i % len(values)]
+        for key in (None, b"key"):
+            back = pickle.loads(pickle.dumps(value, hmac_key=key), hmac_key=key)
+            assert back == value and type(back) is type(value)
+        return True
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(48)))

@@ -24,9 +24,20 @@ impl Default for Writer {
 
 impl Writer {
     pub fn with_capacity(body: usize) -> Self {
-        let mut buf = Vec::with_capacity(MAX_HEADER_LEN + body);
+        Self::reusing(Vec::with_capacity(MAX_HEADER_LEN + body))
+    }
+
+    /// A writer that builds its record in `buf` (emptied first), keeping its capacity: a
+    /// caller that hands back the buffer [`Writer::finish`] returned allocates only once.
+    pub fn reusing(mut buf: Vec<u8>) -> Self {
+        buf.clear();
         buf.resize(MAX_HEADER_LEN, 0);
         Self { buf, deferred: 0 }
+    }
+
+    /// The buffer, for [`Writer::reusing`] (its content is of no use).
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
     }
 
     /// Bytes of body so far, deferred data included.
@@ -149,11 +160,47 @@ impl Writer {
     #[inline]
     pub fn str(&mut self, utf8: &[u8]) {
         if utf8.len() <= SHORT_STR_MAX_LEN {
-            self.buf.push(SHORT_STR + utf8.len() as u8);
+            self.short(SHORT_STR + utf8.len() as u8, utf8);
         } else {
             self.tag_len(STR, utf8.len() as u64);
+            self.buf.extend_from_slice(utf8);
         }
-        self.buf.extend_from_slice(utf8);
+    }
+
+    /// Appends `tag` and `data` (at most 31 bytes) with one capacity check and no call to
+    /// `memcpy`: short strs are the commonest values, and a general copy costs more than
+    /// the text itself.
+    #[inline(always)]
+    fn short(&mut self, tag: u8, data: &[u8]) {
+        let n = data.len();
+        debug_assert!(n <= SHORT_STR_MAX_LEN);
+        self.buf.reserve(1 + SHORT_STR_MAX_LEN);
+        let len = self.buf.len();
+        let src = data.as_ptr();
+        // SAFETY: the reserve above leaves at least 32 writable bytes after `len`, and every
+        // copy below stays within the first 1 + n of them; each reads only within `data`
+        // (the pairs of loads overlap instead of reading past its end). All 1 + n bytes are
+        // written before `set_len` exposes them.
+        unsafe {
+            let dst = self.buf.as_mut_ptr().add(len);
+            *dst = tag;
+            let dst = dst.add(1);
+            if n >= 16 {
+                std::ptr::copy_nonoverlapping(src, dst, 16);
+                std::ptr::copy_nonoverlapping(src.add(n - 16), dst.add(n - 16), 16);
+            } else if n >= 8 {
+                std::ptr::copy_nonoverlapping(src, dst, 8);
+                std::ptr::copy_nonoverlapping(src.add(n - 8), dst.add(n - 8), 8);
+            } else if n >= 4 {
+                std::ptr::copy_nonoverlapping(src, dst, 4);
+                std::ptr::copy_nonoverlapping(src.add(n - 4), dst.add(n - 4), 4);
+            } else if n > 0 {
+                *dst = *src;
+                *dst.add(n / 2) = *src.add(n / 2);
+                *dst.add(n - 1) = *src.add(n - 1);
+            }
+            self.buf.set_len(len + 1 + n);
+        }
     }
 
     /// A str holding lone surrogates, from its UTF-8 "surrogatepass" bytes.
@@ -225,7 +272,12 @@ impl Writer {
     /// A second occurrence of the value in memo `slot`.
     #[inline]
     pub fn reference(&mut self, slot: u32) {
-        self.tag_len(REF, u64::from(slot));
+        if slot < 0x80 {
+            // The commonest case (a shared key or name): one varint byte.
+            self.buf.extend_from_slice(&[REF, slot as u8]);
+        } else {
+            self.tag_len(REF, u64::from(slot));
+        }
     }
 
     /// Body offset where the next value starts (for [`Writer::replace_at`]).
@@ -321,6 +373,26 @@ mod tests {
         assert_eq!(minimal_le(&[0x7f, 0, 0]), &[0x7f]);
         assert_eq!(minimal_le(&[0xff, 0xff]), &[0xff]);
         assert_eq!(minimal_le(&[0x00, 0xff]), &[0x00, 0xff]);
+    }
+
+    #[test]
+    fn short_strs_of_every_length_are_copied_exactly() {
+        let text: Vec<u8> = (b'a'..=b'z').chain(b'A'..=b'Z').collect();
+        for n in 0..=SHORT_STR_MAX_LEN {
+            for offset in [0, 1, 3, 7] {
+                let s = &text[offset..offset + n];
+                let mut expected = vec![SHORT_STR + n as u8];
+                expected.extend_from_slice(s);
+                assert_eq!(body(|w| w.str(s)), expected, "length {n}");
+            }
+        }
+        let mut two = body(|w| {
+            w.str(b"abc");
+            w.str(&text[..31]);
+        });
+        assert_eq!(two.drain(..4).collect::<Vec<_>>(), b"\x43abc");
+        assert_eq!(two[0], SHORT_STR + 31);
+        assert_eq!(&two[1..], &text[..31]);
     }
 
     #[test]

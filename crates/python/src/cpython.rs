@@ -398,3 +398,20 @@ pub unsafe fn new_ascii_str(s: &[u8]) -> *mut ffi::PyObject {
     }
     p
 }
+
+/// The text of a compact ASCII str (which is also its UTF-8), read in place; `None` for
+/// every other str (read it with `PyUnicode_AsUTF8AndSize`). Public, non-limited API.
+///
+/// # Safety
+/// `p` is a live exact str and the GIL is held; the slice lives as long as the str.
+#[inline(always)]
+pub unsafe fn ascii_text<'a>(p: *mut ffi::PyObject) -> Option<&'a [u8]> {
+    if ffi::PyUnicode_IS_COMPACT_ASCII(p) == 0 {
+        return None;
+    }
+    let n = ffi::PyUnicode_GET_LENGTH(p) as usize;
+    Some(std::slice::from_raw_parts(
+        ffi::PyUnicode_DATA(p).cast::<u8>(),
+        n,
+    ))
+}

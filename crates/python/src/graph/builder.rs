@@ -24,11 +24,41 @@ use crate::cpython::{self, list_push};
 /// cached strings.
 #[inline(always)]
 fn new_str(s: &[u8]) -> *mut ffi::PyObject {
+    if s.len() >= super::RELEASE_GIL_FROM {
+        return new_large_str(s);
+    }
     if s.len() >= 2 && s.is_ascii() {
         // SAFETY: s is ASCII.
         return unsafe { cpython::new_ascii_str(s) };
     }
     new_str_general(s)
+}
+
+/// `new_str` for large text: ASCII is checked and copied with the GIL released.
+#[inline(never)]
+fn new_large_str(s: &[u8]) -> *mut ffi::PyObject {
+    // SAFETY: the builder runs attached to the interpreter (it creates objects throughout).
+    let py = unsafe { Python::assume_attached() };
+    // Addresses as integers: the closures run without the GIL and must be Send. `s` is
+    // the caller's input (immutable bytes, or a private copy), alive for the whole call.
+    let (src, n) = (s.as_ptr() as usize, s.len());
+    // SAFETY: src points at n live bytes (see above).
+    let ascii =
+        py.detach(move || unsafe { std::slice::from_raw_parts(src as *const u8, n) }.is_ascii());
+    if !ascii {
+        return new_str_general(s);
+    }
+    // SAFETY: plain constructor of a str of n ASCII characters, filled below.
+    let p = unsafe { ffi::PyUnicode_New(n as ffi::Py_ssize_t, 127) };
+    if !p.is_null() {
+        // SAFETY: p is a new compact ASCII str of n characters.
+        let dst = unsafe { ffi::PyUnicode_1BYTE_DATA(p) } as usize;
+        // SAFETY: nobody else references the new str yet; src holds n bytes.
+        py.detach(move || unsafe {
+            std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n)
+        });
+    }
+    p
 }
 
 /// `new_str` for text that is not ASCII or is shorter than two bytes.
@@ -620,11 +650,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                     v
                 }
                 Event::Bytes(s) => {
-                    // SAFETY: s is a live slice.
-                    let p = unsafe {
-                        ffi::PyBytes_FromStringAndSize(s.as_ptr().cast(), s.len() as isize)
-                    };
-                    let v = self.owned("bytes", p)?;
+                    let v = self.owned("bytes", super::new_bytes(py, s))?;
                     self.share_now(&v);
                     v
                 }

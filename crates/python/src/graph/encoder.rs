@@ -12,6 +12,7 @@ use bytewright_graph::{tags, writer::minimal_le, Writer};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
+use pyo3::Borrowed;
 
 use super::config::Config;
 use super::errors::{EncodeError, Step};
@@ -74,6 +75,9 @@ pub struct Encoder<'py> {
     pub chunks: Vec<Chunk<'py>>,
     defer: bool,
     depth: u32,
+    /// The (name, value) pairs of the instances being written, innermost last; each entry
+    /// holds a reference to both (released when its instance is done).
+    fields: Vec<(*mut ffi::PyObject, *mut ffi::PyObject)>,
 }
 
 fn type_name(obj: *mut ffi::PyObject) -> String {
@@ -113,11 +117,12 @@ fn key_step(key: *mut ffi::PyObject) -> Step {
 }
 
 impl<'py> Encoder<'py> {
-    pub fn new(py: Python<'py>, cfg: &'static Config, deterministic: bool) -> Self {
+    /// An encoder writing into `w`.
+    pub fn new(py: Python<'py>, cfg: &'static Config, deterministic: bool, w: Writer) -> Self {
         Self {
             py,
             cfg,
-            w: Writer::with_capacity(256),
+            w,
             memo: Memo::default(),
             next_slot: 0,
             class_index: PtrMap::default(),
@@ -131,6 +136,7 @@ impl<'py> Encoder<'py> {
             chunks: Vec::new(),
             defer: true,
             depth: 0,
+            fields: Vec::new(),
         }
     }
 
@@ -202,21 +208,81 @@ impl<'py> Encoder<'py> {
         }
     }
 
-    /// Encodes a child, handling the commonest atoms without a full (recursive) call.
+    /// Writes `obj` if it is an atom nothing else in the graph can hold, and reports whether
+    /// it did: ints and floats up to 64 bits, `None`, bools, and ASCII strs with no owner
+    /// beyond their container and the `held` references the walker keeps. These need no
+    /// memo and run no Python code, so the walker takes no reference to them.
+    ///
+    /// # Safety
+    /// `obj` is live and the GIL is held.
     #[inline(always)]
-    fn child(&mut self, obj: *mut ffi::PyObject) -> R {
-        // SAFETY: obj is live (the caller holds a reference) and the GIL is held.
+    unsafe fn atom(&mut self, obj: *mut ffi::PyObject, held: ffi::Py_ssize_t) -> bool {
+        // SAFETY (whole block): see the function contract; each branch reads `obj` through
+        // the API of its exact type.
         unsafe {
             let ty = ffi::Py_TYPE(obj);
+            if ty == addr_of_mut!(ffi::PyUnicode_Type) {
+                let Some(text) = cpython::ascii_text(obj) else {
+                    return false;
+                };
+                // A one-character str is never memoized (the reader's are singletons too).
+                let unshared = text.len() <= 1 || ffi::Py_REFCNT(obj) <= 1 + held || !self.use_memo;
+                if !unshared || text.len() >= DEFER_FROM {
+                    return false;
+                }
+                self.w.str(text);
+                return true;
+            }
             if ty == addr_of_mut!(ffi::PyLong_Type) {
-                return self.int(obj);
+                if let Some(v) = cpython::small_i64(obj) {
+                    self.w.int(v);
+                    return true;
+                }
+                let mut overflow: c_int = 0;
+                let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+                if overflow != 0 {
+                    return false;
+                }
+                self.w.int(v);
+                return true;
             }
             if ty == addr_of_mut!(ffi::PyFloat_Type) {
                 self.w.float(ffi::PyFloat_AS_DOUBLE(obj));
-                return Ok(());
+                return true;
+            }
+            if obj == ffi::Py_None() {
+                self.w.tag(tags::NONE);
+                return true;
+            }
+            if ty == addr_of_mut!(ffi::PyBool_Type) {
+                self.w.tag(if obj == ffi::Py_True() {
+                    tags::TRUE
+                } else {
+                    tags::FALSE
+                });
+                return true;
             }
         }
-        self.encode(obj)
+        false
+    }
+
+    /// Encodes an item of a container that holds it: atoms directly, anything else under a
+    /// reference of the walker's own (its encoding may run code that changes the container).
+    ///
+    /// # Safety
+    /// `obj` is live and the GIL is held.
+    #[inline(always)]
+    unsafe fn item(&mut self, obj: *mut ffi::PyObject) -> R {
+        // SAFETY (whole block): see the function contract.
+        unsafe {
+            if self.atom(obj, 0) {
+                return Ok(());
+            }
+            ffi::Py_INCREF(obj);
+            let r = self.encode(obj);
+            ffi::Py_DECREF(obj);
+            r
+        }
     }
 
     /// Encodes a child the walker holds its own reference to.
@@ -322,7 +388,13 @@ impl<'py> Encoder<'py> {
                 return Ok(());
             }
             let mut n: ffi::Py_ssize_t = 0;
-            let p = ffi::PyUnicode_AsUTF8AndSize(obj, &mut n);
+            let p = match cpython::ascii_text(obj) {
+                Some(text) => {
+                    n = text.len() as ffi::Py_ssize_t;
+                    text.as_ptr().cast::<std::os::raw::c_char>()
+                }
+                None => ffi::PyUnicode_AsUTF8AndSize(obj, &mut n),
+            };
             if !p.is_null() {
                 let n = n as usize;
                 if n >= DEFER_FROM && self.defer {
@@ -394,10 +466,7 @@ impl<'py> Encoder<'py> {
                     return Err(EncodeError::new("list changed size during pickling"));
                 }
                 let item = ffi::PyList_GET_ITEM(obj, i);
-                ffi::Py_INCREF(item);
-                let r = self.child(item);
-                ffi::Py_DECREF(item);
-                r.map_err(|e| e.at(Step::Index(i as usize)))?;
+                self.item(item).map_err(|e| e.at(Step::Index(i as usize)))?;
             }
             if ffi::PyList_GET_SIZE(obj) != n {
                 return Err(EncodeError::new("list changed size during pickling"));
@@ -441,9 +510,22 @@ impl<'py> Encoder<'py> {
                 if count > n {
                     return Err(EncodeError::new("dict changed size during pickling"));
                 }
+                let key_done = self.atom(key, 0);
+                if key_done && self.atom(value, 0) {
+                    continue;
+                }
+                // The key is held too: it names the error, and the value's code may drop it.
                 ffi::Py_INCREF(key);
                 ffi::Py_INCREF(value);
-                let r = self.encode(key).and_then(|()| self.child(value));
+                let r = if key_done { Ok(()) } else { self.encode(key) };
+                // The value is held now: one reference of the walker's own.
+                let r = r.and_then(|()| {
+                    if self.atom(value, 1) {
+                        Ok(())
+                    } else {
+                        self.encode(value)
+                    }
+                });
                 if let Err(e) = r {
                     let step = key_step(key);
                     ffi::Py_DECREF(key);
@@ -474,10 +556,7 @@ impl<'py> Encoder<'py> {
             self.enter()?;
             for i in 0..n {
                 let item = ffi::PyTuple_GET_ITEM(obj, i);
-                ffi::Py_INCREF(item);
-                let r = self.child(item);
-                ffi::Py_DECREF(item);
-                r.map_err(|e| e.at(Step::Index(i as usize)))?;
+                self.item(item).map_err(|e| e.at(Step::Index(i as usize)))?;
             }
         }
         self.leave();
@@ -526,7 +605,7 @@ impl<'py> Encoder<'py> {
     ) -> Result<Vec<Bound<'py, PyAny>>, EncodeError> {
         let mut keyed = Vec::with_capacity(items.len());
         for item in items {
-            let mut sub = Encoder::new(self.py, self.cfg, true);
+            let mut sub = Encoder::new(self.py, self.cfg, true, Writer::default());
             sub.use_memo = false;
             sub.defer = false;
             sub.depth = self.depth;
@@ -573,8 +652,10 @@ impl<'py> Encoder<'py> {
     fn other(&mut self, obj: *mut ffi::PyObject) -> R {
         let py = self.py;
         let cfg = self.cfg;
-        // SAFETY: obj is live and the GIL is held.
-        let bound = unsafe { Bound::from_borrowed_ptr(py, obj) };
+        // Borrowed, not a new reference: the memo's sharing test counts the references the
+        // walker holds, and the caller's already keeps `obj` alive.
+        // SAFETY: obj is live (the caller holds a reference) and the GIL is held.
+        let bound = unsafe { Borrowed::from_ptr(py, obj) };
         let ty = bound.get_type();
         if ty.is(cfg.ordered_dict.bind(py)) || ty.is(cfg.counter.bind(py)) {
             let tag = if ty.is(cfg.ordered_dict.bind(py)) {
@@ -732,23 +813,40 @@ impl<'py> Encoder<'py> {
         Ok(self.classes.len() - 1)
     }
 
-    /// Writes the class reference for a record of `names`, defining a new shape if needed.
-    fn shape(&mut self, tag: u8, index: usize, names: &[Bound<'py, PyString>]) -> R {
+    /// Writes the class reference for a record of `names` (live strs), defining a new shape
+    /// if needed.
+    fn shape(
+        &mut self,
+        tag: u8,
+        index: usize,
+        names: impl ExactSizeIterator<Item = *mut ffi::PyObject> + Clone,
+    ) -> R {
+        let py = self.py;
         let entry = &mut self.classes[index];
         for shape in &entry.shapes {
             if shape.names.len() == names.len()
-                && shape
-                    .names
-                    .iter()
-                    .zip(names)
-                    .all(|(a, b)| a.is(b) || a.as_any().eq(b).unwrap_or(false))
+                && shape.names.iter().zip(names.clone()).all(|(a, b)| {
+                    // SAFETY: b is a live str the caller holds; the GIL is held.
+                    a.as_ptr() == b
+                        || a.as_any()
+                            .eq(unsafe { Borrowed::from_ptr(py, b) })
+                            .unwrap_or(false)
+                })
             {
                 self.w.class_ref(tag, shape.index);
                 return Ok(());
             }
         }
-        let mut utf8 = Vec::with_capacity(names.len());
+        let mut kept = Vec::with_capacity(names.len());
         for name in names {
+            // SAFETY: name is a live str (checked by the caller) and the GIL is held; the
+            // shape keeps a reference, so its address is not reused while it is compared.
+            kept.push(unsafe {
+                Bound::from_borrowed_ptr(py, name).cast_into_unchecked::<PyString>()
+            });
+        }
+        let mut utf8 = Vec::with_capacity(kept.len());
+        for name in &kept {
             let s = name
                 .to_str()
                 .map_err(|e| EncodeError::caused("bad field name", e))?;
@@ -764,7 +862,7 @@ impl<'py> Encoder<'py> {
             .class_new(tag, &entry.name, entry.version, utf8.into_iter());
         entry.shapes.push(Shape {
             index: self.next_class,
-            names: names.to_vec(),
+            names: kept,
         });
         self.next_class += 1;
         Ok(())
@@ -774,15 +872,29 @@ impl<'py> Encoder<'py> {
         if self.memo_begin(obj.as_ptr(), true).is_none() {
             return Ok(());
         }
+        let base = self.fields.len();
+        let r = self.instance_fields(obj.as_ptr(), index, base);
+        // SAFETY: every entry from `base` on holds one reference to its name and its value.
+        unsafe {
+            for &(name, value) in &self.fields[base..] {
+                ffi::Py_DECREF(name);
+                ffi::Py_DECREF(value);
+            }
+        }
+        self.fields.truncate(base);
+        r
+    }
+
+    /// Collects an instance's fields into `self.fields[base..]` (each under references of
+    /// their own, as their encoding may run code), then writes its shape and values.
+    fn instance_fields(&mut self, obj: *mut ffi::PyObject, index: usize, base: usize) -> R {
         let py = self.py;
-        let mut names: Vec<Bound<'py, PyString>> = Vec::new();
-        let mut values: Vec<Bound<'py, PyAny>> = Vec::new();
         let entry = &self.classes[index];
         if entry.kind == KIND_SLOTS {
             for name in entry.fields.iter().flatten() {
                 // SAFETY: generic lookup on a live object with a str name; bypasses any
                 // custom __getattribute__ of the class.
-                let v = unsafe { ffi::PyObject_GenericGetAttr(obj.as_ptr(), name.as_ptr()) };
+                let v = unsafe { ffi::PyObject_GenericGetAttr(obj, name.as_ptr()) };
                 if v.is_null() {
                     let e = PyErr::fetch(py);
                     if e.is_instance_of::<pyo3::exceptions::PyAttributeError>(py) {
@@ -790,33 +902,52 @@ impl<'py> Encoder<'py> {
                     }
                     return Err(EncodeError::caused("cannot read a slot", e));
                 }
-                names.push(name.clone());
-                // SAFETY: v is a new reference returned above.
-                values.push(unsafe { Bound::from_owned_ptr(py, v) });
+                // SAFETY: v is a new reference (kept by the entry); the name gets one.
+                unsafe { ffi::Py_INCREF(name.as_ptr()) };
+                self.fields.push((name.as_ptr(), v));
             }
         }
         if entry.kind == KIND_DICT || entry.has_dict {
             // SAFETY: obj is live and its type has an instance dict.
-            let d = unsafe { ffi::PyObject_GenericGetDict(obj.as_ptr(), std::ptr::null_mut()) };
+            let d = unsafe { ffi::PyObject_GenericGetDict(obj, std::ptr::null_mut()) };
             // SAFETY: d is a new reference or NULL with an exception set.
             let d = unsafe { Bound::from_owned_ptr_or_err(py, d) }
                 .map_err(|e| EncodeError::caused("cannot read __dict__", e))?;
             let d = d
                 .cast_into::<pyo3::types::PyDict>()
                 .map_err(|_| EncodeError::new("__dict__ is not a dict"))?;
-            for (k, v) in d.iter() {
-                let k = k
-                    .cast_into::<PyString>()
-                    .map_err(|_| EncodeError::new("non-str attribute name"))?;
-                names.push(k);
-                values.push(v);
+            let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+            // SAFETY: d is a live dict we hold; PyDict_Next gives borrowed pointers, each
+            // taken into a reference of the entry's own before anything else runs.
+            unsafe {
+                while ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) != 0 {
+                    if ffi::PyUnicode_Check(k) == 0 {
+                        return Err(EncodeError::new("non-str attribute name"));
+                    }
+                    ffi::Py_INCREF(k);
+                    ffi::Py_INCREF(v);
+                    self.fields.push((k, v));
+                }
             }
         }
-        self.shape(tags::OBJECT, index, &names)?;
+        let n = self.fields.len() - base;
+        let fields = std::mem::take(&mut self.fields);
+        let r = self.shape(tags::OBJECT, index, fields[base..].iter().map(|&(k, _)| k));
+        self.fields = fields;
+        r?;
         self.enter()?;
-        for (name, value) in names.iter().zip(&values) {
-            self.encode(value.as_ptr())
-                .map_err(|e| e.at(Step::Attr(name.to_string())))?;
+        for i in base..base + n {
+            let (name, value) = self.fields[i];
+            // SAFETY: the entry holds a reference to the value (counted as `held`).
+            if unsafe { self.atom(value, 1) } {
+                continue;
+            }
+            self.encode(value).map_err(|e| {
+                // SAFETY: the entry holds a reference to the name.
+                e.at(Step::Attr(
+                    unsafe { Borrowed::from_ptr(py, name) }.to_string(),
+                ))
+            })?;
         }
         self.leave();
         Ok(())
@@ -836,7 +967,7 @@ impl<'py> Encoder<'py> {
                 "namedtuple length differs from its _fields",
             ));
         }
-        self.shape(tags::OBJECT, index, &names)?;
+        self.shape(tags::OBJECT, index, names.iter().map(|n| n.as_ptr()))?;
         self.enter()?;
         for (i, item) in tuple.iter().enumerate() {
             self.encode(item.as_ptr())
@@ -865,7 +996,7 @@ impl<'py> Encoder<'py> {
                 obj.repr().map(|r| r.to_string()).unwrap_or_default()
             )));
         }
-        self.shape(tags::ENUM, index, &[])?;
+        self.shape(tags::ENUM, index, std::iter::empty())?;
         self.encode(name.as_ptr())
     }
 }

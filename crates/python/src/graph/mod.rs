@@ -21,8 +21,52 @@ use builder::Builder;
 use classes::AllowedClasses;
 use encoder::{Chunk, Encoder};
 
-/// Inputs and outputs from this size on are validated and signed with the GIL released.
-const RELEASE_GIL_FROM: usize = 64 * 1024;
+/// Inputs and outputs from this size on are validated, signed and copied with the GIL
+/// released.
+pub(crate) const RELEASE_GIL_FROM: usize = 64 * 1024;
+
+/// The largest output buffer a thread keeps for its next `dumps`.
+const SPARE_MAX: usize = 256 * 1024;
+
+thread_local! {
+    /// The buffer of this thread's last `dumps`, reused by its next one (no allocation and
+    /// no regrowing for a record no larger than the last).
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+fn take_spare() -> Writer {
+    Writer::reusing(SPARE.with(|s| s.take()))
+}
+
+fn give_back(buf: Vec<u8>) {
+    if buf.capacity() <= SPARE_MAX {
+        SPARE.with(|s| s.set(buf));
+    }
+}
+
+/// A new bytes object holding `data` (NULL with an exception set on failure); large data is
+/// copied with the GIL released, so other threads run meanwhile.
+pub(crate) fn new_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
+    let n = data.len() as ffi::Py_ssize_t;
+    if data.len() < RELEASE_GIL_FROM {
+        // SAFETY: data is a live slice; plain constructor.
+        return unsafe { ffi::PyBytes_FromStringAndSize(data.as_ptr().cast(), n) };
+    }
+    // SAFETY: a new, uninitialised bytes object of `n` bytes, filled below.
+    let p = unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), n) };
+    if !p.is_null() {
+        // Addresses as integers: the closure runs without the GIL and must be Send.
+        // SAFETY: p is a new bytes object of n bytes.
+        let (src, dst) = (data.as_ptr() as usize, unsafe { ffi::PyBytes_AsString(p) }
+            as usize);
+        // SAFETY: nobody else references the new object yet, and `data` (immutable bytes of
+        // an object the caller holds, or memory of its own) outlives the call.
+        py.detach(move || unsafe {
+            std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n as usize)
+        });
+    }
+    p
+}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
@@ -68,14 +112,15 @@ fn dumps<'py>(
     let _ = protocol;
     let cfg = config::get(py)?;
     let key = key_bytes(hmac_key)?;
-    let mut enc = Encoder::new(py, cfg, deterministic);
+    let mut enc = Encoder::new(py, cfg, deterministic, take_spare());
     enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     if deterministic {
         // Second pass: share only what the first pass met twice, never what merely has
         // outside references, so equal graphs give equal bytes in any process.
         let shared = std::mem::take(&mut enc.seen_twice);
+        let w = Writer::reusing(std::mem::take(&mut enc.w).into_buffer());
         drop(enc);
-        enc = Encoder::new(py, cfg, deterministic);
+        enc = Encoder::new(py, cfg, deterministic, w);
         enc.only_shared = Some(shared);
         enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     }
@@ -90,7 +135,10 @@ fn dumps<'py>(
     } else {
         writer.finish(key.as_deref())
     };
-    Ok(PyBytes::new(py, &buf[start..]))
+    let out = new_bytes(py, &buf[start..]);
+    give_back(buf);
+    // SAFETY: a new bytes object, or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, out).map(|b| b.cast_into_unchecked()) }
 }
 
 /// Builds the output of a record with deferred chunks: every byte is copied exactly
@@ -114,30 +162,41 @@ fn assemble<'py>(
     let dst = unsafe {
         std::slice::from_raw_parts_mut(ffi::PyBytes_AsString(out.as_ptr()).cast::<u8>(), total)
     };
-    let mut o = 0;
-    let mut prev = start;
-    for chunk in chunks {
-        let head = &buf[prev..chunk.at];
-        dst[o..o + head.len()].copy_from_slice(head);
-        o += head.len();
-        // SAFETY: `data` points at `len` bytes of an immutable str/bytes kept alive by `owner`.
-        let data = unsafe { std::slice::from_raw_parts(chunk.data, chunk.len) };
-        dst[o..o + data.len()].copy_from_slice(data);
-        o += data.len();
-        prev = chunk.at;
-    }
-    let tail = &buf[prev..];
-    dst[o..o + tail.len()].copy_from_slice(tail);
-    o += tail.len();
-    if let Some(key) = key {
-        let (record, tag_out) = dst.split_at_mut(o);
-        let mac = if o >= RELEASE_GIL_FROM {
-            py.detach(|| integrity::sign(key, record))
-        } else {
-            integrity::sign(key, record)
-        };
-        tag_out.copy_from_slice(&mac);
-    }
+    // (position in buf, data address, data length) of each chunk: plain integers, so the
+    // copy can run without the GIL (the data is immutable and its owners outlive it).
+    let pieces: Vec<(usize, usize, usize)> = chunks
+        .iter()
+        .map(|c| (c.at, c.data as usize, c.len))
+        .collect();
+    let fill = move || {
+        let mut o = 0;
+        let mut prev = start;
+        for &(at, data, len) in &pieces {
+            let head = &buf[prev..at];
+            dst[o..o + head.len()].copy_from_slice(head);
+            o += head.len();
+            // SAFETY: `data` points at `len` bytes of an immutable str/bytes kept alive by
+            // its chunk's owner for the whole call.
+            let data = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
+            dst[o..o + data.len()].copy_from_slice(data);
+            o += data.len();
+            prev = at;
+        }
+        let tail = &buf[prev..];
+        dst[o..o + tail.len()].copy_from_slice(tail);
+        o += tail.len();
+        if let Some(key) = key {
+            let (record, tag_out) = dst.split_at_mut(o);
+            tag_out.copy_from_slice(&integrity::sign(key, record));
+        }
+        buf
+    };
+    let buf = if total >= RELEASE_GIL_FROM {
+        py.detach(fill)
+    } else {
+        fill()
+    };
+    give_back(buf);
     Ok(out)
 }
 
