@@ -482,7 +482,7 @@ def _fail(rec: ExplainNode, e: _Malformed, index: int) -> tuple[Exception, Expla
             at = n
     at.marks = at.marks | {"failed"}
     err = UnpicklingError(f"records[{index}] at offset {e.offset}: {e}")
-    err.offset = e.offset  # type: ignore[attr-defined]
+    err.offset = e.offset
     return err, at
 
 
