@@ -303,7 +303,7 @@ def loads_pickle(
     {'a': (1, 2.5)}
     >>> bwp.loads_pickle(b"cos\\nsystem\\n(S'true'\\ntR.")
     Traceback (most recent call last):
-    bytewright.pickle._errors.UnpicklingError: global os.system is not allowed; it can run code and is never allowed (at byte 0)
+    bytewright.pickle._errors.UnpicklingError: global os.system is not allowed; its module can run code and is never allowed (at byte 0)
     """
 
 def check_pickle(

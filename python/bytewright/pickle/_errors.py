@@ -70,7 +70,7 @@ class TruncatedError(UnpicklingError, EOFError):
     >>> import pickle
     >>> from bytewright import pickle as bwp
     >>> try:
-    ...     bwp.loads_pickle(pickle.dumps([1, 2, 3])[:-1])
+    ...     bwp.loads_pickle(pickle.dumps([1, 2, 3], protocol=2)[:-1])
     ... except EOFError as e:
     ...     print(type(e).__name__)
     TruncatedError
@@ -82,7 +82,7 @@ class UnpicklingValueError(UnpicklingError, ValueError):
 
     >>> from bytewright import pickle as bwp
     >>> try:
-    ...     bwp.loads_pickle(b"Ix\n.")
+    ...     bwp.loads_pickle(b"Ix\\n.")
     ... except ValueError as e:
     ...     print(type(e).__name__)
     UnpicklingValueError
@@ -94,7 +94,7 @@ class UnpicklingTypeError(UnpicklingError, TypeError):
 
     >>> from bytewright import pickle as bwp
     >>> try:
-    ...     bwp.loads_pickle(b"K\x01)R.")
+    ...     bwp.loads_pickle(b"K\\x01)R.")
     ... except TypeError as e:
     ...     print(type(e).__name__)
     UnpicklingTypeError
@@ -106,7 +106,7 @@ class UnpicklingOverflowError(UnpicklingError, OverflowError):
 
     >>> from bytewright import pickle as bwp
     >>> try:
-    ...     bwp.loads_pickle(b"F1e500\n.")
+    ...     bwp.loads_pickle(b"F1e500\\n.")
     ... except OverflowError as e:
     ...     print(type(e).__name__)
     UnpicklingOverflowError

@@ -232,6 +232,19 @@ class PickleUnpickler:
 
     The same checks as `loads_pickle`, with the `classes=`, `allow=` and `limits=` given
     once. `load` raises `TruncatedError` (an `EOFError`) at the end of the file.
+
+    >>> import io
+    >>> import pickle
+    >>> from bytewright import pickle as bwp
+    >>> f = io.BytesIO(pickle.dumps({"a": 1}) + pickle.dumps([2]))
+    >>> reader = bwp.PickleUnpickler(f)
+    >>> (reader.load(), reader.load())
+    ({'a': 1}, [2])
+    >>> try:
+    ...     reader.load()
+    ... except EOFError:
+    ...     print("end of file")
+    end of file
     """
 
     def __init__(
