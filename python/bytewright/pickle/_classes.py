@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import sys
 import weakref
 from collections.abc import Iterable, Mapping
@@ -79,7 +78,8 @@ class ClassInfo:
         self.required: tuple[str, ...] = ()
         self.has_dict = False
         fields: tuple[str, ...] | None
-        if isinstance(cls, enum.EnumMeta):
+        enum = sys.modules.get("enum")  # not imported yet: no class can be an Enum
+        if enum is not None and isinstance(cls, enum.EnumMeta):
             self.kind = KIND_ENUM
             fields = ()
         elif issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple):

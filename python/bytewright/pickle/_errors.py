@@ -5,7 +5,10 @@ readers raise a subclass of `UnpicklingError` that is also that class, so code w
 against either module's exceptions keeps working.
 """
 
-import pickle as _std_pickle
+try:  # the C accelerator defines pickle's exceptions; importing it skips pickle.py's imports
+    import _pickle as _std_pickle
+except ImportError:  # pragma: no cover - interpreters without the accelerator
+    import pickle as _std_pickle  # type: ignore[no-redef]
 
 
 class PicklingError(_std_pickle.PicklingError):

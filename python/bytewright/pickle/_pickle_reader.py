@@ -9,9 +9,7 @@ you name in `allow=` can be reached.
 
 from __future__ import annotations
 
-import enum
 import io
-import uuid
 from collections.abc import Mapping
 
 from bytewright import _native
@@ -22,6 +20,8 @@ from bytewright.pickle._limits import Limits
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
+    import enum
+    import uuid
     from collections.abc import Callable, Iterable
     from typing import Any, BinaryIO, Protocol, TypeAlias
 
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 def _enum_member(cls: type[enum.Enum], value: Any) -> Any:
     """The member of `cls` with `value`, without calling user hooks such as `_missing_`."""
+    import enum  # loaded already: cls is an Enum
+
     try:
         member = cls._value2member_map_.get(value)
     except TypeError:  # unhashable value
@@ -74,6 +76,8 @@ def _set_state(info: ClassInfo, obj: Any, state: Any) -> None:
 
 def _uuid_state(obj: uuid.UUID, state: dict[Any, Any]) -> None:
     """What `UUID.__setstate__` does, for the two documented keys only."""
+    import uuid  # loaded already: obj is a UUID
+
     value = state.get("int")
     if type(value) is not int or not 0 <= value < 1 << 128:
         raise UnpicklingError("uuid.UUID state needs an int between 0 and 2**128")
