@@ -65,6 +65,10 @@ pub struct LNode {
     pub nullable: bool,
 }
 
+/// The most nodes (columns, nested ones included) a layout may have before its deepest
+/// unions are laid out as raw bytes.
+pub const MAX_NODES: usize = 1024;
+
 /// The layout of a whole program.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -81,15 +85,35 @@ struct FieldInfo<'p> {
 
 impl Layout {
     pub fn new(prog: &Program) -> Layout {
-        let mut b = Builder {
-            prog,
-            nodes: Vec::new(),
-            active: Vec::new(),
-        };
-        let root = b.node(&prog.root, false);
-        Layout {
-            nodes: b.nodes,
-            root,
+        Layout::within(prog, MAX_NODES)
+    }
+
+    /// The layout with unions nested no deeper than fits `max_nodes` nodes.
+    pub fn within(prog: &Program, max_nodes: usize) -> Layout {
+        // Unions nested in unions multiply: an IPv6 extension header's payload is a union of
+        // the other extension headers, so every order of headers would become columns of
+        // every row (7,450 of them for a pcap). Unions stay columns down to the deepest
+        // nesting whose layout fits; deeper ones hold their wire bytes.
+        let mut depth = usize::MAX;
+        loop {
+            let mut b = Builder {
+                prog,
+                nodes: Vec::new(),
+                active: Vec::new(),
+                union_depth: 0,
+                max_union_depth: depth,
+                max_nodes,
+                deepest: 0,
+            };
+            let root = b.node(&prog.root, false);
+            if b.nodes.len() <= max_nodes || depth == 0 {
+                return Layout {
+                    nodes: b.nodes,
+                    root,
+                };
+            }
+            // One level shallower than the deepest union this attempt laid out.
+            depth = b.deepest.min(depth).saturating_sub(1);
         }
     }
 
@@ -173,6 +197,13 @@ struct Builder<'p> {
     nodes: Vec<LNode>,
     /// Structs being laid out (recursion becomes a raw column).
     active: Vec<u32>,
+    /// Unions enclosing the node being laid out.
+    union_depth: usize,
+    /// Unions nested deeper than this are raw columns.
+    max_union_depth: usize,
+    max_nodes: usize,
+    /// The deepest union nesting laid out as columns.
+    deepest: usize,
 }
 
 impl<'p> Builder<'p> {
@@ -272,6 +303,18 @@ impl<'p> Builder<'p> {
     }
 
     fn union(&mut self, cases: Vec<(String, &'p Node)>, nullable: bool) -> NodeId {
+        // Past the budget already, this attempt is thrown away: stop growing it.
+        if self.union_depth >= self.max_union_depth || self.nodes.len() > self.max_nodes {
+            return self.push(Shape::Raw, nullable);
+        }
+        self.union_depth += 1;
+        self.deepest = self.deepest.max(self.union_depth);
+        let id = self.union_columns(cases, nullable);
+        self.union_depth -= 1;
+        id
+    }
+
+    fn union_columns(&mut self, cases: Vec<(String, &'p Node)>, nullable: bool) -> NodeId {
         let mut names: Vec<Arc<str>> = Vec::with_capacity(cases.len() + 1);
         for (name, _) in &cases {
             // Two cases of one struct (or a struct named like the variant column) keep

@@ -16,12 +16,16 @@
 
 use pyo3::prelude::*;
 
+mod alloc;
 mod columns;
 mod cpython;
 mod fastcall;
 mod graph;
 mod pickle_reader;
 mod wire;
+
+#[global_allocator]
+static ALLOCATOR: alloc::Allocator = alloc::Allocator;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -379,7 +379,10 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 };
                 if let Node::Struct(si) = n {
                     let sp = &self.p.structs[*si as usize];
-                    if self.src.is_struct(v, sp.sink_id) == Some(false) {
+                    // Wire bytes (a union stored raw in a table) are checked as the chosen
+                    // struct when written.
+                    if self.src.raw(v).is_none() && self.src.is_struct(v, sp.sink_id) == Some(false)
+                    {
                         return Err(self.invalid(format!(
                             "the tag {} selects {}, but the value is not a {}",
                             show_value(&t),

@@ -752,7 +752,9 @@ def read_table(source: Any, *, threads: int | None = None) -> bw.Table:
     ``interface`` and ``linktype``; modified pcap its extra record fields), and ``frame``:
     the packet decoded by its link type into nested struct columns (Ethernet with its VLAN
     tags, IPv4 or IPv6 with extension headers, TCP, UDP or ICMP, and the payload), each
-    layer a tagged union whose ``variant`` names what the packet holds. As in Wireshark no
+    layer a tagged union whose ``variant`` names what the packet holds (behind a VLAN tag or
+    an IPv6 extension header the next layer is its bytes: docs/columns.md, "Unions nested in
+    unions"). As in Wireshark no
     packet fails the table: a packet the snap length cut short, or a frame that does not
     decode (a malformed packet, ``total_length`` 0 from segmentation offload), keeps its
     bytes as ``frame.Raw``. Checksums are not verified here (``read`` and
