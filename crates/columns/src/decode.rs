@@ -2,11 +2,18 @@
 //! the threads.
 //!
 //! Rows are split across threads. Messages of one size split at row boundaries. Messages
-//! of varying size split at byte positions: thread `k` finds the first message that starts
-//! at or after its position by scanning from the start (reading only what sizes depend
-//! on), then decodes up to the first message that starts at or after the next thread's
-//! position. Every thread agrees on the boundaries without talking to the others, and the
-//! rows come out in input order whatever the thread count.
+//! of varying size split at byte positions, and no thread scans for the boundaries first:
+//! thread 0 decodes from the real start up to the first message that starts at or after
+//! its region's end; every other thread guesses that its region's first byte starts a
+//! message and decodes from there, keeping where each row starts. Then the boundaries are
+//! followed in order: where the previous region ended is a real boundary, and if it is one
+//! of the guessed row starts, the guess decoded the real messages from that row on (the
+//! decode of a message depends only on where it starts), so the rows before it are
+//! dropped. If not, the messages up to the next guessed start (or to the region's end) are
+//! decoded there, on the calling thread. A guess that is not on a boundary usually meets
+//! the real ones within a few messages; a format where it never does decodes at the speed
+//! of one thread, never wrongly. The rows come out in input order whatever the thread
+//! count, and the first bad message in input order is the error.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -42,6 +49,16 @@ impl From<ArrowError> for Failure {
 }
 
 type DecodeResult<T> = Result<T, Failure>;
+
+/// Rows decoded from a position guessed to be a message boundary.
+struct Guess {
+    cols: Cols,
+    /// Where each row starts.
+    starts: Vec<usize>,
+    /// Where the last row ends (or the message that did not decode starts).
+    end: usize,
+    failed: bool,
+}
 
 /// A decoded table: its schema and its rows, in one batch per thread that decoded them.
 #[derive(Debug, Clone)]
@@ -261,7 +278,7 @@ impl Columnar {
                 .map(|(cols, n, _)| (cols, n))
         };
         let parts = run_threads(threads, chunk)?;
-        self.table(parts)
+        self.table(parts.into_iter().map(|(c, n)| (c, n, 0)).collect())
     }
 
     fn decode_varying(&self, input: &[u8], req: Request) -> DecodeResult<Table> {
@@ -283,34 +300,101 @@ impl Columnar {
         let threads = req.threads.clamp(1, (span / 65536).max(1));
         if threads == 1 {
             let (cols, rows, _) = self.decode_rows(input, req.offset, stop, req.count, 0)?;
-            return self.table(vec![(cols, rows)]);
+            return self.table(vec![(cols, rows, 0)]);
         }
         let split = |t: usize| req.offset + span / threads * t;
-        let chunk = |t: usize| -> DecodeResult<(Cols, usize)> {
-            let mut scratch = Scratch::new();
-            // Find this thread's first message: the first that starts at or after its split.
-            let (start, first_row) = if t == 0 {
-                (req.offset, 0)
+        let region_end = |t: usize| if t + 1 == threads { stop } else { split(t + 1) };
+        // Thread 0 starts on a boundary; the others guess that their split is one.
+        let first = std::sync::Mutex::new(None);
+        let guesses = run_threads(threads, |t| {
+            if t == 0 {
+                let got = self.decode_rows(input, req.offset, region_end(0), None, 0);
+                *first.lock().unwrap_or_else(|e| e.into_inner()) = Some(got);
+                Ok(None)
             } else {
-                let target = split(t);
-                let mut pos = req.offset;
-                let mut row = 0;
-                while pos < target {
-                    match scan_one(&self.prog, &mut scratch, input, pos) {
-                        Ok(end) if end > pos => pos = end,
-                        _ => return Err(error_at(&self.prog, input, pos, row)),
-                    }
-                    row += 1;
+                Ok(Some(self.decode_guess(input, split(t), region_end(t))))
+            }
+        })?;
+        let (cols, rows, mut pos) = first
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .ok_or_else(|| Failure::Bug("the first decoding thread did not run".into()))??;
+        let mut row = rows;
+        let mut parts = vec![(cols, rows, 0)];
+        let mut scratch = Scratch::new();
+        for (t, guess) in guesses.into_iter().enumerate().skip(1) {
+            let Some(guess) = guess else { continue };
+            // Follow the true boundaries from `pos` until one is where a guessed row
+            // starts (from there on the guess decoded the real messages) or the region
+            // ends (the guess never met them: its rows are dropped).
+            let from = pos;
+            let mut fixed = 0;
+            let mut met = None;
+            loop {
+                if let Ok(j) = guess.starts.binary_search(&pos) {
+                    met = Some(j);
+                    break;
                 }
-                (pos, row)
-            };
-            let stop_at = if t + 1 == threads { stop } else { split(t + 1) };
-            let (cols, rows, end) = self.decode_rows(input, start, stop_at, None, first_row)?;
-            debug_assert!(end >= stop_at.min(stop));
-            Ok((cols, rows))
-        };
-        let parts = run_threads(threads, chunk)?;
+                if pos >= region_end(t) {
+                    break;
+                }
+                match scan_one(&self.prog, &mut scratch, input, pos) {
+                    Ok(end) if end > pos => pos = end,
+                    Ok(_) => return Err(zero_size(pos, row + fixed)),
+                    Err(_) => return Err(error_at(&self.prog, input, pos, row + fixed)),
+                }
+                fixed += 1;
+            }
+            if fixed > 0 {
+                let (cols, n, _) = self.decode_rows(input, from, pos, None, row)?;
+                parts.push((cols, n, 0));
+                row += n;
+            }
+            if let Some(j) = met {
+                let real = guess.starts.len() - j;
+                if guess.failed {
+                    // On the real boundaries, the message it stopped at is bad.
+                    return Err(error_at(&self.prog, input, guess.end, row + real));
+                }
+                parts.push((guess.cols, guess.starts.len(), j));
+                row += real;
+                pos = guess.end;
+            }
+        }
         self.table(parts)
+    }
+
+    /// Decodes messages from `start`, a position that may not be a message boundary, while
+    /// they start before `stop_at`, keeping where each row starts. A message that does not
+    /// decode ends the run: whether that is an error depends on whether the run turns out
+    /// to follow the real boundaries (and then its columns are never used).
+    fn decode_guess(&self, input: &[u8], start: usize, stop_at: usize) -> Guess {
+        let stop = stop_at.min(input.len());
+        let cap = (stop.saturating_sub(start) / self.prog.min_size.max(1) / 4).min(1 << 20);
+        let mut sink = ColumnSink::new(&self.layout, input, cap);
+        let mut scratch = Scratch::new();
+        let mut starts = Vec::with_capacity(cap);
+        let mut pos = start;
+        let mut failed = false;
+        while pos < stop {
+            sink.target = self.layout.root;
+            let stored = match unpack_with(&self.prog, &mut scratch, &mut sink, input, pos) {
+                Ok((v, end)) if end > pos => sink.store_root(v).is_ok().then_some(end),
+                _ => None,
+            };
+            let Some(end) = stored else {
+                failed = true;
+                break;
+            };
+            starts.push(pos);
+            pos = end;
+        }
+        Guess {
+            cols: sink.cols,
+            starts,
+            end: pos,
+            failed,
+        }
     }
 
     /// Decodes messages from `start` while they start before `stop_at` (and, with `limit`,
@@ -349,11 +433,11 @@ impl Columnar {
         Ok((sink.cols, rows, pos))
     }
 
-    /// The table of per-thread column sets, in order.
-    fn table(&self, mut parts: Vec<(Cols, usize)>) -> DecodeResult<Table> {
+    /// The table of per-thread column sets, in order, each without its first `skip` rows.
+    fn table(&self, mut parts: Vec<(Cols, usize, usize)>) -> DecodeResult<Table> {
         // One schema for every batch: 64-bit offsets wherever any batch needs them.
         let mut large = vec![false; self.layout.nodes.len()];
-        for (cols, _) in &parts {
+        for (cols, _, _) in &parts {
             for (l, x) in large.iter_mut().zip(cols.large()) {
                 *l |= x;
             }
@@ -361,7 +445,7 @@ impl Columnar {
         let schema = self.schema(&large);
         let (_, roots) = self.layout.columns();
         let mut batches = Vec::with_capacity(parts.len());
-        for (cols, rows) in parts.iter_mut() {
+        for (cols, rows, skip) in parts.iter_mut() {
             let union = matches!(
                 self.layout.node(self.layout.root).shape,
                 crate::layout::Shape::Union { .. }
@@ -377,12 +461,17 @@ impl Columnar {
                     }
                 })
                 .collect::<Result<Vec<ArrayRef>, _>>()?;
-            batches.push(batch(&schema, arrays, *rows)?);
+            let b = batch(&schema, arrays, *rows)?;
+            batches.push(if *skip > 0 {
+                b.slice(*skip, *rows - *skip)
+            } else {
+                b
+            });
         }
         if batches.len() > 1 {
             batches.retain(|b| b.num_rows() > 0);
             if batches.is_empty() {
-                return self.table(vec![(Cols::new(&self.layout, 0), 0)]);
+                return self.table(vec![(Cols::new(&self.layout, 0), 0, 0)]);
             }
         }
         Ok(Table { schema, batches })
