@@ -94,6 +94,32 @@ impl Col {
         }
     }
 
+    /// Appends `n` default values marked null (the children of rows-columns are the
+    /// caller's business).
+    pub fn push_nulls(&mut self, n: usize) {
+        match &mut self.buf {
+            Buf::I8(v) => v.resize(v.len() + n, 0),
+            Buf::I16(v) => v.resize(v.len() + n, 0),
+            Buf::I32(v) => v.resize(v.len() + n, 0),
+            Buf::I64(v) => v.resize(v.len() + n, 0),
+            Buf::U8(v) => v.resize(v.len() + n, 0),
+            Buf::U16(v) | Buf::F16(v) => v.resize(v.len() + n, 0),
+            Buf::U32(v) => v.resize(v.len() + n, 0),
+            Buf::U64(v) => v.resize(v.len() + n, 0),
+            Buf::F32(v) => v.resize(v.len() + n, 0.0),
+            Buf::F64(v) => v.resize(v.len() + n, 0.0),
+            Buf::Bool(b) => b.append_n(n, false),
+            Buf::Fixed { size, data } => data.resize(data.len() + *size * n, 0),
+            Buf::Var { offsets, .. } | Buf::List { offsets } => {
+                let last = *offsets.last().expect("offsets start with 0");
+                offsets.resize(offsets.len() + n, last);
+            }
+            Buf::Rows => {}
+        }
+        self.valid.append_n_nulls(n);
+        self.len += n;
+    }
+
     /// Appends a default value and marks it null (the children of rows-columns are the
     /// caller's business).
     pub fn push_null(&mut self) {
@@ -145,25 +171,32 @@ impl Cols {
         }
     }
 
-    /// Appends a null row to `id` and, so that children keep the row count, to what it holds.
-    pub fn push_null(&mut self, layout: &Layout, id: NodeId) {
+    /// Appends a null row to `id`. What a struct, union or fixed-size list holds gets its
+    /// null rows later, in bulk, from [`Cols::catch_up`]: a row touches the columns of the
+    /// variants it holds, not those of every variant of every union (a pcap's frame has
+    /// hundreds).
+    pub fn push_null(&mut self, id: NodeId) {
         self.cols[id as usize].push_null();
+    }
+
+    /// Pads the children of `id` with null rows up to the rows `id` holds (`k` items per
+    /// row for a fixed-size list of `k`). Called when `id` gets a row's value (before its
+    /// children are filled) and before it is finished; a child's own children are padded
+    /// the same way when their turn comes.
+    #[inline]
+    pub fn catch_up(&mut self, layout: &Layout, id: NodeId) {
         let node = layout.node(id);
-        match &node.shape {
-            Shape::Struct { .. } | Shape::Union { .. } => {
-                for &c in &node.children {
-                    self.push_null(layout, c);
-                }
+        let per = match &node.shape {
+            Shape::Struct { .. } | Shape::Union { .. } => 1,
+            Shape::List { fixed: Some(k), .. } => *k,
+            _ => return,
+        };
+        let want = self.cols[id as usize].len * per;
+        for &c in &node.children {
+            let col = &mut self.cols[c as usize];
+            if col.len < want {
+                col.push_nulls(want - col.len);
             }
-            Shape::List {
-                item,
-                fixed: Some(k),
-            } => {
-                for _ in 0..*k {
-                    self.push_null(layout, *item);
-                }
-            }
-            _ => {}
         }
     }
 
@@ -191,6 +224,7 @@ impl Cols {
         id: NodeId,
         large: &[bool],
     ) -> Result<ArrayData, arrow_schema::ArrowError> {
+        self.catch_up(layout, id);
         let node = layout.node(id);
         let dt = layout.data_type(id, large);
         let col = &mut self.cols[id as usize];
@@ -249,6 +283,7 @@ impl Cols {
         layout: &Layout,
         union: NodeId,
     ) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        self.catch_up(layout, union);
         let node = layout.node(union);
         let Shape::Union { names } = &node.shape else {
             unreachable!("only unions have a variant column")

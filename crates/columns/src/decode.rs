@@ -446,6 +446,7 @@ impl Columnar {
         let (_, roots) = self.layout.columns();
         let mut batches = Vec::with_capacity(parts.len());
         for (cols, rows, skip) in parts.iter_mut() {
+            cols.catch_up(&self.layout, self.layout.root);
             let union = matches!(
                 self.layout.node(self.layout.root).shape,
                 crate::layout::Shape::Union { .. }

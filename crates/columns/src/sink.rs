@@ -133,7 +133,7 @@ impl<'a> ColumnSink<'a> {
         match v {
             CVal::Done => return Ok(()),
             CVal::Null => {
-                self.cols.push_null(layout, id);
+                self.cols.push_null(id);
                 return Ok(());
             }
             _ => {}
@@ -197,7 +197,7 @@ impl<'a> ColumnSink<'a> {
         let layout = self.layout;
         let node = &layout.nodes[id as usize];
         if let CVal::Null = v {
-            self.cols.push_null(layout, id);
+            self.cols.push_null(id);
             return Ok(());
         }
         let case = self.chosen[id as usize];
@@ -208,13 +208,9 @@ impl<'a> ColumnSink<'a> {
         let vcol = &mut self.cols.cols[variant as usize];
         vcol.valid.append_non_null();
         vcol.len += 1;
-        for (i, &c) in node.children[1..].iter().enumerate() {
-            if i == case {
-                self.store(c, v.clone())?;
-            } else {
-                self.cols.push_null(layout, c);
-            }
-        }
+        // The other variants are padded with nulls when the union is next entered or
+        // finished.
+        self.store(node.children[1 + case], v)?;
         let col = &mut self.cols.cols[id as usize];
         col.valid.append_non_null();
         col.len += 1;
@@ -271,6 +267,9 @@ impl Sink for ColumnSink<'_> {
 
     #[inline]
     fn begin_struct(&mut self, _sink_id: u32) -> Result<NodeId, Bug> {
+        if self.raw.is_none() {
+            self.cols.catch_up(self.layout, self.target);
+        }
         Ok(self.target)
     }
     #[inline]
@@ -284,7 +283,7 @@ impl Sink for ColumnSink<'_> {
     fn absent_field(&mut self, s: &mut NodeId, field: u16) -> Result<(), Bug> {
         if self.raw.is_none() {
             let c = self.layout.nodes[*s as usize].children[field as usize];
-            self.cols.push_null(self.layout, c);
+            self.cols.push_null(c);
         }
         Ok(())
     }
@@ -317,6 +316,9 @@ impl Sink for ColumnSink<'_> {
 
     #[inline]
     fn begin_list(&mut self, _cap: usize) -> Result<NodeId, Bug> {
+        if self.raw.is_none() {
+            self.cols.catch_up(self.layout, self.target);
+        }
         Ok(self.target)
     }
     #[inline]
@@ -406,6 +408,7 @@ impl Sink for ColumnSink<'_> {
     fn choose(&mut self, case: usize, at: usize) {
         if self.raw.is_none() {
             let u = self.target;
+            self.cols.catch_up(self.layout, u);
             self.chosen[u as usize] = case;
             let c = self.layout.nodes[u as usize].children[1 + case];
             self.aim(c, at);
