@@ -12,6 +12,7 @@ the `bytewright` family against Dask's default `pickle` family, no cluster.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import shutil
 import tempfile
@@ -36,14 +37,25 @@ from benchmarks.harness import (
 from benchmarks.report import Part, Section, Table, Ui, fmt, ratio
 
 FAMILIES = {**pickle.ARMS, **bytewright.ARMS}
-PICKLE, OURS = "distributed pickle family", "bytewright family"
+PICKLE, OURS, UNSIGNED = (
+    "distributed pickle family",
+    "bytewright family",
+    "bytewright family, no key",
+)
 TWO, ONE, LOOP = "read_records, 2 workers", "read_records, 1 worker", "struct loop + pandas"
 SCAN, DECODE = "Codec.scan_messages", "Codec.unpack_table"
+OPS = ("serialize", "deserialize")
 
 
 def copy_frames(frames: list[Any]) -> list[bytes]:
     """One copy of every frame: what a family that copies its payload once must pay."""
     return [bytes(memoryview(frame)) for frame in frames]
+
+
+def sign_frames(frames: list[Any]) -> list[bytes]:
+    """One HMAC-SHA256 of every frame (OpenSSL's, through `hmac.digest`): what a family
+    that authenticates its payload must pay at least, on top of any copy."""
+    return [hmac.digest(bytewright.HMAC_KEY, frame, "sha256") for frame in frames]
 
 
 def run_families(sampling: Sampling, part: Part) -> Table:
@@ -58,13 +70,15 @@ def run_families(sampling: Sampling, part: Part) -> Table:
         "Serialization families: µs per call of `serialize` / `deserialize` (no cluster)",
         [
             "Data shape",
-            *[f"{op} {n}" for op in ("serialize", "deserialize") for n in FAMILIES],
+            *[f"{op} {n}" for op in OPS for n in FAMILIES],
             "one copy of the pickle frames",
-            "serialize pickle ÷ bytewright",
-            "deserialize pickle ÷ bytewright",
+            "one HMAC of the pickle frames",
+            *[f"{op} pickle ÷ {arm}" for arm in ("bytewright", "no key") for op in OPS],
         ],
         note="Above 1.00x: the bytewright family is faster. Shapes where pickle beats one copy "
-        "of its own frames (zero-copy buffers) are below the one-copy floor.",
+        "of its own frames (zero-copy buffers) are below the one-copy floor; shapes where it "
+        "beats one HMAC-SHA256 of them are below the signing floor of the signed family, which "
+        "hashes every byte it writes or reads (the pickle family authenticates nothing).",
     )
     for shape, value in shapes().items():
         calls: dict[str, Any] = {}
@@ -85,26 +99,30 @@ def run_families(sampling: Sampling, part: Part) -> Table:
                 calls[f"deserialize/{name}"] = DirectCall(protocol.deserialize, header, frames)
                 if name == PICKLE:
                     calls["copy_floor"] = DirectCall(copy_frames, frames)
+                    calls["sign_floor"] = DirectCall(sign_frames, frames)
         ns = measure(calls, sampling)
         part.record(f"dask/copy_floor/{shape}", ns.get("copy_floor"))
+        part.record(f"dask/sign_floor/{shape}", ns.get("sign_floor"))
         for name in FAMILIES:
             why = cells.get(name) or statuses[name]
             part.arm_status(
                 f"dask/{shape}/{name}" if why.startswith("incorrect") else f"dask/{name}", why
             )
-            for op in ("serialize", "deserialize"):
+            for op in OPS:
                 part.record(f"dask/{op}/{shape}/{name}", ns.get(f"{op}/{name}"), why)
         table.add(
             shape,
             *[
                 fmt(ns[k], 1e3) if (k := f"{op}/{n}") in ns else (cells.get(n) or statuses[n])
-                for op in ("serialize", "deserialize")
+                for op in OPS
                 for n in FAMILIES
             ],
             fmt(ns.get("copy_floor"), 1e3),
+            fmt(ns.get("sign_floor"), 1e3),
             *[
-                ratio(ns.get(f"{op}/{PICKLE}"), ns.get(f"{op}/{OURS}"))
-                for op in ("serialize", "deserialize")
+                ratio(ns.get(f"{op}/{PICKLE}"), ns.get(f"{op}/{arm}"))
+                for arm in (OURS, UNSIGNED)
+                for op in OPS
             ],
         )
     return table
@@ -146,7 +164,11 @@ def run_reading(conf: dict[str, Any], sampling: Sampling, part: Part, ui: Ui) ->
                 silence_logs=logging.ERROR,
             )
             clusters.append(cluster)
-            client = distributed.Client(cluster, set_as_default=False)
+            # Results come straight from the workers (pickle protocol 5, column buffers as
+            # frames of their own), not through the scheduler (protocol 4: every buffer
+            # copied into the pickle stream): the setting docs/dask.md gives for large
+            # results.
+            client = distributed.Client(cluster, set_as_default=False, direct_to_workers=True)
             clusters.append(client)
             return DirectCall(lambda: client.compute(bytewright.reader(paths), sync=True))
 

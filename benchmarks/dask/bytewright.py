@@ -40,4 +40,17 @@ def family() -> str:
     return "bytewright"
 
 
-ARMS = {"bytewright family": family}
+def unsigned_family() -> str:
+    """The family without `hmac_key`: as unauthenticated as the pickle family, so the
+    like-for-like comparison (registered under its own name beside the signed one)."""
+    need("bytewright.dask", "register")
+    from bytewright.dask._family import Family
+    from distributed.protocol.serialize import register_serialization_family
+
+    unsigned = Family(classes=CLASSES)
+    register_serialization_family(UNSIGNED, unsigned.dumps, unsigned.loads)
+    return UNSIGNED
+
+
+UNSIGNED = "bytewright-unsigned"
+ARMS = {"bytewright family": family, "bytewright family, no key": unsigned_family}

@@ -109,6 +109,8 @@ def test_bytewright_arms_are_measured_once_their_api_exists(metrics: dict[str, f
         assert "columns/pcap/bytewright formats.pcap.read_table" in metrics
     if installed("bytewright.dask") and installed("distributed"):
         assert "dask/serialize/Primitives/bytewright family" in metrics
+        assert "dask/deserialize/Primitives/bytewright family, no key" in metrics
+        assert "dask/sign_floor/Primitives" in metrics
         if hasattr(importlib.import_module("bytewright.dask"), "read_records"):
             assert "dask/read/read_records, 2 workers" in metrics
             assert "dask/read/read_records, 1 worker" in metrics

@@ -50,6 +50,8 @@ class OutOfBand:
 class _Writing:
     """The frames of one `dumps_frames` call, per thread."""
 
+    __slots__ = ("frames", "min_size", "seen", "signed")
+
     def __init__(self, signed: bool, min_size: int) -> None:
         self.signed = signed
         self.min_size = min_size
@@ -66,6 +68,8 @@ class _Writing:
 
 class _Reading:
     """The frames given to one `loads_frames` call, per thread."""
+
+    __slots__ = ("frames", "limits", "signed", "used")
 
     def __init__(self, frames: Sequence[Frame], signed: bool, limits: Limits) -> None:
         self.frames = frames
@@ -95,6 +99,11 @@ class _Reading:
             if not hmac.compare_digest(hashlib.sha256(view).digest(), digest):
                 raise IntegrityError(f"frame {index} does not match its digest")
         return view
+
+
+# The reading state of a record given alone: every frame it refers to is out of range, so
+# `take` raises before it changes anything, and one instance serves every thread.
+_RECORD_ONLY = _Reading((b"",), False, DEFAULT_LIMITS)
 
 
 class _State(threading.local):
@@ -434,15 +443,21 @@ def loads_frames(
     """The value written by `dumps_frames`; every frame must be used exactly once."""
     if not frames:
         raise UnpicklingError("no frames: the record is missing")
-    limits = limits if limits is not None else DEFAULT_LIMITS
-    reading = _Reading(frames, hmac_key is not None, limits)
+    if len(frames) == 1:  # the record alone (most values): nothing to hand out, or to count
+        reading = _RECORD_ONLY
+    else:
+        reading = _Reading(
+            frames, hmac_key is not None, DEFAULT_LIMITS if limits is None else limits
+        )
     previous = _state.reading
     _state.reading = reading
     try:
+        # `limits=None` is the native default: only given limits are read on every call.
         value = _native.pickle_loads(frames[0], classes=classes, hmac_key=hmac_key, limits=limits)
     finally:
         _state.reading = previous
-    unused = sorted(set(range(1, len(frames))) - reading.used)
-    if unused:
+    # `take` refuses an index out of range or used twice, so all are used when counts agree.
+    if len(reading.used) != len(frames) - 1:
+        unused = sorted(set(range(1, len(frames))) - reading.used)
         raise UnpicklingError(f"frames {unused} are not referred to by the record")
     return value
