@@ -396,11 +396,7 @@ class _Builder:
             return
         if ann is bytes or isinstance(ann, t.Bytes):
             length = ann.len if isinstance(ann, t.Bytes) else spec.len
-            if (
-                length is None
-                and spec.const is not MISSING
-                and isinstance(spec.const, _BYTES)
-            ):
+            if length is None and spec.const is not MISSING and isinstance(spec.const, _BYTES):
                 length = len(spec.const)
             if length is None and spec.checksum is not None:
                 length = digest_size(spec.checksum[0])
