@@ -1,11 +1,14 @@
 """The generated ``__init__`` and ``__eq__`` of Struct classes.
 
-They are the functions a dataclass would write and ``exec`` for each class. Here one template
-per field count is compiled once, and each class gets a copy of its code with the field names
-put in (``code.replace``): the same bytecode, at a fraction of the cost of compiling source.
+``__init__`` is the function a dataclass would write and ``exec`` for each class. Here one
+template per field count is compiled once, and each class gets a copy of its code with the field
+names put in (``code.replace``): the same bytecode, at a fraction of the cost of compiling
+source. ``__eq__`` is a closure over an ``attrgetter`` of the compared fields.
 """
 
 from __future__ import annotations
+
+from _operator import attrgetter  # operator's C half: importing operator.py costs more
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -19,7 +22,7 @@ __all__ = ["make_eq", "make_init"]
 
 # Field count -> (template code, the names in its co_names before the field placeholders).
 _inits: dict[int, tuple[CodeType, tuple[str, ...]]] = {}
-_eqs: dict[int, tuple[CodeType, tuple[str, ...]]] = {}
+_GLOBALS = globals()
 
 
 def _compiled(source: str, n: int) -> tuple[CodeType, tuple[str, ...]]:
@@ -46,26 +49,6 @@ def _init_template(n: int) -> tuple[CodeType, tuple[str, ...]]:
     return t
 
 
-def _eq_template(n: int) -> tuple[CodeType, tuple[str, ...]]:
-    t = _eqs.get(n)
-    if t is None:
-        ph = [f"_bw_{i}" for i in range(n)]
-        if n:
-            source = (
-                "def __eq__(self, other):\n"
-                "    if type(other) is not type(self):\n"
-                "        return NotImplemented\n"
-                f"    return ({''.join(f'self.{p}, ' for p in ph)}) == "
-                f"({''.join(f'other.{p}, ' for p in ph)})\n"
-            )
-        else:
-            source = (
-                "def __eq__(self, other):\n    return type(other) is type(self) or NotImplemented\n"
-            )
-        t = _eqs[n] = _compiled(source, n)
-    return t
-
-
 def make_init(
     qualname: str, module: str, names: Sequence[str], defaults: Mapping[str, Any]
 ) -> Callable[..., None]:
@@ -74,11 +57,9 @@ def make_init(
     # A field may be called "self"; the instance then takes a name no field can have.
     me = "self" if "self" not in names else "__bw_self__"
     code = code.replace(
-        co_names=(*fixed, *names),
-        co_varnames=(me, *names),
-        co_qualname=f"{qualname}.__init__",
+        co_names=(*fixed, *names), co_varnames=(me, *names), co_qualname=f"{qualname}.__init__"
     )
-    fn: Callable[..., None] = FunctionType(code, globals(), "__init__")
+    fn: Callable[..., None] = FunctionType(code, _GLOBALS, "__init__")
     if defaults:
         fn.__kwdefaults__ = dict(defaults)
     fn.__module__ = module
@@ -87,8 +68,21 @@ def make_init(
 
 def make_eq(qualname: str, module: str, names: Sequence[str]) -> Callable[[Any, object], Any]:
     """Equality of the same class on ``names``, in order (else NotImplemented)."""
-    code, fixed = _eq_template(len(names))
-    code = code.replace(co_names=(*fixed, *names), co_qualname=f"{qualname}.__eq__")
-    fn: Callable[[Any, object], Any] = FunctionType(code, globals(), "__eq__")
-    fn.__module__ = module
-    return fn
+    if not names:
+
+        def __eq__(self: Any, other: object) -> Any:
+            return type(other) is type(self) or NotImplemented
+
+    else:
+        # One C call reads the fields; a 1-tuple keeps tuple equality (identity first, as
+        # for NaN) when there is one field.
+        fields = attrgetter(*names) if len(names) > 1 else attrgetter(names[0], names[0])
+
+        def __eq__(self: Any, other: object) -> Any:
+            if type(other) is not type(self):
+                return NotImplemented
+            return fields(self) == fields(other)
+
+    __eq__.__qualname__ = f"{qualname}.__eq__"
+    __eq__.__module__ = module
+    return __eq__

@@ -42,6 +42,11 @@ _ENCODINGS = {
     "iso-8859-1": "latin-1",
 }
 _LEAF_TYPES = (t.Varint, t.Bits, t.Kind)
+# isinstance() tuples (``int | str`` would build a union object on every call).
+_INT_OR_STR = (int, str)
+_BOOL_OR_INT = (bool, int)
+_BYTES = (bytes, bytearray)
+_TEXT_TYPES = (t.Str, t.CStr)
 
 
 def _text(s: str) -> str:
@@ -63,7 +68,7 @@ def _length(value: Any, where: str, what: str) -> str:
         )
     if value is t.REST:
         return '"rest"'
-    if isinstance(value, bool) or not isinstance(value, int | str):
+    if isinstance(value, bool) or not isinstance(value, _INT_OR_STR):
         raise schema_error(
             where, f"{what}= must be an int, an expression string or bw.REST, got {value!r}"
         )
@@ -84,10 +89,10 @@ def _expr(source: str, where: str) -> str:
 
 
 def _const(value: Any, where: str) -> str:
-    if isinstance(value, bool | int):
+    if isinstance(value, _BOOL_OR_INT):
         v = int(value)
         return f'{{"int":{v}}}' if -(2**63) <= v < 2**64 else f'{{"int":"{v}"}}'
-    if isinstance(value, bytes | bytearray):
+    if isinstance(value, _BYTES):
         return f'{{"bytes":{json_dumps(list(value))}}}'
     raise schema_error(where, f"a constant must be an int or bytes, got {value!r}")
 
@@ -345,7 +350,7 @@ class _Builder:
                 raise schema_error(where, "when= must be an expression string")
             self.emit(f',"when":{_expr(spec.when, where)}')
         if spec.size is not None:
-            if isinstance(spec.size, bool) or not isinstance(spec.size, int | str):
+            if isinstance(spec.size, bool) or not isinstance(spec.size, _INT_OR_STR):
                 raise schema_error(where, "size= must be an int or an expression string")
             size = f'["int",{spec.size}]' if isinstance(spec.size, int) else _expr(spec.size, where)
             self.emit(f',"size":{size}')
@@ -391,11 +396,7 @@ class _Builder:
             return
         if ann is bytes or isinstance(ann, t.Bytes):
             length = ann.len if isinstance(ann, t.Bytes) else spec.len
-            if (
-                length is None
-                and spec.const is not MISSING
-                and isinstance(spec.const, bytes | bytearray)
-            ):
+            if length is None and spec.const is not MISSING and isinstance(spec.const, _BYTES):
                 length = len(spec.const)
             if length is None and spec.checksum is not None:
                 length = digest_size(spec.checksum[0])
@@ -404,7 +405,7 @@ class _Builder:
                 self.emit(f',"max":{json_value(spec.max_len)}')
             self.emit("}")
             return
-        if ann is str or isinstance(ann, t.Str | t.CStr):
+        if ann is str or isinstance(ann, _TEXT_TYPES):
             if isinstance(ann, t.CStr) or spec.nul_terminated:
                 max_len = ann.max_len if isinstance(ann, t.CStr) else spec.max_len
                 enc = ann.encoding if isinstance(ann, t.CStr) else spec.encoding

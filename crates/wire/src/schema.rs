@@ -36,9 +36,10 @@ pub enum LenDesc {
     Rest,
 }
 
-/// A wire type.
+/// A wire type: `{"t": "<name>", ...}`. Its `Deserialize` (at the end of this file) reads the
+/// tag, then the variant's fields in the same pass; the derive below is that second step.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "t", rename_all = "lowercase")]
+#[serde(remote = "Self", rename_all = "lowercase")]
 pub enum TypeDesc {
     Int {
         width: u8,
@@ -112,7 +113,7 @@ pub enum TypeDesc {
         default: Option<Box<TypeDesc>>,
     },
     /// A field kind with a format of its own (see [`crate::kinds`]).
-    #[serde(untagged)]
+    #[serde(skip)]
     Kind(crate::kinds::Kind),
 }
 
@@ -288,5 +289,138 @@ pub struct Schema {
 impl Schema {
     pub fn from_json(text: &str) -> Result<Schema, String> {
         serde_json::from_str(text).map_err(|e| format!("invalid schema description: {e}"))
+    }
+}
+
+// Reading a type description in one pass. serde's own internally tagged enums (`tag = "t"`)
+// copy each map into a buffer before choosing the variant, at every level of nesting: most
+// of the cost of building a codec. The frontend writes "t" first, so the tag is read, then
+// the rest of the map goes straight to the variant's fields. A map whose "t" comes later
+// (hand-written JSON, `serde_json::json!` sorts its keys) is gathered first, as before.
+
+impl<'de> Deserialize<'de> for TypeDesc {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(TypeVisitor)
+    }
+}
+
+use serde::de::{self, IntoDeserializer};
+
+struct TypeVisitor;
+
+impl<'de> de::Visitor<'de> for TypeVisitor {
+    type Value = TypeDesc;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a type description {\"t\": ...}")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<TypeDesc, A::Error> {
+        let Some(first) = map.next_key::<String>()? else {
+            return Err(de::Error::missing_field("t"));
+        };
+        if first == "t" {
+            let tag: String = map.next_value()?;
+            return tagged(tag, map);
+        }
+        let mut rest = serde_json::Map::new();
+        rest.insert(first, map.next_value()?);
+        while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+            rest.insert(k, v);
+        }
+        let tag = match rest.remove("t") {
+            Some(serde_json::Value::String(tag)) => tag,
+            Some(other) => {
+                return Err(de::Error::invalid_type(
+                    de::Unexpected::Other(&other.to_string()),
+                    &"a type name",
+                ))
+            }
+            None => return Err(de::Error::missing_field("t")),
+        };
+        let rest = de::value::MapDeserializer::<_, serde_json::Error>::new(rest.into_iter());
+        tagged(tag, rest).map_err(de::Error::custom)
+    }
+}
+
+/// The type named `tag`, from the rest of its map.
+fn tagged<'de, A: de::MapAccess<'de>>(tag: String, map: A) -> Result<TypeDesc, A::Error> {
+    if crate::kinds::Kind::NAMES.contains(&tag.as_str()) {
+        crate::kinds::Kind::deserialize(Tagged { tag, map }).map(TypeDesc::Kind)
+    } else {
+        TypeDesc::deserialize(Tagged { tag, map })
+    }
+}
+
+/// A tag and the rest of its map, seen as an externally tagged enum value (what the derives
+/// of [`TypeDesc`] and [`crate::kinds::Kind`] read).
+struct Tagged<A> {
+    tag: String,
+    map: A,
+}
+
+impl<'de, A: de::MapAccess<'de>> de::Deserializer<'de> for Tagged<A> {
+    type Error = A::Error;
+
+    fn deserialize_any<V: de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, A::Error> {
+        visitor.visit_enum(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
+    }
+}
+
+impl<'de, A: de::MapAccess<'de>> de::EnumAccess<'de> for Tagged<A> {
+    type Error = A::Error;
+    type Variant = Fields<A>;
+
+    fn variant_seed<V: de::DeserializeSeed<'de>>(
+        self,
+        seed: V,
+    ) -> Result<(V::Value, Fields<A>), A::Error> {
+        let tag: de::value::StringDeserializer<A::Error> = self.tag.into_deserializer();
+        Ok((seed.deserialize(tag)?, Fields(self.map)))
+    }
+}
+
+/// The entries of a type's map after its tag: the variant's fields.
+struct Fields<A>(A);
+
+impl<'de, A: de::MapAccess<'de>> de::VariantAccess<'de> for Fields<A> {
+    type Error = A::Error;
+
+    fn unit_variant(mut self) -> Result<(), A::Error> {
+        while self
+            .0
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(())
+    }
+
+    fn newtype_variant_seed<T: de::DeserializeSeed<'de>>(
+        self,
+        seed: T,
+    ) -> Result<T::Value, A::Error> {
+        seed.deserialize(de::value::MapAccessDeserializer::new(self.0))
+    }
+
+    fn tuple_variant<V: de::Visitor<'de>>(
+        self,
+        _len: usize,
+        _visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        Err(de::Error::custom("a type description is a map"))
+    }
+
+    fn struct_variant<V: de::Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        visitor.visit_map(self.0)
     }
 }

@@ -66,14 +66,18 @@ impl PackState {
 
 macro_rules! field_kinds {
     ($($(#[$doc:meta])* $variant:ident($module:ident::$ty:ident),)*) => {
-        /// A field of one of the kinds below (the schema's `{"t": "<name>", ...}`).
+        /// A field of one of the kinds below (the schema's `{"t": "<name>", ...}`, read as a
+        /// `TypeDesc`; the derive reads the fields after the tag).
         #[derive(Debug, Clone, PartialEq, Deserialize)]
-        #[serde(tag = "t", rename_all = "lowercase")]
+        #[serde(remote = "Self", rename_all = "lowercase")]
         pub enum Kind {
             $($(#[$doc])* $variant($module::$ty),)*
         }
 
         impl Kind {
+            /// The schema tags of the kinds.
+            pub const NAMES: &'static [&'static str] = &[$(<$module::$ty as FieldKind>::NAME,)*];
+
             pub fn name(&self) -> &'static str {
                 match self { $(Kind::$variant(_) => <$module::$ty as FieldKind>::NAME,)* }
             }
