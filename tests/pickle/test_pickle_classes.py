@@ -3,10 +3,13 @@
 import collections
 import dataclasses
 import enum
+import keyword
 import typing
 
 import pytest
 from bytewright import pickle
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @dataclasses.dataclass
@@ -290,3 +293,55 @@ def test_field_order_mismatch_takes_the_checked_path():
     p.__dict__["x"] = 5  # dict order now y, x
     back = rt(p)
     assert back == Point(5, 2)
+
+
+_FIELD_NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True).filter(
+    lambda name: not keyword.iskeyword(name)
+)
+_FIELD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=40),
+    st.binary(max_size=20),
+    st.lists(st.integers(), max_size=4),
+)
+
+
+def _twins(names: list[str]) -> tuple[type, type]:
+    """A dataclass and a plain class recorded under the same name: the dataclass's declared
+    fields take the stored class definition, the plain class's attributes the general path."""
+    declared = dataclasses.make_dataclass("Twin", names)
+    plain = type("Twin", (), {})
+    for cls in (declared, plain):
+        cls.__module__, cls.__qualname__ = __name__, f"Twin_{'_'.join(names)}"
+    return declared, plain
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(_FIELD_NAMES, min_size=0, max_size=6, unique=True),
+    st.data(),
+    st.booleans(),
+)
+def test_stored_class_definitions_write_what_the_general_path_writes(names, data, det):
+    declared, plain = _twins(names)
+    rows = data.draw(st.lists(st.tuples(*[_FIELD_VALUES] * len(names)), min_size=1, max_size=5))
+    extra = data.draw(st.sampled_from([None, *range(len(rows))]))
+    records, twins = [], []
+    for i, row in enumerate(rows):
+        record, twin = declared(*row), plain()
+        twin.__dict__.update(zip(names, row, strict=True))
+        if i == extra:  # one record of another shape in between
+            record.added = twin.added = f"extra {i}"
+        records.append(record)
+        twins.append(twin)
+    for _ in range(2):  # the class's description cached, then from the cache
+        out = pickle.dumps(records, deterministic=det)
+        assert out == pickle.dumps(twins, deterministic=det)
+        back = pickle.loads(out, classes=[plain])
+        assert [vars(r) for r in back] == [vars(r) for r in records]
+        if extra is None:
+            back = pickle.loads(out, classes=[declared])
+            assert back == records and {type(r) for r in back} == {declared}

@@ -313,19 +313,52 @@ impl Writer {
     ) {
         self.buf.push(tag);
         self.buf.push(0);
-        varint::put(&mut self.buf, name.len() as u64);
-        self.buf.extend_from_slice(name);
-        varint::put(&mut self.buf, version);
-        varint::put(&mut self.buf, fields.len() as u64);
-        for field in fields {
-            varint::put(&mut self.buf, field.len() as u64);
-            self.buf.extend_from_slice(field);
-        }
+        put_class_definition(&mut self.buf, name, version, fields);
+    }
+
+    /// [`Writer::class_new`] with a definition from [`class_definition`], for a class
+    /// whose records are written many times.
+    pub fn class_new_defined(&mut self, tag: u8, definition: &ClassDefinition) {
+        self.buf.push(tag);
+        self.buf.push(0);
+        self.buf.extend_from_slice(&definition.0);
     }
 
     /// A standard-library value of `kind`, followed by its argument tuple.
     pub fn std(&mut self, kind: u64) {
         self.tag_len(STD, kind);
+    }
+}
+
+/// A class definition (name, version, field names) encoded once, to be written by
+/// [`Writer::class_new_defined`] into any number of records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassDefinition(Vec<u8>);
+
+/// The definition [`Writer::class_new`] would write for these arguments.
+pub fn class_definition<'f>(
+    name: &[u8],
+    version: u64,
+    fields: impl ExactSizeIterator<Item = &'f [u8]>,
+) -> ClassDefinition {
+    let mut out = Vec::new();
+    put_class_definition(&mut out, name, version, fields);
+    ClassDefinition(out)
+}
+
+fn put_class_definition<'f>(
+    out: &mut Vec<u8>,
+    name: &[u8],
+    version: u64,
+    fields: impl ExactSizeIterator<Item = &'f [u8]>,
+) {
+    varint::put(out, name.len() as u64);
+    out.extend_from_slice(name);
+    varint::put(out, version);
+    varint::put(out, fields.len() as u64);
+    for field in fields {
+        varint::put(out, field.len() as u64);
+        out.extend_from_slice(field);
     }
 }
 
@@ -400,6 +433,15 @@ mod tests {
         assert_eq!(body(|w| w.float(1.5)).len(), 5);
         assert_eq!(body(|w| w.float(0.1)).len(), 9);
         assert_eq!(body(|w| w.float(-0.0)), [FLOAT32, 0, 0, 0, 0x80]);
+    }
+
+    #[test]
+    fn a_stored_class_definition_writes_the_same_bytes() {
+        let fields = [&b"x"[..], b"yy", b""];
+        let direct = body(|w| w.class_new(OBJECT, b"m.Point", 300, fields.into_iter()));
+        let definition = class_definition(b"m.Point", 300, fields.into_iter());
+        assert_eq!(body(|w| w.class_new_defined(OBJECT, &definition)), direct);
+        assert_eq!(&direct[..4], &[OBJECT, 0, 7, b'm']);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Functions called with one positional argument and a few optional keyword-only ones,
-//! taken straight from the vectorcall convention (`METH_FASTCALL | METH_KEYWORDS`).
+//! Functions called with one positional argument and a few optional ones (the first
+//! `also_positional` of them may be passed by position too), taken straight from the
+//! vectorcall convention (`METH_FASTCALL | METH_KEYWORDS`).
 //!
 //! pyo3's general argument extraction costs about 240 instructions for a call with one
 //! keyword, which is a tenth of loading a small record; matching the caller's (interned)
@@ -26,13 +27,15 @@ pub type Body<const N: usize> = for<'py> fn(
     [Option<&Bound<'py, PyAny>>; N],
 ) -> PyResult<Bound<'py, PyAny>>;
 
-/// One fast function: its name, keyword-only parameters (each defaulting to None),
-/// docstring (with a `__text_signature__` line) and body.
+/// One fast function: its name, optional parameters (each defaulting to None), docstring
+/// (with a `__text_signature__` line) and body.
 pub struct FastFunction<const N: usize> {
     pub name: &'static CStr,
-    /// The one positional parameter (also accepted as a keyword).
+    /// The one required parameter (also accepted as a keyword).
     pub positional: &'static str,
     pub keywords: [&'static str; N],
+    /// How many of `keywords`, from the first, may also be passed by position.
+    pub also_positional: usize,
     pub doc: &'static CStr,
     pub body: Body<N>,
     /// The parameter names, interned once, so a caller's keywords match by pointer.
@@ -63,17 +66,22 @@ impl<const N: usize> FastFunction<N> {
                 .collect()
         });
         let nargs = ffi::PyVectorcall_NARGS(nargs as usize);
-        if nargs > 1 {
+        let most = 1 + self.also_positional as isize;
+        if nargs > most {
+            let takes = match most {
+                1 => "1 positional argument".to_string(),
+                _ => format!("from 1 to {most} positional arguments"),
+            };
             return Err(PyTypeError::new_err(format!(
-                "{}() takes 1 positional argument but {nargs} were given",
+                "{}() takes {takes} but {nargs} were given",
                 self.fname()
             )));
         }
         const { assert!(N < MAX_PARAMS) };
         // Slot 0: the positional parameter; slots 1..: the keywords.
         let mut slots = [std::ptr::null_mut::<ffi::PyObject>(); MAX_PARAMS];
-        if nargs == 1 {
-            slots[0] = *args;
+        for (i, slot) in slots.iter_mut().take(nargs as usize).enumerate() {
+            *slot = *args.add(i);
         }
         if !kwnames.is_null() {
             let nkw = ffi::PyTuple_GET_SIZE(kwnames);
@@ -193,6 +201,7 @@ macro_rules! fast_function {
         $vis:vis static $static_name:ident: [$n:literal] = {
             name: $name:literal,
             positional: $pos:literal,
+            $(also_positional: $also:literal,)?
             keywords: [$($kw:literal),* $(,)?],
             doc: $doc:expr,
             body: $body:path $(,)?
@@ -204,6 +213,7 @@ macro_rules! fast_function {
                 name: $name,
                 positional: $pos,
                 keywords: [$($kw),*],
+                also_positional: 0 $(+ $also)?,
                 doc: $doc,
                 body: $body,
                 interned: pyo3::sync::PyOnceLock::new(),

@@ -527,7 +527,12 @@ impl<'py, 'a> Builder<'py, 'a> {
         loop {
             if matches!(
                 self.frames.last(),
-                Some(Frame::List { .. } | Frame::Tuple { .. } | Frame::Dict { .. })
+                Some(
+                    Frame::List { .. }
+                        | Frame::Tuple { .. }
+                        | Frame::Dict { .. }
+                        | Frame::Object { obj: Some(_), .. }
+                )
             ) {
                 self.atom_run()?;
             }
@@ -804,6 +809,8 @@ impl<'py, 'a> Builder<'py, 'a> {
             frames,
             memo,
             in_place,
+            resolved,
+            cfg,
             ..
         } = self;
         match frames.last_mut() {
@@ -861,6 +868,59 @@ impl<'py, 'a> Builder<'py, 'a> {
                     }
                     true
                 });
+            }
+            // The fields of a fast record (see `deliver`), set as they are read.
+            Some(Frame::Object {
+                class,
+                obj: Some(obj),
+                dict,
+                filled,
+                ..
+            }) => {
+                let Some(Some(r)) = resolved.get(*class) else {
+                    return Ok(());
+                };
+                if !r.fast {
+                    return Ok(());
+                }
+                let (obj, dict) = (obj.as_ptr(), dict.as_ref().map(|d| d.as_ptr()));
+                let names = &r.names;
+                let mut bad_field = None;
+                reader.atom_run(|event| {
+                    let Some(name) = names.get(*filled) else {
+                        bad_field = Some(("too many field values".to_string(), None));
+                        return false;
+                    };
+                    let (item, what) = new_atom(py, event, memo);
+                    if item.is_null() {
+                        failed = Some((what, PyErr::fetch(py)));
+                        return false;
+                    }
+                    // SAFETY: item is a new reference, owned by the Bound from here on.
+                    let item = unsafe { Bound::from_owned_ptr(py, item) };
+                    // SAFETY: as in `deliver`: a live instance (or its dict), a str name.
+                    let rc = unsafe {
+                        match dict {
+                            Some(d) => ffi::PyDict_SetItem(d, name.as_ptr(), item.as_ptr()),
+                            None => ffi::PyObject_GenericSetAttr(obj, name.as_ptr(), item.as_ptr()),
+                        }
+                    };
+                    if rc < 0 {
+                        let e = PyErr::fetch(py);
+                        let what = format!(
+                            "cannot set field '{name}' of class '{}': {}",
+                            r.name,
+                            e.value(py)
+                        );
+                        bad_field = Some((what, Some(e)));
+                        return false;
+                    }
+                    *filled += 1;
+                    true
+                });
+                if let Some((what, cause)) = bad_field {
+                    return Err(unpickling(py, cfg, what, cause));
+                }
             }
             _ => {}
         }
@@ -980,7 +1040,14 @@ impl<'py, 'a> Builder<'py, 'a> {
                     None => std::ptr::null_mut(),
                 }
             };
-            let obj = self.owned(&format!("an instance of '{}'", r.name), p)?;
+            let obj = if p.is_null() {
+                // The message is built only on failure: this runs once per record.
+                let what = format!("an instance of '{}'", r.name);
+                self.owned(&what, p)?
+            } else {
+                // SAFETY: p is a new reference.
+                unsafe { Bound::from_owned_ptr(self.py, p) }
+            };
             self.share_now(&obj);
             (Some(obj), None)
         };

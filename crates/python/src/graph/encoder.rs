@@ -7,6 +7,7 @@
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::ptr::addr_of_mut;
+use std::rc::Rc;
 
 use bytewright_graph::{tags, writer::minimal_le, Writer};
 use pyo3::ffi;
@@ -16,7 +17,7 @@ use pyo3::Borrowed;
 
 use super::config::Config;
 use super::errors::{EncodeError, Step};
-use super::infocache::{self, KIND_DICT, KIND_ENUM, KIND_SLOTS, KIND_TUPLE};
+use super::infocache::{self, Facts, KIND_DICT, KIND_ENUM, KIND_SLOTS, KIND_TUPLE};
 use super::memo::Memo;
 use super::ptrmap::PtrMap;
 use crate::cpython;
@@ -41,38 +42,39 @@ type R = Result<(), EncodeError>;
 /// One layout of a class's records: the field names in the order values are written.
 struct Shape<'py> {
     index: u32,
-    names: Vec<Bound<'py, PyString>>,
+    /// `None`: exactly the class's declared fields, in order.
+    names: Option<Vec<Bound<'py, PyString>>>,
 }
 
 struct ClassEntry<'py> {
-    kind: u8,
-    name: Vec<u8>,
-    version: u64,
-    /// Declared fields (dataclass, slots, namedtuple); `None`: any attribute.
-    fields: Option<Vec<Bound<'py, PyString>>>,
-    has_dict: bool,
+    /// Held so that its address (the key of the entry) is not reused during the call.
+    ty: Bound<'py, PyAny>,
+    facts: Rc<Facts>,
     shapes: Vec<Shape<'py>>,
 }
+
+/// Up to this many classes a record's class lookup scans a list; beyond, a map.
+const FEW_CLASSES: usize = 8;
 
 pub struct Encoder<'py> {
     py: Python<'py>,
     cfg: &'static Config,
-    pub w: Writer,
+    w: Writer,
     memo: Memo,
     next_slot: u32,
+    /// Type address -> index in `classes`, once there are more than [`FEW_CLASSES`].
     class_index: PtrMap<usize>,
     classes: Vec<ClassEntry<'py>>,
-    class_keep: Vec<Bound<'py, PyAny>>,
     next_class: u32,
     deterministic: bool,
     use_memo: bool,
     /// Deterministic mode, first pass: objects actually met twice (or inside themselves).
-    pub seen_twice: PtrMap<()>,
+    seen_twice: PtrMap<()>,
     /// Deterministic mode, second pass: only these objects may be shared, so the output
     /// does not depend on references from outside the graph.
     pub only_shared: Option<PtrMap<()>>,
     /// Deferred str/bytes data, in output order (none in set-ordering sub-encoders).
-    pub chunks: Vec<Chunk<'py>>,
+    chunks: Vec<Chunk<'py>>,
     defer: bool,
     depth: u32,
     /// The (name, value) pairs of the instances being written, innermost last; each entry
@@ -127,7 +129,6 @@ impl<'py> Encoder<'py> {
             next_slot: 0,
             class_index: PtrMap::default(),
             classes: Vec::new(),
-            class_keep: Vec::new(),
             next_class: 0,
             deterministic,
             use_memo: true,
@@ -138,6 +139,18 @@ impl<'py> Encoder<'py> {
             depth: 0,
             fields: Vec::new(),
         }
+    }
+
+    /// What was written: the record so far, its deferred chunks, and (deterministic mode)
+    /// the objects met twice. The rest of the walker's state is released.
+    pub fn into_output(self) -> (Writer, Vec<Chunk<'py>>, PtrMap<()>) {
+        let Encoder {
+            w,
+            chunks,
+            seen_twice,
+            ..
+        } = self;
+        (w, chunks, seen_twice)
     }
 
     fn enter(&mut self) -> R {
@@ -656,6 +669,12 @@ impl<'py> Encoder<'py> {
         // walker holds, and the caller's already keeps `obj` alive.
         // SAFETY: obj is live (the caller holds a reference) and the GIL is held.
         let bound = unsafe { Borrowed::from_ptr(py, obj) };
+        // A class met before in this record: straight to its writer. (Only classes that
+        // passed every check below are in the index.)
+        // SAFETY: obj is live; its type pointer is only compared.
+        if let Some(index) = self.known_class(unsafe { ffi::Py_TYPE(obj) }.cast()) {
+            return self.class_instance(&bound, index);
+        }
         let ty = bound.get_type();
         if ty.is(cfg.ordered_dict.bind(py)) || ty.is(cfg.counter.bind(py)) {
             let tag = if ty.is(cfg.ordered_dict.bind(py)) {
@@ -693,10 +712,16 @@ impl<'py> Encoder<'py> {
             )));
         }
         let index = self.class_entry(&ty)?;
-        match self.classes[index].kind {
-            KIND_DICT | KIND_SLOTS => self.instance(&bound, index),
-            KIND_TUPLE => self.named_tuple(&bound, index),
-            KIND_ENUM => self.enum_member(&bound, index),
+        self.class_instance(&bound, index)
+    }
+
+    /// Writes an instance of the class `classes[index]`.
+    fn class_instance(&mut self, bound: &Bound<'py, PyAny>, index: usize) -> R {
+        let obj = bound.as_ptr();
+        match self.classes[index].facts.kind {
+            KIND_DICT | KIND_SLOTS => self.instance(bound, index),
+            KIND_TUPLE => self.named_tuple(bound, index),
+            KIND_ENUM => self.enum_member(bound, index),
             _ => Err(EncodeError::new(format!(
                 "cannot pickle '{}' object",
                 type_name(obj)
@@ -782,9 +807,18 @@ impl<'py> Encoder<'py> {
         Ok(())
     }
 
+    /// The index in `classes` of the type at `ty`, if this record met it already.
+    #[inline]
+    fn known_class(&self, ty: *mut ffi::PyObject) -> Option<usize> {
+        if self.classes.len() <= FEW_CLASSES {
+            self.classes.iter().position(|c| c.ty.as_ptr() == ty)
+        } else {
+            self.class_index.get(&(ty as usize)).copied()
+        }
+    }
+
     fn class_entry(&mut self, ty: &Bound<'py, pyo3::types::PyType>) -> Result<usize, EncodeError> {
-        let key = ty.as_ptr() as usize;
-        if let Some(&i) = self.class_index.get(&key) {
+        if let Some(i) = self.known_class(ty.as_ptr()) {
             return Ok(i);
         }
         let cannot = |e: PyErr| {
@@ -792,25 +826,23 @@ impl<'py> Encoder<'py> {
             let name = ty.qualname().map(|n| n.to_string()).unwrap_or_default();
             EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
         };
-        let infocache::Described {
-            kind,
-            name,
-            version,
-            has_dict,
-            declared: fields,
-            ..
-        } = infocache::describe(self.cfg, ty).map_err(cannot)?;
-        self.class_keep.push(ty.clone().into_any());
+        let facts = infocache::facts(self.cfg, ty).map_err(cannot)?;
         self.classes.push(ClassEntry {
-            kind,
-            name: name.into_bytes(),
-            version,
-            fields,
-            has_dict,
+            ty: ty.clone().into_any(),
+            facts,
             shapes: Vec::new(),
         });
-        self.class_index.insert(key, self.classes.len() - 1);
-        Ok(self.classes.len() - 1)
+        let index = self.classes.len() - 1;
+        if self.classes.len() > FEW_CLASSES {
+            if self.class_index.is_empty() {
+                for (i, c) in self.classes.iter().enumerate() {
+                    self.class_index.insert(c.ty.as_ptr() as usize, i);
+                }
+            } else {
+                self.class_index.insert(ty.as_ptr() as usize, index);
+            }
+        }
+        Ok(index)
     }
 
     /// Writes the class reference for a record of `names` (live strs), defining a new shape
@@ -823,17 +855,48 @@ impl<'py> Encoder<'py> {
     ) -> R {
         let py = self.py;
         let entry = &mut self.classes[index];
+        let facts = &*entry.facts;
+        let same = |a: *mut ffi::PyObject, b: *mut ffi::PyObject| {
+            // SAFETY: both are live strs (the shape or the class holds `a`, the caller `b`);
+            // the GIL is held.
+            a == b
+                || unsafe { Borrowed::from_ptr(py, a) }
+                    .eq(unsafe { Borrowed::from_ptr(py, b) })
+                    .unwrap_or(false)
+        };
+        let declared = || {
+            facts.declared.as_ref().is_some_and(|d| {
+                d.len() == names.len()
+                    && d.iter()
+                        .zip(names.clone())
+                        .all(|(a, b)| same(a.as_ptr(), b))
+            })
+        };
         for shape in &entry.shapes {
-            if shape.names.len() == names.len()
-                && shape.names.iter().zip(names.clone()).all(|(a, b)| {
-                    // SAFETY: b is a live str the caller holds; the GIL is held.
-                    a.as_ptr() == b
-                        || a.as_any()
-                            .eq(unsafe { Borrowed::from_ptr(py, b) })
-                            .unwrap_or(false)
-                })
-            {
+            let matches = match &shape.names {
+                None => declared(),
+                Some(own) => {
+                    own.len() == names.len()
+                        && own
+                            .iter()
+                            .zip(names.clone())
+                            .all(|(a, b)| same(a.as_ptr(), b))
+                }
+            };
+            if matches {
                 self.w.class_ref(tag, shape.index);
+                return Ok(());
+            }
+        }
+        // The declared fields in order: the class's definition, encoded once per thread.
+        if let Some(definition) = &facts.definition {
+            if declared() {
+                self.w.class_new_defined(tag, definition);
+                entry.shapes.push(Shape {
+                    index: self.next_class,
+                    names: None,
+                });
+                self.next_class += 1;
                 return Ok(());
             }
         }
@@ -853,16 +916,16 @@ impl<'py> Encoder<'py> {
             if is_dunder(s.as_bytes()) {
                 return Err(EncodeError::new(format!(
                     "cannot pickle the dunder attribute {s:?} of a {}",
-                    String::from_utf8_lossy(&entry.name)
+                    facts.name
                 )));
             }
             utf8.push(s.as_bytes());
         }
         self.w
-            .class_new(tag, &entry.name, entry.version, utf8.into_iter());
+            .class_new(tag, facts.name.as_bytes(), facts.version, utf8.into_iter());
         entry.shapes.push(Shape {
             index: self.next_class,
-            names: kept,
+            names: Some(kept),
         });
         self.next_class += 1;
         Ok(())
@@ -889,9 +952,9 @@ impl<'py> Encoder<'py> {
     /// their own, as their encoding may run code), then writes its shape and values.
     fn instance_fields(&mut self, obj: *mut ffi::PyObject, index: usize, base: usize) -> R {
         let py = self.py;
-        let entry = &self.classes[index];
-        if entry.kind == KIND_SLOTS {
-            for name in entry.fields.iter().flatten() {
+        let facts = Rc::clone(&self.classes[index].facts);
+        if facts.kind == KIND_SLOTS {
+            for name in facts.declared.iter().flatten() {
                 // SAFETY: generic lookup on a live object with a str name; bypasses any
                 // custom __getattribute__ of the class.
                 let v = unsafe { ffi::PyObject_GenericGetAttr(obj, name.as_ptr()) };
@@ -907,7 +970,7 @@ impl<'py> Encoder<'py> {
                 self.fields.push((name.as_ptr(), v));
             }
         }
-        if entry.kind == KIND_DICT || entry.has_dict {
+        if facts.kind == KIND_DICT || facts.has_dict {
             // SAFETY: obj is live and its type has an instance dict.
             let d = unsafe { ffi::PyObject_GenericGetDict(obj, std::ptr::null_mut()) };
             // SAFETY: d is a new reference or NULL with an exception set.
@@ -958,7 +1021,8 @@ impl<'py> Encoder<'py> {
         let Some(slot) = self.memo_begin(obj.as_ptr(), false) else {
             return Ok(());
         };
-        let names = self.classes[index].fields.clone().unwrap_or_default();
+        let facts = Rc::clone(&self.classes[index].facts);
+        let names = facts.declared.as_deref().unwrap_or_default();
         let tuple = obj
             .cast::<PyTuple>()
             .map_err(|_| EncodeError::new("namedtuple is not a tuple"))?;
@@ -971,7 +1035,7 @@ impl<'py> Encoder<'py> {
         self.enter()?;
         for (i, item) in tuple.iter().enumerate() {
             self.encode(item.as_ptr())
-                .map_err(|e| e.at(Step::Attr(names[i].to_string())))?;
+                .map_err(|e| e.at(Step::Attr(names[i].bind(self.py).to_string())))?;
         }
         self.leave();
         self.memo_end(obj.as_ptr(), slot, mark);
@@ -982,7 +1046,7 @@ impl<'py> Encoder<'py> {
         let name = obj
             .getattr("_name_")
             .map_err(|e| EncodeError::caused("enum member without a name", e))?;
-        let is_member = self.classes[index].kind == KIND_ENUM
+        let is_member = self.classes[index].facts.kind == KIND_ENUM
             && name.is_exact_instance_of::<PyString>()
             && obj
                 .get_type()

@@ -7,7 +7,9 @@
 //! lifetime, so a hit gives exactly what calling `describe` again would.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
+use bytewright_graph::writer::{class_definition, ClassDefinition};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType, PyWeakrefMethods, PyWeakrefReference};
 
@@ -39,21 +41,29 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub struct Described<'py> {
     pub info: Bound<'py, PyAny>,
     pub kind: u8,
+    pub version: u64,
+    /// Declared fields; `None`: any attribute.
+    pub declared: Option<Vec<Bound<'py, PyString>>>,
+}
+
+/// What the encoder needs of a class, shared by every `dumps` on this thread that
+/// meets it (no allocation per call).
+pub struct Facts {
+    pub kind: u8,
     pub name: String,
     pub version: u64,
     pub has_dict: bool,
     /// Declared fields; `None`: any attribute.
-    pub declared: Option<Vec<Bound<'py, PyString>>>,
+    pub declared: Option<Vec<Py<PyString>>>,
+    /// The class definition of a record holding exactly the declared fields, in order
+    /// (`None` when the class declares none, or a name is not valid UTF-8).
+    pub definition: Option<ClassDefinition>,
 }
 
 struct Entry {
     cls: Py<PyWeakrefReference>,
     info: Py<PyWeakrefReference>,
-    kind: u8,
-    name: String,
-    version: u64,
-    has_dict: bool,
-    declared: Option<Vec<Py<PyString>>>,
+    facts: Rc<Facts>,
 }
 
 thread_local! {
@@ -62,6 +72,28 @@ thread_local! {
 
 /// `describe(cls)`, from the cache when both the class and its ClassInfo are alive.
 pub fn describe<'py>(cfg: &Config, cls: &Bound<'py, PyType>) -> PyResult<Described<'py>> {
+    let (info, facts) = described(cfg, cls)?;
+    let py = cls.py();
+    Ok(Described {
+        info,
+        kind: facts.kind,
+        version: facts.version,
+        declared: facts
+            .declared
+            .as_ref()
+            .map(|d| d.iter().map(|n| n.bind(py).clone()).collect()),
+    })
+}
+
+/// The encoder's view of `describe(cls)`: shared, and built once per class.
+pub fn facts(cfg: &Config, cls: &Bound<'_, PyType>) -> PyResult<Rc<Facts>> {
+    described(cfg, cls).map(|(_, facts)| facts)
+}
+
+fn described<'py>(
+    cfg: &Config,
+    cls: &Bound<'py, PyType>,
+) -> PyResult<(Bound<'py, PyAny>, Rc<Facts>)> {
     if let Some(hit) = get(cls) {
         return Ok(hit);
     }
@@ -77,19 +109,30 @@ pub fn describe<'py>(cfg: &Config, cls: &Bound<'py, PyType>) -> PyResult<Describ
     } else {
         Some(fields.extract()?)
     };
-    let d = Described {
-        info,
+    let definition = declared.as_ref().and_then(|names| {
+        let utf8: Vec<&str> = names
+            .iter()
+            .map(|n| n.to_str().ok())
+            .collect::<Option<_>>()?;
+        Some(class_definition(
+            name.as_bytes(),
+            version,
+            utf8.iter().map(|n| n.as_bytes()),
+        ))
+    });
+    let facts = Rc::new(Facts {
         kind,
         name,
         version,
         has_dict,
-        declared,
-    };
-    put(cls, &d);
-    Ok(d)
+        declared: declared.map(|d| d.into_iter().map(Bound::unbind).collect()),
+        definition,
+    });
+    put(cls, &info, &facts);
+    Ok((info, facts))
 }
 
-fn get<'py>(cls: &Bound<'py, PyType>) -> Option<Described<'py>> {
+fn get<'py>(cls: &Bound<'py, PyType>) -> Option<(Bound<'py, PyAny>, Rc<Facts>)> {
     let py = cls.py();
     CACHE.with(|cache| {
         // Upgrading weak references and cloning references run no Python code (the
@@ -104,18 +147,7 @@ fn get<'py>(cls: &Bound<'py, PyType>) -> Option<Described<'py>> {
                 continue;
             }
             let info = e.info.bind(py).upgrade()?;
-            let declared = e
-                .declared
-                .as_ref()
-                .map(|d| d.iter().map(|n| n.bind(py).clone()).collect());
-            return Some(Described {
-                info,
-                kind: e.kind,
-                name: e.name.clone(),
-                version: e.version,
-                has_dict: e.has_dict,
-                declared,
-            });
+            return Some((info, Rc::clone(&e.facts)));
         }
         None
     })
@@ -123,12 +155,10 @@ fn get<'py>(cls: &Bound<'py, PyType>) -> Option<Described<'py>> {
 
 /// Remembers a description; drops dead entries and this class's old one, then the
 /// oldest when full.
-fn put(cls: &Bound<'_, PyType>, d: &Described<'_>) {
+fn put(cls: &Bound<'_, PyType>, info: &Bound<'_, PyAny>, facts: &Rc<Facts>) {
     let py = cls.py();
-    let (Ok(wcls), Ok(winfo)) = (
-        PyWeakrefReference::new(cls),
-        PyWeakrefReference::new(&d.info),
-    ) else {
+    let (Ok(wcls), Ok(winfo)) = (PyWeakrefReference::new(cls), PyWeakrefReference::new(info))
+    else {
         // Not weakly referenceable: simply not cached.
         drop(PyErr::take(py));
         return;
@@ -136,14 +166,7 @@ fn put(cls: &Bound<'_, PyType>, d: &Described<'_>) {
     let entry = Entry {
         cls: wcls.unbind(),
         info: winfo.unbind(),
-        kind: d.kind,
-        name: d.name.clone(),
-        version: d.version,
-        has_dict: d.has_dict,
-        declared: d
-            .declared
-            .as_ref()
-            .map(|v| v.iter().map(|n| n.clone().unbind()).collect()),
+        facts: Rc::clone(facts),
     };
     // Entries removed here are dropped after the borrow ends: dropping a reference may
     // run arbitrary code (a weakref callback), which could re-enter this cache.

@@ -69,7 +69,7 @@ pub(crate) fn new_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(dumps, m)?)?;
+    DUMPS.add_to(m, dumps_trampoline)?;
     LOADS.add_to(m, loads_trampoline)?;
     m.add_function(wrap_pyfunction!(graph_record_len, m)?)?;
     infocache::register(m)?;
@@ -99,17 +99,48 @@ fn key_bytes(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
-/// Serialize `obj` to one record. `protocol` is accepted for call-shape compatibility.
-#[pyfunction]
-#[pyo3(name = "pickle_dumps", signature = (obj, protocol=None, *, hmac_key=None, deterministic=false))]
+fastcall::fast_function! {
+    static DUMPS: [3] = {
+        name: c"pickle_dumps",
+        positional: "obj",
+        also_positional: 1,
+        keywords: ["protocol", "hmac_key", "deterministic"],
+        doc: c"pickle_dumps(obj, protocol=None, *, hmac_key=None, deterministic=False)\n--\n\nSerialize `obj` to one record. `protocol` is accepted for call-shape compatibility.",
+        body: dumps_args,
+    };
+    trampoline dumps_trampoline;
+}
+
+fn dumps_args<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    [_protocol, hmac_key, deterministic]: [Option<&Bound<'py, PyAny>>; 3],
+) -> PyResult<Bound<'py, PyAny>> {
+    let deterministic = match deterministic {
+        None => false,
+        // SAFETY: comparing addresses with the interpreter's own singletons.
+        Some(d) if d.as_ptr() == unsafe { ffi::Py_False() } => false,
+        Some(d) if d.as_ptr() == unsafe { ffi::Py_True() } => true,
+        Some(d) => d.extract::<bool>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "deterministic must be a bool, not {}",
+                d.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?,
+    };
+    dumps(py, obj, hmac_key, deterministic).map(Bound::into_any)
+}
+
+/// Serialize `obj` to one record.
 fn dumps<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
-    protocol: Option<&Bound<'py, PyAny>>,
     hmac_key: Option<&Bound<'py, PyAny>>,
     deterministic: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let _ = protocol;
     let cfg = config::get(py)?;
     let key = key_bytes(hmac_key)?;
     let mut enc = Encoder::new(py, cfg, deterministic, take_spare());
@@ -117,16 +148,13 @@ fn dumps<'py>(
     if deterministic {
         // Second pass: share only what the first pass met twice, never what merely has
         // outside references, so equal graphs give equal bytes in any process.
-        let shared = std::mem::take(&mut enc.seen_twice);
-        let w = Writer::reusing(std::mem::take(&mut enc.w).into_buffer());
-        drop(enc);
-        enc = Encoder::new(py, cfg, deterministic, w);
+        let (w, _, shared) = enc.into_output();
+        enc = Encoder::new(py, cfg, deterministic, Writer::reusing(w.into_buffer()));
         enc.only_shared = Some(shared);
         enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     }
-    let writer = std::mem::take(&mut enc.w);
-    let chunks = std::mem::take(&mut enc.chunks);
-    drop(enc);
+    // Taken apart, not `mem::take`n: a default Writer would allocate.
+    let (writer, chunks, _) = enc.into_output();
     if !chunks.is_empty() {
         return assemble(py, writer, &chunks, key.as_deref());
     }
