@@ -166,7 +166,7 @@ def _user(cls: type, label: str) -> Builder:
 
     def build(*a: Any) -> Any:
         _expect(label, a, dict)
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         vars(obj).update(_attributes(label, a[0]))
         return obj
 
