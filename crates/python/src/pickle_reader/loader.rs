@@ -326,7 +326,7 @@ impl Loader<'_> {
                     .is_some_and(|f| f.quiet && f.plain_new)
                     && self.empty_args_on_top() =>
             {
-                self.exec(instr, data)
+                self.exec(Instr::Call(Call::Blank(c)), data)
             }
             Instr::Call(_)
             | Instr::Build(_)
@@ -380,19 +380,27 @@ impl<'py> Loader<'py> {
     pub(super) fn finish(
         &mut self,
         input: &[u8],
-        program: &[Instr],
-        offsets: &[u32],
+        program: &core::Program,
+        limits: core::Limits,
     ) -> PyResult<Bound<'py, PyAny>> {
-        for (i, instr) in program.iter().enumerate() {
+        for (i, instr) in program.instrs.iter().enumerate() {
             if let Err(e) = self.exec(*instr, input) {
-                if let Some(&at) = offsets.get(i) {
-                    crate::graph::errors::locate(self.py, &e, at as usize);
-                }
+                self.locate_error(&e, input, limits, program.first as usize + i);
                 return Err(e);
             }
         }
         // The value is the top of the stack (pickle ignores anything below it).
         self.pop()
+    }
+
+    /// Gives an error raised by instruction `index` of the stream its opcode's offset
+    /// (found by checking the stream again: only errors pay for it).
+    #[cold]
+    fn locate_error(&mut self, e: &PyErr, input: &[u8], limits: core::Limits, index: usize) {
+        let offsets = core::offsets(input, limits, &mut self.res);
+        if let Some(&at) = offsets.get(index) {
+            crate::graph::errors::locate(self.py, e, at as usize);
+        }
     }
 
     fn fail(&self, message: String, cause: Option<PyErr>) -> PyErr {

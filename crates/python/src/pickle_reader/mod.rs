@@ -222,7 +222,7 @@ fn read_pickle<'py>(
     let result = match core::check_in(input, limits, &mut loader, &mut bufs.core) {
         Ok(program) => {
             *end = program.end;
-            let r = loader.finish(input, &program.instrs, &program.offsets);
+            let r = loader.finish(input, &program, limits);
             bufs.core.recycle(program);
             r
         }
