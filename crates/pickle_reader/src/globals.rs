@@ -250,8 +250,34 @@ pub const TABLE: &[(&str, &str, Global)] = &[
     ("array", "_array_reconstructor", Global::ArrayReconstructor),
 ];
 
+/// Every module [`TABLE`] names: a name from any other module (a user class) is not
+/// looked for entry by entry.
+const TABLE_MODULES: &[&str] = &[
+    "builtins",
+    "collections",
+    "datetime",
+    "copyreg",
+    "_codecs",
+    "zoneinfo",
+    "decimal",
+    "_decimal",
+    "_pydecimal",
+    "fractions",
+    "uuid",
+    "pathlib",
+    "pathlib._local",
+    "ipaddress",
+    "time",
+    "os",
+    "types",
+    "array",
+];
+
 /// The built-in meaning of `module.name` (a Python 3 name: see [`python3_name`]).
 pub fn lookup(module: &str, name: &str) -> Option<Global> {
+    if !TABLE_MODULES.contains(&module) {
+        return None;
+    }
     TABLE
         .iter()
         .find(|(m, n, _)| *m == module && *n == name)
@@ -476,4 +502,16 @@ pub fn is_dangerous(module: &str) -> bool {
     DANGEROUS_MODULES.iter().any(|d| {
         module == *d || (module.starts_with(d) && module.as_bytes().get(d.len()) == Some(&b'.'))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_table_module_is_listed() {
+        for (module, name, _) in TABLE {
+            assert!(TABLE_MODULES.contains(module), "{module}.{name}");
+        }
+    }
 }
