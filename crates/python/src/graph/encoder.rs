@@ -827,6 +827,12 @@ impl<'py> Encoder<'py> {
             EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
         };
         let facts = infocache::facts(self.cfg, ty).map_err(cannot)?;
+        if let Some(base) = &facts.builtin_base {
+            return Err(EncodeError::new(format!(
+                "cannot pickle '{}' object: it subclasses the built-in type '{base}', whose state bytewright.pickle cannot capture (loads_pickle reads pickle's own)",
+                facts.name
+            )));
+        }
         self.classes.push(ClassEntry {
             ty: ty.clone().into_any(),
             facts,
@@ -953,8 +959,11 @@ impl<'py> Encoder<'py> {
     fn instance_fields(&mut self, obj: *mut ffi::PyObject, index: usize, base: usize) -> R {
         let py = self.py;
         let facts = Rc::clone(&self.classes[index].facts);
-        if facts.kind == KIND_SLOTS {
-            for name in facts.declared.iter().flatten() {
+        if facts.getstate {
+            self.state_fields(obj, index)?;
+        }
+        if !facts.getstate && facts.kind == KIND_SLOTS {
+            for name in &facts.slots {
                 // SAFETY: generic lookup on a live object with a str name; bypasses any
                 // custom __getattribute__ of the class.
                 let v = unsafe { ffi::PyObject_GenericGetAttr(obj, name.as_ptr()) };
@@ -970,7 +979,7 @@ impl<'py> Encoder<'py> {
                 self.fields.push((name.as_ptr(), v));
             }
         }
-        if facts.kind == KIND_DICT || facts.has_dict {
+        if !facts.getstate && (facts.kind == KIND_DICT || facts.has_dict) {
             // SAFETY: obj is live and its type has an instance dict.
             let d = unsafe { ffi::PyObject_GenericGetDict(obj, std::ptr::null_mut()) };
             // SAFETY: d is a new reference or NULL with an exception set.
@@ -1013,6 +1022,42 @@ impl<'py> Encoder<'py> {
             })?;
         }
         self.leave();
+        Ok(())
+    }
+
+    /// The fields of an instance whose class defines `__getstate__`: the dict it returns
+    /// (`None`: no fields), pushed into `self.fields` under references of their own.
+    fn state_fields(&mut self, obj: *mut ffi::PyObject, index: usize) -> R {
+        let py = self.py;
+        // SAFETY: obj is live (the caller holds a reference) and the GIL is held.
+        let bound = unsafe { Borrowed::from_ptr(py, obj) };
+        let state = bound
+            .call_method0("__getstate__")
+            .map_err(|e| EncodeError::caused("__getstate__ failed", e))?;
+        if state.is_none() {
+            return Ok(());
+        }
+        let Ok(state) = state.cast_into_exact::<pyo3::types::PyDict>() else {
+            return Err(EncodeError::new(format!(
+                "cannot pickle a {}: its __getstate__ must return a dict of fields (or None)",
+                self.classes[index].facts.name
+            )));
+        };
+        let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: state is a live dict we hold; PyDict_Next gives borrowed pointers, each
+        // taken into a reference of the entry's own before anything else runs.
+        unsafe {
+            while ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut k, &mut v) != 0 {
+                if ffi::PyUnicode_Check(k) == 0 {
+                    return Err(EncodeError::new(
+                        "__getstate__ returned a non-str field name",
+                    ));
+                }
+                ffi::Py_INCREF(k);
+                ffi::Py_INCREF(v);
+                self.fields.push((k, v));
+            }
+        }
         Ok(())
     }
 

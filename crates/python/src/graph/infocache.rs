@@ -41,9 +41,21 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub struct Described<'py> {
     pub info: Bound<'py, PyAny>,
     pub kind: u8,
+    pub name: String,
     pub version: u64,
+    pub has_dict: bool,
     /// Declared fields; `None`: any attribute.
     pub declared: Option<Vec<Bound<'py, PyString>>>,
+    /// Its slots (mangled names), also when it has a `__dict__` too.
+    pub slots: Vec<Bound<'py, PyString>>,
+    /// Its pickling hooks (`ClassInfo.setstate`, `getstate`, `restores`): it defines
+    /// `__setstate__` (loads_pickle calls it); bytewright.pickle writes its `__getstate__`
+    /// and restores through its `__setstate__` (both the user's own).
+    pub setstate: bool,
+    pub getstate: bool,
+    pub restores: bool,
+    /// The builtin type it subclasses (its name), if any.
+    pub builtin_base: Option<String>,
 }
 
 /// What the encoder needs of a class, shared by every `dumps` on this thread that
@@ -58,6 +70,13 @@ pub struct Facts {
     /// The class definition of a record holding exactly the declared fields, in order
     /// (`None` when the class declares none, or a name is not valid UTF-8).
     pub definition: Option<ClassDefinition>,
+    /// Its slots (mangled names), also when it has a `__dict__` too.
+    pub slots: Vec<Py<PyString>>,
+    /// See [`Described`].
+    pub setstate: bool,
+    pub getstate: bool,
+    pub restores: bool,
+    pub builtin_base: Option<String>,
 }
 
 struct Entry {
@@ -77,11 +96,18 @@ pub fn describe<'py>(cfg: &Config, cls: &Bound<'py, PyType>) -> PyResult<Describ
     Ok(Described {
         info,
         kind: facts.kind,
+        name: facts.name.clone(),
         version: facts.version,
+        has_dict: facts.has_dict,
         declared: facts
             .declared
             .as_ref()
             .map(|d| d.iter().map(|n| n.bind(py).clone()).collect()),
+        slots: facts.slots.iter().map(|n| n.bind(py).clone()).collect(),
+        setstate: facts.setstate,
+        getstate: facts.getstate,
+        restores: facts.restores,
+        builtin_base: facts.builtin_base.clone(),
     })
 }
 
@@ -109,6 +135,16 @@ fn described<'py>(
     } else {
         Some(fields.extract()?)
     };
+    let slots: Vec<Bound<'py, PyString>> = info.getattr("slot_names")?.extract()?;
+    let setstate: bool = info.getattr("setstate")?.extract()?;
+    let getstate: bool = info.getattr("getstate")?.extract()?;
+    let restores: bool = info.getattr("restores")?.extract()?;
+    let base = info.getattr("builtin_base")?;
+    let builtin_base = if base.is_none() {
+        None
+    } else {
+        Some(base.getattr("__qualname__")?.extract()?)
+    };
     let definition = declared.as_ref().and_then(|names| {
         let utf8: Vec<&str> = names
             .iter()
@@ -127,6 +163,11 @@ fn described<'py>(
         has_dict,
         declared: declared.map(|d| d.into_iter().map(Bound::unbind).collect()),
         definition,
+        slots: slots.into_iter().map(Bound::unbind).collect(),
+        setstate,
+        getstate,
+        restores,
+        builtin_base,
     });
     put(cls, &info, &facts);
     Ok((info, facts))

@@ -34,6 +34,11 @@ pub(crate) struct Helpers {
     pub(crate) uuid_state: Py<PyAny>,
     pub(crate) exception_state: Py<PyAny>,
     pub(crate) new_tuple: Py<PyAny>,
+    pub(crate) attrs_state: Py<PyAny>,
+    pub(crate) build_state: Py<PyAny>,
+    pub(crate) append_items: Py<PyAny>,
+    pub(crate) add_items: Py<PyAny>,
+    pub(crate) reconstructor: Py<PyAny>,
     /// `allow=` iterable -> dict.
     pub(crate) allow_map: Py<PyAny>,
 }
@@ -69,6 +74,11 @@ fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
             uuid_state: get("_uuid_state")?,
             exception_state: get("_exception_state")?,
             new_tuple: get("_new_tuple")?,
+            attrs_state: get("_attrs_state")?,
+            build_state: get("_build_state")?,
+            append_items: get("_append_items")?,
+            add_items: get("_add_items")?,
+            reconstructor: get("_reconstructor")?,
             allow_map: get("_allow_map")?,
         })
     })
@@ -82,7 +92,12 @@ pub(crate) fn table_object<'py>(
 ) -> PyResult<Option<&'py Bound<'py, PyAny>>> {
     if matches!(
         g,
-        Global::Ellipsis | Global::Getattr | Global::CodecsEncode | Global::Reconstructor
+        Global::Ellipsis
+            | Global::Getattr
+            | Global::CodecsEncode
+            | Global::Reconstructor
+            | Global::NewObjFn
+            | Global::NewObjExFn
     ) {
         return Ok(None);
     }
@@ -207,7 +222,7 @@ fn read_pickle<'py>(
     let result = match core::check_in(input, limits, &mut loader, &mut bufs.core) {
         Ok(program) => {
             *end = program.end;
-            let r = loader.finish(input, &program.instrs);
+            let r = loader.finish(input, &program, limits);
             bufs.core.recycle(program);
             r
         }
