@@ -81,6 +81,9 @@ pub enum Instr {
     StrEscaped(Span),
     /// ASCII (Python 2 `str`).
     StrAscii(Span),
+    /// A quoted Python 2 `str` literal (`STRING`) that decodes to ASCII (checked by
+    /// [`crate::text::string_literal`]).
+    StrQuoted(Span),
     Bytes(Span),
     ByteArray(Span),
     EmptyList,
@@ -119,10 +122,33 @@ pub enum Instr {
 #[derive(Debug, Default)]
 pub struct Program {
     pub instrs: Vec<Instr>,
+    /// The byte offset of the opcode behind each instruction (`instrs[i]` came from the
+    /// opcode at `offsets[i]`), for the errors found while running them.
+    pub offsets: Vec<u32>,
     pub memo_slots: usize,
     pub protocol: u8,
     /// Bytes after `STOP` (ignored, like `pickle.loads`).
     pub end: usize,
+    /// Every memo key and its slot once the stream has passed (filled by
+    /// [`check_in_carrying`] only, for the next pickle of the same stream).
+    pub memo_keys: Vec<(u64, u32)>,
+}
+
+/// What a value that an earlier pickle of the same stream left in the memo is (pickle's
+/// `Unpickler` keeps its memo between `load` calls): all the machine may assume about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carried {
+    None,
+    Bool,
+    Int,
+    Float,
+    Bytes,
+    /// An exact list, dict or set (the next pickle may add to it, as pickle would).
+    List,
+    Dict,
+    Set,
+    /// Anything else: an opaque value, never called, named or added to.
+    Other,
 }
 
 /// Resolving `classes=`/`allow=` failed; the adapter keeps the reason.
@@ -361,6 +387,19 @@ const NO_SLOT: u32 = u32::MAX;
 const DIRECT_KEYS: u64 = 1 << 20;
 
 impl Memo {
+    /// Every key with its slot.
+    fn keys(&self) -> Vec<(u64, u32)> {
+        let direct = self.direct.iter().enumerate();
+        let mut keys: Vec<(u64, u32)> = direct
+            .filter(|(_, s)| **s != NO_SLOT)
+            .map(|(k, s)| (k as u64, *s))
+            .collect();
+        if let Some(sparse) = &self.sparse {
+            keys.extend(sparse.iter().map(|(k, s)| (*k, *s)));
+        }
+        keys
+    }
+
     fn slot(&self, key: u64) -> Option<u32> {
         if key < DIRECT_KEYS {
             self.direct
@@ -494,6 +533,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             }
         }
         self.prog.instrs.push(instr);
+        self.prog.offsets.push(self.at as u32);
         Ok(())
     }
 
@@ -1079,6 +1119,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             Step::Defer => {
                 self.recording = true;
                 self.prog.instrs.push(instr);
+                self.prog.offsets.push(at as u32);
                 Ok(false)
             }
             Step::Failed => {
@@ -1484,10 +1525,16 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     let span = self.span(s);
                     self.push(Item::str(span, false), Instr::StrAscii(span))?;
                 }
-                Op::StringText => {
-                    return Err(
-                        self.reject("the STRING opcode (Python 2 text str) is not supported")
-                    )
+                Op::StringText(line) => {
+                    text::string_literal(line, self.at)?;
+                    if line.contains(&b'\\') {
+                        let span = self.span(line);
+                        self.push(Item::str(span, true), Instr::StrQuoted(span))?;
+                    } else {
+                        // No escape: the text between the quotes, as it is.
+                        let span = self.span(&line[1..line.len() - 1]);
+                        self.push(Item::str(span, false), Instr::StrAscii(span))?;
+                    }
                 }
                 Op::Bytes(b) => self.push(Item::of(Kind::Bytes), Instr::Bytes(self.span(b)))?,
                 Op::ByteArray(b) => {
@@ -1708,6 +1755,7 @@ pub fn global_name(g: Global) -> String {
 #[derive(Default)]
 pub struct Scratch {
     instrs: Vec<Instr>,
+    offsets: Vec<u32>,
     stack: Vec<Item>,
     arena: Vec<Item>,
     memo_direct: Vec<u32>,
@@ -1719,11 +1767,13 @@ impl Scratch {
     /// Gives the program's buffer back once the caller is done with it.
     pub fn recycle(&mut self, program: Program) {
         self.instrs = program.instrs;
+        self.offsets = program.offsets;
     }
 
     /// Bytes of capacity held (callers drop a scratch that grew too large).
     pub fn held_bytes(&self) -> usize {
         self.instrs.capacity() * std::mem::size_of::<Instr>()
+            + self.offsets.capacity() * 4
             + (self.stack.capacity() + self.arena.capacity() + self.memo_items.capacity())
                 * std::mem::size_of::<Item>()
             + self.memo_direct.capacity() * 4
@@ -1739,21 +1789,68 @@ pub fn check_in<H: Resolve + Sink>(
     host: H,
     scratch: &mut Scratch,
 ) -> Result<Program, ReadError> {
+    check_with(data, limits, host, scratch, None)
+}
+
+/// [`check_in`] for the next pickle of a stream whose earlier pickles left `carried` in
+/// the memo (key and what the value is; they take slots `0..carried.len()` in that
+/// order, where the host has their values). The program's `memo_keys` are the memo
+/// the pickle leaves, for the next one.
+pub fn check_in_carrying<H: Resolve + Sink>(
+    data: &[u8],
+    limits: Limits,
+    host: H,
+    scratch: &mut Scratch,
+    carried: &[(u64, Carried)],
+) -> Result<Program, ReadError> {
+    check_with(data, limits, host, scratch, Some(carried))
+}
+
+fn check_with<H: Resolve + Sink>(
+    data: &[u8],
+    limits: Limits,
+    host: H,
+    scratch: &mut Scratch,
+    carried: Option<&[(u64, Carried)]>,
+) -> Result<Program, ReadError> {
     use std::mem::take;
     let mut m = Machine::new(data, limits, host);
     m.prog.instrs = take(&mut scratch.instrs);
+    m.prog.offsets = take(&mut scratch.offsets);
     m.stack = take(&mut scratch.stack);
     m.arena = take(&mut scratch.arena);
     m.memo.direct = take(&mut scratch.memo_direct);
     m.memo.items = take(&mut scratch.memo_items);
     m.marks = take(&mut scratch.marks);
     m.prog.instrs.clear();
+    m.prog.offsets.clear();
     m.stack.clear();
     m.arena.clear();
     m.memo.direct.clear();
     m.memo.items.clear();
     m.marks.clear();
+    for &(key, what) in carried.unwrap_or(&[]) {
+        let kind = match what {
+            Carried::None => Kind::None,
+            Carried::Bool => Kind::Bool,
+            Carried::Int => Kind::Int,
+            Carried::Float => Kind::Float,
+            Carried::Bytes => Kind::Bytes,
+            Carried::List => Kind::List,
+            Carried::Dict => Kind::Dict,
+            Carried::Set => Kind::Set,
+            Carried::Other => Kind::Value,
+        };
+        let depth = u32::from(matches!(
+            what,
+            Carried::List | Carried::Dict | Carried::Set | Carried::Other
+        ));
+        m.memo.put(key, Item::with_depth(kind, 0, depth));
+    }
     let result = m.execute();
+    if carried.is_some() && result.is_ok() {
+        m.prog.memo_keys = m.memo.keys();
+    }
     scratch.stack = take(&mut m.stack);
     scratch.arena = take(&mut m.arena);
     scratch.memo_direct = take(&mut m.memo.direct);
@@ -1763,6 +1860,7 @@ pub fn check_in<H: Resolve + Sink>(
         Ok(()) => Ok(take(&mut m.prog)),
         Err(e) => {
             scratch.instrs = take(&mut m.prog.instrs);
+            scratch.offsets = take(&mut m.prog.offsets);
             Err(e)
         }
     }

@@ -12,7 +12,7 @@ use super::resolver::{Declared, DictFields, Found, Resolver, FEW_FIELDS};
 use super::{table_object, Buffers, Helpers};
 use crate::cpython;
 use crate::graph::config::Config;
-use crate::graph::errors::unpickling;
+use crate::graph::errors::{locate, unpickling};
 
 /// A new str of ASCII text: one compact string and one copy. Shorter than 2 bytes, the
 /// decoder hands out CPython's cached strings. NULL with an exception set on failure.
@@ -351,6 +351,19 @@ impl<'py> Loader<'py> {
         }
     }
 
+    /// Replaces `memo` by the memo the pickle left (`keys`: each key with its slot).
+    pub(super) fn leave_memo(&self, memo: &Bound<'py, PyDict>, keys: &[(u64, u32)]) -> PyResult<()> {
+        memo.clear();
+        for &(key, slot) in keys {
+            let Some(&p) = self.memo.get(slot as usize) else {
+                return Err(self.internal("memo slot without a value"));
+            };
+            // SAFETY: p is live (owned by the loader's memo); the Bound takes its own reference.
+            memo.set_item(key, unsafe { Bound::from_borrowed_ptr(self.py, p) })?;
+        }
+        Ok(())
+    }
+
     /// Drops what is held and gives the buffers back.
     pub(super) fn release(&mut self, bufs: &mut Buffers) {
         self.clear();
@@ -362,13 +375,33 @@ impl<'py> Loader<'py> {
     pub(super) fn finish(
         &mut self,
         input: &[u8],
-        program: &[Instr],
+        program: &core::Program,
     ) -> PyResult<Bound<'py, PyAny>> {
-        for instr in program {
-            self.exec(*instr, input)?;
+        for (i, instr) in program.instrs.iter().enumerate() {
+            if let Err(e) = self.exec(*instr, input) {
+                let at = program.offsets.get(i).map_or(0, |&at| at as usize);
+                return Err(self.located(e, at));
+            }
         }
         // The value is the top of the stack (pickle ignores anything below it).
         self.pop()
+    }
+
+    /// An error raised while running a deferred instruction, given the offset of the
+    /// opcode behind it (attribute and message), unless it has one already.
+    #[cold]
+    pub(super) fn located(&self, err: PyErr, at: usize) -> PyErr {
+        let value = err.value(self.py);
+        if !value.getattr("offset").is_ok_and(|o| o.is_none()) {
+            return err;
+        }
+        locate(self.py, &err, at);
+        if let Ok(args) = value.getattr("args").and_then(|a| a.extract::<(String,)>()) {
+            if !args.0.contains("(at byte ") {
+                let _ = value.setattr("args", (format!("{} (at byte {at})", args.0),));
+            }
+        }
+        err
     }
 
     fn fail(&self, message: String, cause: Option<PyErr>) -> PyErr {
@@ -571,6 +604,13 @@ impl<'py> Loader<'py> {
                         std::ptr::null(),
                     )
                 };
+                self.push_new("str", p)?;
+            }
+            Instr::StrQuoted(s) => {
+                // The machine checked that it decodes, to ASCII.
+                let text = core::text::string_literal(s.of(input), 0)
+                    .map_err(|e| self.fail(e.to_string(), None))?;
+                let p = ascii_str(&text);
                 self.push_new("str", p)?;
             }
             Instr::StrAscii(s) => {
@@ -819,7 +859,7 @@ impl<'py> Loader<'py> {
         let state = state.cast::<PyDict>()?;
         let fits = match fields {
             DictFields::Any => state_keys(state, |k| {
-                let Ok(k) = k.cast::<PyString>() else {
+                let Ok(k) = k.cast_exact::<PyString>() else {
                     return Ok(false);
                 };
                 let Ok(k) = k.to_str() else {
@@ -850,9 +890,24 @@ impl<'py> Loader<'py> {
         }
         // SAFETY: a new reference, owned by this Bound.
         let dict = unsafe { Bound::from_owned_ptr(py, dict) };
-        // SAFETY: both are live dicts; the keys are exact strs, so no code runs.
-        if unsafe { ffi::PyDict_Update(dict.as_ptr(), state.as_ptr()) } < 0 {
-            return Err(self.fetch("an instance"));
+        // Attribute names interned, as pickle's BUILD interns them (and as setattr would).
+        let (mut pos, mut key, mut value) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: iterating a live dict that nothing changes meanwhile (no code runs: the
+        // keys are strs); each key gets a reference of its own before interning replaces
+        // it, given up once stored.
+        unsafe {
+            while ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
+                let mut name = key;
+                ffi::Py_INCREF(name);
+                if ffi::PyUnicode_CheckExact(name) != 0 {
+                    ffi::PyUnicode_InternInPlace(&mut name);
+                }
+                let stored = ffi::PyDict_SetItem(dict.as_ptr(), name, value);
+                ffi::Py_DECREF(name);
+                if stored < 0 {
+                    return Err(self.fetch("an instance"));
+                }
+            }
         }
         drop(dict);
         let at = n - 1;

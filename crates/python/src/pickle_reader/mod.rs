@@ -17,12 +17,13 @@ use bytewright_pickle_reader::{
     Global,
 };
 use pyo3::ffi;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 use crate::graph::config;
-use crate::graph::errors::{locate, read_error};
+use crate::graph::errors::read_error;
 use crate::graph::{input_bytes, limits_from};
 use loader::Loader;
 use resolver::Resolver;
@@ -53,6 +54,7 @@ static EXCEPTION_OBJECTS: [PyOnceLock<Py<PyAny>>; EXCEPTIONS.len()] =
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     LOADS_PICKLE.add_to(m, loads_pickle_trampoline)?;
     m.add_function(wrap_pyfunction!(loads_pickle_at, m)?)?;
+    m.add_function(wrap_pyfunction!(loads_pickle_carrying, m)?)?;
     m.add_function(wrap_pyfunction!(check_pickle, m)?)?;
     m.add_function(wrap_pyfunction!(pickle_extent, m)?)?;
     Ok(())
@@ -182,6 +184,58 @@ fn loads_pickle_at<'py>(
     Ok((value, end))
 }
 
+/// `loads_pickle_at` for the next pickle of a stream, with pickle's `Unpickler` memo
+/// (`{key: value}`) that the earlier pickles left: read from `memo` and, once the pickle
+/// loaded, replaced by the memo it leaves.
+#[pyfunction]
+#[pyo3(signature = (data, memo, *, classes=None, allow=None, limits=None))]
+fn loads_pickle_carrying<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    memo: &Bound<'py, PyDict>,
+    classes: Option<Bound<'py, PyAny>>,
+    allow: Option<Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    let helpers = helpers(py)?;
+    let mut end = 0;
+    let value = read_pickle_carrying(
+        py,
+        data,
+        classes,
+        allow_dict(helpers, allow)?,
+        limits,
+        &mut end,
+        Some(memo),
+    )?;
+    Ok((value, end))
+}
+
+/// What the machine may assume about a value of an earlier pickle's memo: its exact
+/// builtin type, else nothing.
+fn carried(value: &Bound<'_, PyAny>) -> core::Carried {
+    use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PySet};
+    if value.is_none() {
+        core::Carried::None
+    } else if value.is_exact_instance_of::<PyBool>() {
+        core::Carried::Bool
+    } else if value.is_exact_instance_of::<PyInt>() {
+        core::Carried::Int
+    } else if value.is_exact_instance_of::<PyFloat>() {
+        core::Carried::Float
+    } else if value.is_exact_instance_of::<PyBytes>() {
+        core::Carried::Bytes
+    } else if value.is_exact_instance_of::<PyList>() {
+        core::Carried::List
+    } else if value.is_exact_instance_of::<PyDict>() {
+        core::Carried::Dict
+    } else if value.is_exact_instance_of::<PySet>() {
+        core::Carried::Set
+    } else {
+        core::Carried::Other
+    }
+}
+
 fn read_pickle<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -189,6 +243,18 @@ fn read_pickle<'py>(
     allow: Option<Bound<'py, PyDict>>,
     limits: Option<&Bound<'py, PyAny>>,
     end: &mut usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    read_pickle_carrying(py, data, classes, allow, limits, end, None)
+}
+
+fn read_pickle_carrying<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    classes: Option<Bound<'py, PyAny>>,
+    allow: Option<Bound<'py, PyDict>>,
+    limits: Option<&Bound<'py, PyAny>>,
+    end: &mut usize,
+    memo: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = config::get(py)?;
     let helpers = helpers(py)?;
@@ -204,18 +270,33 @@ fn read_pickle<'py>(
         stack: std::mem::take(&mut bufs.stack),
         memo: std::mem::take(&mut bufs.memo),
     };
-    let result = match core::check_in(input, limits, &mut loader, &mut bufs.core) {
+    let mut seed = Vec::new();
+    if let Some(memo) = memo {
+        for (key, value) in memo.iter() {
+            let key: u64 = key.extract().map_err(|_| {
+                PyTypeError::new_err("the memo's keys must be ints from 0 to 2**64 - 1")
+            })?;
+            seed.push((key, carried(&value)));
+            // The loader's memo owns a reference to each value, in slot order.
+            loader.memo.push(value.into_ptr());
+        }
+    }
+    let checked = match memo {
+        Some(_) => core::check_in_carrying(input, limits, &mut loader, &mut bufs.core, &seed),
+        None => core::check_in(input, limits, &mut loader, &mut bufs.core),
+    };
+    let result = match checked {
         Ok(program) => {
             *end = program.end;
-            let r = loader.finish(input, &program.instrs);
+            let mut r = loader.finish(input, &program);
+            if let (true, Some(memo)) = (r.is_ok(), memo) {
+                r = loader.leave_memo(memo, &program.memo_keys).and(r);
+            }
             bufs.core.recycle(program);
             r
         }
         Err(e) => Err(match loader.res.error.take() {
-            Some(err) => {
-                locate(py, &err, e.offset);
-                err
-            }
+            Some(err) => loader.located(err, e.offset),
             None => read_error(py, cfg, &e),
         }),
     };
