@@ -6,6 +6,7 @@ globals the reader allows) on hand-picked, truncated and mutated streams."""
 import io
 import pickle
 import pickletools
+import re
 import warnings
 
 import pytest
@@ -79,8 +80,30 @@ class Restricted(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+def huge_bytearray(data):
+    """True when the stream holds a BYTEARRAY8 of more than 1 GiB that it does not have.
+
+    pickle allocates such a bytearray before reading it, and on CPython 3.11 a failed
+    allocation in PyByteArray_FromStringAndSize frees the half-made object before setting
+    its export count, which may print "SystemError: deallocated bytearray object has
+    exported buffers" (plain pickle.loads does it too). Its outcome is a MemoryError,
+    which the comparison skips anyway, so pickle is not asked.
+    """
+    if pickle.BYTEARRAY8 not in data:
+        return False
+    try:
+        for _ in pickletools.genops(data):
+            pass
+    except ValueError as exc:
+        found = re.match(r"expected (\d+) bytes in a bytearray8", str(exc))
+        return found is not None and int(found[1]) > 1 << 30
+    return False
+
+
 def oracle(data):
     """pickle's outcome: ('ok', value) or ('error', exception)."""
+    if huge_bytearray(data):
+        return "skip", None
     try:
         return "ok", Restricted(io.BytesIO(data)).load()
     except MemoryError:

@@ -147,6 +147,10 @@ pub enum Carried {
     List,
     Dict,
     Set,
+    /// The object of a table global (checked by identity): used as that global.
+    Global(Global),
+    /// An exact str, whose UTF-8 text is `text[start..start + len]` of the carried text.
+    Str { start: u32, len: u32 },
     /// Anything else: an opaque value, never called, named or added to.
     Other,
 }
@@ -465,6 +469,9 @@ pub struct Machine<'a, R: Resolve + Sink> {
     prog: Program,
     at: usize,
     items: u64,
+    /// The text of the strs carried from an earlier pickle: a str item whose `aux` is past
+    /// the input's end reads its text here, from `aux - data.len()`.
+    carried_text: &'a [u8],
 }
 
 type Res<T> = Result<T, ReadError>;
@@ -487,6 +494,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             prog: Program::default(),
             at: 0,
             items: 0,
+            carried_text: &[],
         }
     }
 
@@ -655,7 +663,16 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             start: item.aux,
             len: item.depth,
         };
-        Some(span.of(self.data))
+        match (item.aux as usize).checked_sub(self.data.len()) {
+            Some(start) => {
+                let carried = Span {
+                    start: start as u32,
+                    len: item.depth,
+                };
+                Some(carried.of(self.carried_text))
+            }
+            None => Some(span.of(self.data)),
+        }
     }
 
     fn tuple_items(&self, item: Item) -> Option<&[Item]> {
@@ -1796,22 +1813,23 @@ pub fn check_in<H: Resolve + Sink>(
 /// the memo (key and what the value is; they take slots `0..carried.len()` in that
 /// order, where the host has their values). The program's `memo_keys` are the memo
 /// the pickle leaves, for the next one.
-pub fn check_in_carrying<H: Resolve + Sink>(
-    data: &[u8],
+pub fn check_in_carrying<'a, H: Resolve + Sink>(
+    data: &'a [u8],
     limits: Limits,
     host: H,
     scratch: &mut Scratch,
     carried: &[(u64, Carried)],
+    text: &'a [u8],
 ) -> Result<Program, ReadError> {
-    check_with(data, limits, host, scratch, Some(carried))
+    check_with(data, limits, host, scratch, Some((carried, text)))
 }
 
-fn check_with<H: Resolve + Sink>(
-    data: &[u8],
+fn check_with<'a, H: Resolve + Sink>(
+    data: &'a [u8],
     limits: Limits,
     host: H,
     scratch: &mut Scratch,
-    carried: Option<&[(u64, Carried)]>,
+    carried: Option<(&[(u64, Carried)], &'a [u8])>,
 ) -> Result<Program, ReadError> {
     use std::mem::take;
     let mut m = Machine::new(data, limits, host);
@@ -1829,7 +1847,22 @@ fn check_with<H: Resolve + Sink>(
     m.memo.direct.clear();
     m.memo.items.clear();
     m.marks.clear();
-    for &(key, what) in carried.unwrap_or(&[]) {
+    let (seed, text) = carried.unwrap_or((&[], &[]));
+    m.carried_text = text;
+    for &(key, what) in seed {
+        if let Carried::Str { start, len } = what {
+            // Past the input's end: read from the carried text (see `str_of`).
+            let at = u32::try_from(data.len())
+                .ok()
+                .and_then(|n| n.checked_add(start))
+                .filter(|_| (start as usize).saturating_add(len as usize) <= text.len());
+            let item = match at {
+                Some(at) if len != ESCAPED => Item::str(Span { start: at, len }, false),
+                _ => Item::with_depth(Kind::Value, 0, 1),
+            };
+            m.memo.put(key, item);
+            continue;
+        }
         let kind = match what {
             Carried::None => Kind::None,
             Carried::Bool => Kind::Bool,
@@ -1839,7 +1872,8 @@ fn check_with<H: Resolve + Sink>(
             Carried::List => Kind::List,
             Carried::Dict => Kind::Dict,
             Carried::Set => Kind::Set,
-            Carried::Other => Kind::Value,
+            Carried::Global(g) => Kind::Global(g),
+            Carried::Other | Carried::Str { .. } => Kind::Value,
         };
         let depth = u32::from(matches!(
             what,

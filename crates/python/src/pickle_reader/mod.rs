@@ -76,16 +76,15 @@ fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
     })
 }
 
-/// The Python object of a table global, imported by its canonical name; `None` for the
-/// globals the reader never calls itself (their one allowed use is performed directly).
+/// The Python object of a table global, imported by its canonical name (also for the
+/// globals the reader never calls itself, whose one allowed use is performed directly, so
+/// that a memo carried to the next pickle holds what pickle's would); `None` for
+/// `Ellipsis`, which is only ever a value.
 pub(crate) fn table_object<'py>(
     py: Python<'py>,
     g: Global,
 ) -> PyResult<Option<&'py Bound<'py, PyAny>>> {
-    if matches!(
-        g,
-        Global::Ellipsis | Global::Getattr | Global::CodecsEncode | Global::Reconstructor
-    ) {
+    if matches!(g, Global::Ellipsis) {
         return Ok(None);
     }
     if let Global::Exception(i) = g {
@@ -213,8 +212,19 @@ fn loads_pickle_carrying<'py>(
 
 /// What the machine may assume about a value of an earlier pickle's memo: its exact
 /// builtin type, else nothing.
-fn carried(value: &Bound<'_, PyAny>) -> core::Carried {
-    use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PySet};
+fn carried(value: &Bound<'_, PyAny>, text: &mut Vec<u8>) -> core::Carried {
+    use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PySet, PyString};
+    if let Ok(s) = value.cast_exact::<PyString>() {
+        // Its text, for the checks that read a str (a global's name, an encoding).
+        let (Ok(s), Ok(start)) = (s.to_str(), u32::try_from(text.len())) else {
+            return core::Carried::Other;
+        };
+        let Ok(len) = u32::try_from(s.len()) else {
+            return core::Carried::Other;
+        };
+        text.extend_from_slice(s.as_bytes());
+        return core::Carried::Str { start, len };
+    }
     if value.is_none() {
         core::Carried::None
     } else if value.is_exact_instance_of::<PyBool>() {
@@ -231,9 +241,26 @@ fn carried(value: &Bound<'_, PyAny>) -> core::Carried {
         core::Carried::Dict
     } else if value.is_exact_instance_of::<PySet>() {
         core::Carried::Set
+    } else if let Some(g) = table_global(value) {
+        core::Carried::Global(g)
     } else {
         core::Carried::Other
     }
+}
+
+/// The table global whose object `value` is, by identity (among those imported so far:
+/// any other object cannot have come from the table).
+fn table_global(value: &Bound<'_, PyAny>) -> Option<Global> {
+    let py = value.py();
+    let is = |o: Option<&Py<PyAny>>| o.is_some_and(|o| o.as_ptr() == value.as_ptr());
+    if let Some(i) = TABLE_OBJECTS.iter().position(|o| is(o.get(py))) {
+        return Some(TABLE[i].2);
+    }
+    if let Some(i) = EXCEPTION_OBJECTS.iter().position(|o| is(o.get(py))) {
+        return Some(Global::Exception(u16::try_from(i).ok()?));
+    }
+    let i = CONSTANT_OBJECTS.iter().position(|o| is(o.get(py)))?;
+    Some(Global::Constant(u16::try_from(i).ok()?))
 }
 
 fn read_pickle<'py>(
@@ -270,19 +297,21 @@ fn read_pickle_carrying<'py>(
         stack: std::mem::take(&mut bufs.stack),
         memo: std::mem::take(&mut bufs.memo),
     };
-    let mut seed = Vec::new();
+    let (mut seed, mut text) = (Vec::new(), Vec::new());
     if let Some(memo) = memo {
         for (key, value) in memo.iter() {
             let key: u64 = key.extract().map_err(|_| {
                 PyTypeError::new_err("the memo's keys must be ints from 0 to 2**64 - 1")
             })?;
-            seed.push((key, carried(&value)));
+            seed.push((key, carried(&value, &mut text)));
             // The loader's memo owns a reference to each value, in slot order.
             loader.memo.push(value.into_ptr());
         }
     }
     let checked = match memo {
-        Some(_) => core::check_in_carrying(input, limits, &mut loader, &mut bufs.core, &seed),
+        Some(_) => {
+            core::check_in_carrying(input, limits, &mut loader, &mut bufs.core, &seed, &text)
+        }
         None => core::check_in(input, limits, &mut loader, &mut bufs.core),
     };
     let result = match checked {
