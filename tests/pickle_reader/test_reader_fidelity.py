@@ -134,7 +134,7 @@ def test_classes_as_a_mapping_and_the_real_class_comes_back():
     assert isinstance(got, Point) and got == Point(3, 4)
 
 
-def test_setstate_and_init_are_never_called():
+def test_setstate_of_a_registered_class_runs_and_init_does_not():
     calls = []
 
     class Noisy:
@@ -154,7 +154,7 @@ def test_setstate_and_init_are_never_called():
         got = loads_pickle(data, classes=[Noisy])
     finally:
         del globals()["Noisy"]
-    assert calls == [] and got.x == 1
+    assert calls == ["setstate"] and got.x == 1  # as pickle.loads does
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
@@ -285,7 +285,10 @@ def test_types_exception_classes_and_constants_as_values(proto):
 
 def test_a_value_global_is_never_called():
     with pytest.raises(UnpicklingError, match="REDUCE"):
-        loads_pickle(b"cbuiltins\ntype\n(Vx\ntR.")
+        loads_pickle(b"cbuiltins\nNotImplemented\n(Vx\ntR.")
+    with pytest.raises(UnpicklingError, match="REDUCE"):
+        loads_pickle(b"cbuiltins\ntype\n(Vx\nVy\ntR.")  # type(x) only, as type(None)
+    assert loads_pickle(b"cbuiltins\ntype\n(NtR.") is type(None)
     # Python 2 module names are read as Python 3's, like pickle.loads does.
     assert loads_pickle(b"cexceptions\nStandardError\n.") is Exception
     assert loads_pickle(b"c__builtin__\nunicode\n.") is str

@@ -17,7 +17,8 @@ CANARY = "/tmp/bytewright-reader-canary"
 
 
 class Registered:
-    """A class the tests register; its code must never run on load."""
+    """A class the tests register: trusted, so its hooks may run, but only once the whole
+    stream has passed; every payload here ends badly, so they never do."""
 
     def __init__(self, *args):
         open(CANARY, "w").close()
@@ -70,6 +71,14 @@ P2 = b"\x80\x02"
 P4 = b"\x80\x04"
 TOUCH = u(f"touch {CANARY}")
 OPEN_CANARY = f"open({CANARY!r}, 'w')"
+
+
+def then_exploit(payload: bytes) -> bytes:
+    """`payload`'s value and an exploit after it, in one list: rejected as a whole."""
+    proto = payload[:2] if payload.startswith(b"\x80") else b""
+    body = payload[len(proto) : -1]
+    return proto + b"(" + body + call(g("os", "system"), TOUCH) + b"l."
+
 
 CORPUS = {
     # os and friends
@@ -145,7 +154,7 @@ CORPUS = {
     + TOUCH
     + b"\x85R.",
     "global-smuggled-as-value": b"(" + g("builtins", "getattr") + b"l.",
-    "global-in-dict": b"}" + u("k") + g("datetime", "date") + b"s.",
+    "function-global-in-dict": b"}" + u("k") + g("copyreg", "_reconstructor") + b"s.",
     "allowed-global-bad-args": call(g("datetime", "date"), g("builtins", "list")) + b".",
     "defaultdict-factory-not-builtin": call(g("collections", "defaultdict"), g("datetime", "date"))
     + b".",
@@ -157,22 +166,22 @@ CORPUS = {
     "build-on-stdlib-value": call(g("decimal", "Decimal"), u("1")) + b"}" + u("x") + b"K\x01sb.",
     "build-on-enum-value": call(g("datetime", "timedelta"), b"K\x01K\x00K\x00") + b"Nb.",
     # __setstate__ / dunder gadgets on a registered class
-    "setstate-dunder-class": P2
-    + g(*REG.decode().split())
-    + b")\x81}"
-    + u("__class__")
-    + g("os", "system")
-    + b"sb.",
-    "setstate-dunder-dict": P2 + g(*REG.decode().split()) + b")\x81}" + u("__dict__") + b"}sb.",
-    "setstate-slots-dunder": P2
-    + g(*REG.decode().split())
-    + b")\x81N}"
-    + u("__reduce__")
-    + b"N"
-    + b"s\x86b.",
-    "registered-class-reduce": call(g(*REG.decode().split()), TOUCH) + b".",
-    "registered-newobj-ex-kwargs": P4 + g(*REG.decode().split()) + b")}" + u("a") + b"K\x01s\x92.",
-    "registered-newobj-with-args": P2 + g(*REG.decode().split()) + TOUCH + b"\x85\x81.",
+    "setstate-dunder-class": then_exploit(
+        P2 + g(*REG.decode().split()) + b")\x81}" + u("__class__") + g("os", "system") + b"sb."
+    ),
+    "setstate-dunder-dict": then_exploit(
+        P2 + g(*REG.decode().split()) + b")\x81}" + u("__dict__") + b"}sb."
+    ),
+    "setstate-slots-dunder": then_exploit(
+        P2 + g(*REG.decode().split()) + b")\x81N}" + u("__reduce__") + b"N" + b"s\x86b."
+    ),
+    "registered-class-reduce": then_exploit(call(g(*REG.decode().split()), TOUCH) + b"."),
+    "registered-newobj-ex-kwargs": then_exploit(
+        P4 + g(*REG.decode().split()) + b")}" + u("a") + b"K\x01s\x92."
+    ),
+    "registered-newobj-with-args": then_exploit(
+        P2 + g(*REG.decode().split()) + TOUCH + b"\x85\x81."
+    ),
     # INST / OBJ
     "inst-os.system": b"(" + TOUCH + b"ios\nsystem\n.",
     "inst-registered-with-args": b"(" + TOUCH + b"i" + REG + b".",
@@ -271,17 +280,18 @@ def test_message_suggests_classes_for_an_unknown_class():
     assert f"classes=[{name}]" in str(info.value)
 
 
-def test_registered_class_code_never_runs():
+def test_registered_class_hooks_wait_for_the_whole_stream():
     payload = P2 + g(*REG.decode().split()) + b")\x81}" + u("x") + b"K\x01sb."
-    got = loads_pickle(payload, classes=[Registered])
-    assert type(got) is Registered and got.x == 1
+    with pytest.raises(UnpicklingError, match=r"os\.system"):
+        loads_pickle(then_exploit(payload), classes=[Registered])
 
 
 def test_messages_name_the_registered_class():
+    payload = call(g(*REG.decode().split()), g("copyreg", "_reconstructor")) + b"."
     with pytest.raises(UnpicklingError) as info:
-        loads_pickle(CORPUS["registered-class-reduce"], classes=[Registered])
+        loads_pickle(payload, classes=[Registered])
     assert f"REDUCE of {Registered.__module__}.Registered" in str(info.value)
-    assert "never called" in str(info.value)
+    assert "only with values" in str(info.value)
 
 
 # Plain values are built while the stream is checked; anything that could run code waits

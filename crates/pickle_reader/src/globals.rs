@@ -42,6 +42,12 @@ pub enum Global {
     CodecsEncode,
     /// `copyreg._reconstructor(cls, base, state)`.
     Reconstructor,
+    /// `copyreg.__newobj__(cls, *args)`: `cls.__new__(cls, *args)` (protocols 0-1 write it).
+    NewObjFn,
+    /// `copyreg.__newobj_ex__(cls, args, kwargs)`.
+    NewObjExFn,
+    /// `builtins.type`: a value, and `type(x)` of one value (`type(None)` and friends).
+    Type,
     Date,
     Time,
     DateTime,
@@ -67,6 +73,15 @@ pub enum Global {
     Counter,
     DefaultDict,
     Deque,
+    StructTime,
+    StatResult,
+    SimpleNamespace,
+    Array,
+    /// `array._array_reconstructor(array.array, typecode, mformat_code, bytes)`.
+    ArrayReconstructor,
+    UserDict,
+    UserList,
+    UserString,
     /// A class from `classes=`, by its index in the resolver.
     Class(u32, ClassKind),
     /// A constructor from `allow=`, by its index in the resolver.
@@ -164,7 +179,6 @@ pub const CONSTANTS: &[&str] = &[
     "reversed",
     "staticmethod",
     "super",
-    "type",
     "zip",
 ];
 
@@ -193,6 +207,9 @@ pub const TABLE: &[(&str, &str, Global)] = &[
     ("builtins", "getattr", Global::Getattr),
     ("_codecs", "encode", Global::CodecsEncode),
     ("copyreg", "_reconstructor", Global::Reconstructor),
+    ("copyreg", "__newobj__", Global::NewObjFn),
+    ("copyreg", "__newobj_ex__", Global::NewObjExFn),
+    ("builtins", "type", Global::Type),
     ("datetime", "date", Global::Date),
     ("datetime", "time", Global::Time),
     ("datetime", "datetime", Global::DateTime),
@@ -223,6 +240,14 @@ pub const TABLE: &[(&str, &str, Global)] = &[
     ("collections", "Counter", Global::Counter),
     ("collections", "defaultdict", Global::DefaultDict),
     ("collections", "deque", Global::Deque),
+    ("collections", "UserDict", Global::UserDict),
+    ("collections", "UserList", Global::UserList),
+    ("collections", "UserString", Global::UserString),
+    ("time", "struct_time", Global::StructTime),
+    ("os", "stat_result", Global::StatResult),
+    ("types", "SimpleNamespace", Global::SimpleNamespace),
+    ("array", "array", Global::Array),
+    ("array", "_array_reconstructor", Global::ArrayReconstructor),
 ];
 
 /// The built-in meaning of `module.name` (a Python 3 name: see [`python3_name`]).
@@ -243,13 +268,21 @@ pub fn lookup(module: &str, name: &str) -> Option<Global> {
         })
 }
 
-/// True for the globals whose object is a plain value as well as callable: the builtin
-/// types, which pickles also hold as values (`pickle.dumps(int)`).
+/// True for the globals whose object is a plain value as well as callable: the classes
+/// (builtin types, the table's classes, registered classes), which pickles also hold as
+/// values (`pickle.dumps(int)`, `pickle.dumps(MyClass)`). Functions are only ever called.
 #[inline(always)]
 pub fn is_value(g: Global) -> bool {
-    matches!(
+    !matches!(
         g,
-        Global::Builtin(_) | Global::Range | Global::Slice | Global::Exception(_)
+        Global::Getattr
+            | Global::CodecsEncode
+            | Global::Reconstructor
+            | Global::NewObjFn
+            | Global::NewObjExFn
+            | Global::ZoneInfoUnpickle
+            | Global::ArrayReconstructor
+            | Global::Extra(_)
     )
 }
 
@@ -298,6 +331,9 @@ const PYTHON2_NAMES: &[(Name, Name)] = &[
     (("__builtin__", "reduce"), ("functools", "reduce")),
     (("__builtin__", "intern"), ("sys", "intern")),
     (("exceptions", "StandardError"), ("builtins", "Exception")),
+    (("itertools", "izip"), ("builtins", "zip")),
+    (("itertools", "imap"), ("builtins", "map")),
+    (("itertools", "ifilter"), ("builtins", "filter")),
     (
         ("UserDict", "IterableUserDict"),
         ("collections", "UserDict"),

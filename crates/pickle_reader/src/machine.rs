@@ -34,6 +34,21 @@ pub enum Call {
     BlankUuid,
     /// A constructor named in `allow=`.
     Extra(u32),
+    /// `cls(*args)` of a registered class (its `__reduce__` named the class).
+    Class(u32),
+    /// `cls.__new__(cls, *args)` of a registered class (`NEWOBJ` with arguments, or with
+    /// none where the class's `__new__` is not `object.__new__`).
+    New(u32),
+    /// `cls.__new__(cls, *args, **kwargs)` (`NEWOBJ_EX`): pops the kwargs dict first.
+    NewEx(u32),
+    /// `copyreg.__newobj__(cls, *args)`: the args tuple starts with the class.
+    NewObjFn(u32),
+    /// `copyreg.__newobj_ex__(cls, args, kwargs)`.
+    NewObjExFn(u32),
+    /// `copyreg._reconstructor(cls, base, state)` of a registered class and a builtin base.
+    Reconstruct(u32),
+    /// `object.__new__(cls)` of a table class whose state is its attributes (`UserDict`...).
+    BlankStd(Global),
 }
 
 /// How a `BUILD` applies its state.
@@ -45,6 +60,12 @@ pub enum Build {
     Uuid,
     /// The `__dict__` of a builtin exception instance (its `__notes__` and attributes).
     Exception,
+    /// Attributes of a table instance (`SimpleNamespace`, `UserDict`, ...), written into
+    /// its `__dict__`.
+    Attrs,
+    /// pickle's own `BUILD`: the object's `__setstate__`, else its `__dict__` and slots
+    /// (a registered class with `__setstate__`, or an object made by trusted code).
+    Generic,
 }
 
 /// Where a payload lies in the input (the program refers to the input, never copies it).
@@ -105,6 +126,12 @@ pub enum Instr {
     SetItemsMapping(u32),
     /// Pop n values, add them to the set now on top.
     AddItems(u32),
+    /// Pop n values, add them through the `extend` (else `append`) method of the object
+    /// now on top (a registered list subclass, an object made by trusted code).
+    AppendMethod(u32),
+    /// Pop n values, add them to the object now on top: `set.update` for a set subclass,
+    /// else its `add` method.
+    AddMethod(u32),
     Put(u32),
     Get(u32),
     Pop(u32),
@@ -169,6 +196,11 @@ pub trait Resolve {
     fn name_of(&self, _global: Global) -> Option<String> {
         None
     }
+
+    /// True when registered class `class` defines `__setstate__` (its `BUILD` calls it).
+    fn has_setstate(&self, _class: u32) -> bool {
+        false
+    }
 }
 
 /// What a [`Sink`] did with a checked instruction.
@@ -202,6 +234,10 @@ impl<R: Resolve> Resolve for Recording<R> {
     fn name_of(&self, global: Global) -> Option<String> {
         self.0.name_of(global)
     }
+
+    fn has_setstate(&self, class: u32) -> bool {
+        self.0.has_setstate(class)
+    }
 }
 
 impl<R> Sink for Recording<R> {
@@ -218,6 +254,10 @@ impl<T: Resolve + ?Sized> Resolve for &mut T {
 
     fn name_of(&self, global: Global) -> Option<String> {
         (**self).name_of(global)
+    }
+
+    fn has_setstate(&self, class: u32) -> bool {
+        (**self).has_setstate(class)
     }
 }
 
@@ -256,6 +296,10 @@ enum Kind {
     Instance(u32),
     /// An instance of a builtin exception class.
     Exception,
+    /// An instance of a table class whose `BUILD` state is its attributes.
+    Attrs,
+    /// An object made by trusted code (a registered class's hooks, an `allow=` callable).
+    Made,
     BlankUuid,
     TimeDelta,
     Tz,
@@ -331,7 +375,31 @@ impl Item {
 
 /// Values of these kinds are never callable, nor tuples (pickle raises `TypeError`).
 fn never_callable(kind: Kind) -> bool {
-    !matches!(kind, Kind::Value | Kind::Instance(_))
+    !matches!(kind, Kind::Value | Kind::Instance(_) | Kind::Made)
+}
+
+/// The index of a registered class whose instances its hooks make (not an enum).
+fn hooked_class(kind: Kind) -> Option<u32> {
+    match kind {
+        Kind::Global(Global::Class(c, ClassKind::Object | ClassKind::Tuple)) => Some(c),
+        _ => None,
+    }
+}
+
+/// The kind of what a registered class's hooks make: an instance (its `BUILD` follows the
+/// class's rules), or any object made by trusted code.
+fn made_by(g: Global) -> Kind {
+    match g {
+        Global::Class(c, ClassKind::Object) => Kind::Instance(c),
+        _ => Kind::Made,
+    }
+}
+
+fn made_by_kind(kind: Kind) -> Kind {
+    match kind {
+        Kind::Global(g) => made_by(g),
+        _ => Kind::Made,
+    }
 }
 
 /// Values of these kinds are never hashable: as a dict key or set member, pickle raises
@@ -360,6 +428,8 @@ fn describe(kind: Kind) -> &'static str {
         Kind::Deque => "deque",
         Kind::Instance(_) => "instance",
         Kind::Exception => "exception",
+        Kind::Attrs => "instance",
+        Kind::Made => "object",
         Kind::BlankUuid => "UUID",
         Kind::TimeDelta => "timedelta",
         Kind::Tz => "tzinfo",
@@ -753,6 +823,10 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             (Kind::Dict, Adds::Pairs) => Instr::SetItems(count),
             (Kind::Mapping, Adds::Pairs) => Instr::SetItemsMapping(count),
             (Kind::Set, Adds::Members) => Instr::AddItems(count),
+            // Registered classes and trusted objects take their items as pickle gives them.
+            (Kind::Instance(_) | Kind::Made, Adds::Items) => Instr::AppendMethod(count),
+            (Kind::Instance(_) | Kind::Made, Adds::Pairs) => Instr::SetItemsMapping(count),
+            (Kind::Instance(_) | Kind::Made, Adds::Members) => Instr::AddMethod(count),
             (kind, _) => {
                 return Err(self.reject(format!(
                     "{what} on a {} is not allowed (only on lists, dicts, sets and the allowed collections)",
@@ -761,6 +835,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             }
         };
         match adds {
+            _ if matches!(target.kind, Kind::Instance(_) | Kind::Made) => {}
             Adds::Pairs => self.hashable(start, 2, what)?,
             Adds::Members => self.hashable(start, 1, what)?,
             Adds::Items => {}
@@ -838,7 +913,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             ));
         };
         let Some(a) = self.tuple_items(args).map(|a| a.to_vec()) else {
-            let kind = if !matches!(args.kind, Kind::Value | Kind::Instance(_)) {
+            let kind = if !matches!(args.kind, Kind::Value | Kind::Instance(_) | Kind::Made) {
                 ErrorKind::Type
             } else {
                 ErrorKind::Malformed
@@ -949,14 +1024,52 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             Global::Class(c, ClassKind::Enum) if kinds.len() == 1 && any_value(&kinds[0]) => {
                 (Call::EnumMember(c), K::Value)
             }
-            Global::Extra(c) if kinds.iter().all(any_value) => (Call::Extra(c), K::Value),
+            Global::Extra(c) if kinds.iter().all(any_value) => (Call::Extra(c), K::Made),
             Global::Exception(_) if kinds.iter().all(any_value) => (Call::Std(g), K::Exception),
+            Global::Type if a.len() == 1 && a[0].is_value() => (Call::Std(g), K::Value),
+            Global::StructTime | Global::StatResult
+                if matches!(kinds[..], [K::Tuple(false)] | [K::Tuple(false), K::Dict]) =>
+            {
+                (Call::Std(g), K::Value)
+            }
+            Global::SimpleNamespace if kinds.is_empty() => (Call::Std(g), K::Attrs),
+            Global::Array if matches!(kinds[..], [K::Str] | [K::Str, K::List]) => {
+                (Call::Std(g), K::Value)
+            }
+            Global::ArrayReconstructor
+                if matches!(
+                    kinds[..],
+                    [K::Global(Global::Array), K::Str, K::Int, K::Bytes]
+                ) =>
+            {
+                (Call::Std(g), K::Value)
+            }
+            Global::Class(c, ClassKind::Object | ClassKind::Tuple)
+                if a.iter().all(Item::is_value) =>
+            {
+                (Call::Class(c), made_by(g))
+            }
+            Global::NewObjFn
+                if a.first().and_then(|i| hooked_class(i.kind)).is_some()
+                    && a[1..].iter().all(Item::is_value) =>
+            {
+                let cls = a[0].kind;
+                let c = hooked_class(cls).expect("checked above");
+                (Call::NewObjFn(c), made_by_kind(cls))
+            }
+            Global::NewObjExFn
+                if a.len() == 3
+                    && hooked_class(a[0].kind).is_some()
+                    && a[1].kind == K::Tuple(false)
+                    && a[2].kind == K::Dict =>
+            {
+                let c = hooked_class(a[0].kind).expect("checked above");
+                (Call::NewObjExFn(c), made_by_kind(a[0].kind))
+            }
             _ => {
                 let shape: Vec<&str> = kinds.iter().map(|k| describe(*k)).collect();
                 let hint = match g {
-                    Global::Class(..) => {
-                        " (registered classes are rebuilt field by field, never called)"
-                    }
+                    Global::Class(..) => " (a registered class is called only with values)",
                     _ => "",
                 };
                 return Err(self.reject(format!(
@@ -1013,6 +1126,16 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             [Kind::Global(Global::Class(c, ClassKind::Tuple)), Kind::Global(Global::Builtin(Builtin::Tuple)), Kind::Tuple(false)] => {
                 (Call::NamedTupleFromState(c), Kind::Value)
             }
+            [Kind::Global(g @ (Global::UserDict | Global::UserList | Global::UserString)), Kind::Global(Global::Builtin(Builtin::Object)), Kind::None] => {
+                (Call::BlankStd(g), Kind::Attrs)
+            }
+            // Subclasses of builtin types at protocols 0-1: `base.__new__(cls, state)`, then
+            // `base.__init__(obj, state)`, as copyreg does it (a builtin base runs no code).
+            [cls @ Kind::Global(Global::Class(c, ClassKind::Object | ClassKind::Tuple)), Kind::Global(Global::Builtin(_)), _]
+                if a[2].is_value() =>
+            {
+                (Call::Reconstruct(c), made_by_kind(cls))
+            }
             _ => {
                 let shape: Vec<&str> = kinds.iter().map(|k| describe(*k)).collect();
                 let name = a.first().and_then(|i| match i.kind {
@@ -1036,20 +1159,42 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
     /// `NEWOBJ`/`NEWOBJ_EX`: `cls.__new__(cls, *args)` for registered classes only.
     fn newobj(&mut self, ex: bool) -> Res<()> {
         let what = if ex { "NEWOBJ_EX" } else { "NEWOBJ" };
+        // Keyword arguments stay on the value stack (for a registered class's `__new__`).
+        let mut kwargs = false;
         if ex {
-            let kwargs = self.pop(what)?;
-            if kwargs.kind != Kind::Dict || !self.empty_dict_before() {
-                return Err(self.reject("NEWOBJ_EX with keyword arguments is not allowed"));
+            let dict = self.pop(what)?;
+            if dict.kind != Kind::Dict {
+                return Err(self.reject("NEWOBJ_EX: the keyword arguments must be a dict"));
             }
-            self.emit(Instr::Pop(1))?;
+            if self.empty_dict_before() {
+                self.emit(Instr::Pop(1))?;
+            } else {
+                kwargs = true;
+            }
         }
         let args = self.pop(what)?;
         let cls = self.pop(what)?;
-        let n = self.tuple_items(args).map(|a| a.len());
+        let items = self.tuple_items(args);
+        let n = items.map(|a| a.len());
+        let values = args.kind == Kind::Tuple(false);
         let (call, kind) = match (cls.kind, n) {
-            (Kind::Global(Global::Class(c, ClassKind::Object)), Some(0)) => {
-                (Call::Blank(c), Kind::Instance(c))
+            (Kind::Global(g @ Global::Class(c, ClassKind::Object | ClassKind::Tuple)), Some(_))
+                if kwargs && values =>
+            {
+                (Call::NewEx(c), made_by(g))
             }
+            (_, _) if kwargs => {
+                return Err(self.reject(format!(
+                    "{what} with keyword arguments is not allowed (only for registered classes)"
+                )))
+            }
+            (Kind::Global(Global::Class(c, ClassKind::Object)), Some(_)) if values => {
+                (Call::New(c), Kind::Instance(c))
+            }
+            (
+                Kind::Global(g @ (Global::UserDict | Global::UserList | Global::UserString)),
+                Some(_),
+            ) if values => (Call::BlankStd(g), Kind::Attrs),
             (Kind::Global(Global::Uuid), Some(0)) => (Call::BlankUuid, Kind::BlankUuid),
             (Kind::Global(Global::Class(c, ClassKind::Tuple)), Some(_))
                 if args.kind == Kind::Tuple(false) =>
@@ -1106,10 +1251,13 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         let target = self.top("BUILD")?;
         self.value(state, "BUILD")?;
         let build = match (target.kind, state.kind) {
+            (Kind::Instance(c), _) if self.resolver.has_setstate(c) => Build::Generic,
+            (Kind::Made, _) => Build::Generic,
             (Kind::Instance(c), Kind::Dict | Kind::Tuple(false)) => Build::Fields(c),
             (Kind::BlankUuid, Kind::Dict) => Build::Uuid,
             (Kind::Exception, Kind::Dict) => Build::Exception,
-            (Kind::Instance(_) | Kind::BlankUuid | Kind::Exception, k) => {
+            (Kind::Attrs, Kind::Dict) => Build::Attrs,
+            (Kind::Instance(_) | Kind::BlankUuid | Kind::Exception | Kind::Attrs, k) => {
                 return Err(
                     self.reject(format!("BUILD with a {} state is not allowed", describe(k)))
                 )

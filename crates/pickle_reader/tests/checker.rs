@@ -2,8 +2,8 @@
 //! that no input makes it panic.
 
 use bytewright_pickle_reader::{
-    check, check_in, self_check, Call, ClassKind, ErrorKind, Global, Instr, Limits, NoExtras,
-    Resolve, ResolveFailed, Scratch, Sink, Step,
+    check, check_in, self_check, Build, Call, ClassKind, ErrorKind, Global, Instr, Limits,
+    NoExtras, Resolve, ResolveFailed, Scratch, Sink, Step,
 };
 
 fn ok(data: &[u8]) -> Vec<Instr> {
@@ -87,25 +87,125 @@ fn types_exception_classes_and_not_implemented_are_values() {
     ] {
         ok(data);
     }
-    // A value is never called.
-    assert!(rejected(b"cbuiltins\ntype\n(Vx\ntR.").contains("REDUCE"));
+    // A value is never called; `type` only as `type(x)`, how pickle writes `type(None)`.
+    assert!(rejected(b"cbuiltins\nNotImplemented\n(Vx\ntR.").contains("REDUCE"));
+    assert!(rejected(b"cbuiltins\ntype\n(Vx\nVy\ntR.").contains("REDUCE"));
+    assert_eq!(
+        ok(b"c__builtin__\ntype\n(NtR.").last(),
+        Some(&Instr::Call(Call::Std(Global::Type)))
+    );
 }
 
+/// `app.User` (no hooks) and `app.Hooked` (with `__setstate__`) are registered.
 struct User;
 
 impl Resolve for User {
     fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed> {
-        Ok((module == "app" && name == "User").then_some(Global::Class(0, ClassKind::Object)))
+        Ok(match (module, name) {
+            ("app", "User") => Some(Global::Class(0, ClassKind::Object)),
+            ("app", "Hooked") => Some(Global::Class(1, ClassKind::Object)),
+            _ => None,
+        })
+    }
+
+    fn has_setstate(&self, class: u32) -> bool {
+        class == 1
     }
 }
 
+fn with_user(data: &[u8]) -> Vec<Instr> {
+    check(data, Limits::default(), User)
+        .expect("accepted")
+        .instrs
+}
+
 #[test]
-fn registered_classes_are_blank_instances_filled_by_build() {
-    let data = b"\x80\x02capp\nUser\n)\x81}X\x01\x00\x00\x00aK\x01sb.";
-    let p = check(data, Limits::default(), User).expect("accepted");
-    assert!(p.instrs.contains(&Instr::Call(Call::Blank(0))));
-    // Calling the class (REDUCE) would run its code: rejected.
-    assert!(check(b"capp\nUser\n(tR.", Limits::default(), User).is_err());
+fn registered_classes_are_made_and_filled_by_build() {
+    let instrs = with_user(b"\x80\x02capp\nUser\n)\x81}X\x01\x00\x00\x00aK\x01sb.");
+    assert!(instrs.contains(&Instr::Call(Call::New(0))));
+    assert!(instrs.contains(&Instr::Build(Build::Fields(0))));
+    // protocols 0-1: copyreg's reconstructor with base object is a blank instance
+    let instrs = with_user(b"ccopy_reg\n_reconstructor\n(capp\nUser\nc__builtin__\nobject\nNtR.");
+    assert!(instrs.contains(&Instr::Call(Call::Blank(0))));
+}
+
+#[test]
+fn registered_class_hooks_are_checked_calls() {
+    // __reduce__ naming the class, with values: the class is called
+    assert_eq!(
+        with_user(b"capp\nUser\n(K\x01tR.").last(),
+        Some(&Instr::Call(Call::Class(0)))
+    );
+    // ... never with a function global as an argument
+    let e = check(
+        b"capp\nUser\n(ccopyreg\n_reconstructor\ntR.",
+        Limits::default(),
+        User,
+    );
+    assert!(e
+        .expect_err("rejected")
+        .message
+        .contains("only with values"));
+    // __getnewargs__: NEWOBJ with arguments; __getnewargs_ex__: NEWOBJ_EX with keywords
+    assert!(with_user(b"\x80\x02capp\nUser\nK\x01\x85\x81.").contains(&Instr::Call(Call::New(0))));
+    let ex = b"\x80\x04capp\nUser\nK\x01\x85}X\x01\x00\x00\x00kK\x02s\x92.";
+    assert!(with_user(ex).contains(&Instr::Call(Call::NewEx(0))));
+    // copyreg.__newobj__ and __newobj_ex__ at protocols 0-1
+    let instrs = with_user(b"ccopyreg\n__newobj__\n(capp\nUser\nK\x01tR.");
+    assert!(instrs.contains(&Instr::Call(Call::NewObjFn(0))));
+    let instrs = with_user(b"ccopyreg\n__newobj_ex__\n(capp\nUser\n)}tR.");
+    assert!(instrs.contains(&Instr::Call(Call::NewObjExFn(0))));
+    // a builtin base (a dict subclass at protocols 0-1), then its items
+    let instrs =
+        with_user(b"ccopy_reg\n_reconstructor\n(capp\nUser\nc__builtin__\ndict\n}tR(K\x01K\x02u.");
+    assert!(instrs.contains(&Instr::Call(Call::Reconstruct(0))));
+    assert!(instrs.contains(&Instr::SetItemsMapping(1)));
+    let instrs = with_user(b"\x80\x02capp\nUser\n)\x81(K\x01K\x02e(K\x01\x90.");
+    assert!(instrs.contains(&Instr::AppendMethod(2)));
+    assert!(instrs.contains(&Instr::AddMethod(1)));
+    // __setstate__: pickle's own BUILD, with any state
+    let instrs = with_user(b"\x80\x02capp\nHooked\n)\x81K\x01K\x02\x86b.");
+    assert!(instrs.contains(&Instr::Build(Build::Generic)));
+    // the class itself as a value
+    assert_eq!(
+        with_user(b"capp\nUser\n."),
+        vec![Instr::Global(Global::Class(0, ClassKind::Object))]
+    );
+    // without the resolver, none of it
+    assert!(rejected(b"ccopyreg\n__newobj__\n(capp\nUser\ntR.").contains("classes="));
+}
+
+#[test]
+fn standard_library_values_from_the_table() {
+    let last = |data: &[u8]| ok(data).last().copied();
+    assert_eq!(
+        last(b"ctime\nstruct_time\n((K\x01t}tR."),
+        Some(Instr::Call(Call::Std(Global::StructTime)))
+    );
+    assert_eq!(
+        last(b"carray\n_array_reconstructor\n(carray\narray\nVi\nK\x08C\x00tR."),
+        Some(Instr::Call(Call::Std(Global::ArrayReconstructor)))
+    );
+    let instrs = ok(b"\x80\x02cUserDict\nIterableUserDict\n)\x81}b.");
+    assert!(instrs.contains(&Instr::Call(Call::BlankStd(Global::UserDict))));
+    assert!(instrs.contains(&Instr::Build(Build::Attrs)));
+    assert!(rejected(
+        b"carray\n_array_reconstructor\n(ccollections\nOrderedDict\nVi\nK\x08C\x00tR."
+    )
+    .contains("REDUCE"));
+}
+
+#[test]
+fn the_program_records_the_offset_of_each_instruction() {
+    let data = b"\x80\x02]q\x00(K\x01cdatetime\ntimedelta\nK\x01K\x02K\x03\x87Re.";
+    let p = check(data, Limits::default(), NoExtras).expect("accepted");
+    assert_eq!(p.instrs.len(), p.offsets.len());
+    let call = p
+        .instrs
+        .iter()
+        .position(|i| matches!(i, Instr::Call(_)))
+        .expect("a call");
+    assert_eq!(data[p.offsets[call] as usize], b'R');
 }
 
 #[test]

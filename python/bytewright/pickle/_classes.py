@@ -27,6 +27,20 @@ def class_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _hook(cls: type, name: str, *, generated: bool) -> bool:
+    """True when a class of `cls`'s MRO other than `object` defines the hook `name`
+    (looked up in the class dicts, so no metaclass code runs). `generated=False` leaves
+    out those `dataclasses` writes for frozen slotted dataclasses: they only move the
+    fields, which bytewright.pickle writes and sets itself."""
+    for klass in cls.__mro__:
+        if klass is object:
+            return False
+        hook = vars(klass).get(name)
+        if hook is not None:
+            return generated or getattr(hook, "__module__", None) != "dataclasses"
+    return False
+
+
 def _is_dunder(name: str) -> bool:
     return len(name) >= 4 and name.startswith("__") and name.endswith("__")
 
@@ -53,15 +67,20 @@ class ClassInfo:
     __slots__ = (
         "__weakref__",
         "allow_extra",
+        "builtin_base",
         "cls",
         "defaults",
         "factories",
         "field_set",
         "fields",
+        "getstate",
         "has_dict",
         "kind",
         "name",
         "required",
+        "restores",
+        "setstate",
+        "slot_names",
         "version",
     )
 
@@ -77,6 +96,16 @@ class ClassInfo:
         self.factories: dict[str, Any] = {}
         self.required: tuple[str, ...] = ()
         self.has_dict = False
+        # The pickling hooks the class defines. loads_pickle calls any `__setstate__`, as
+        # pickle does; bytewright.pickle writes what a `__getstate__` of the user's returns
+        # and restores it through the matching `__setstate__`.
+        self.setstate = _hook(cls, "__setstate__", generated=True)
+        self.getstate = _hook(cls, "__getstate__", generated=False)
+        self.restores = _hook(cls, "__setstate__", generated=False)
+        # The builtin type it subclasses (dict, list, int, ...), or None: loads_pickle
+        # rebuilds such classes through their hooks; bytewright.pickle refuses them.
+        self.builtin_base: type | None = None
+        self.slot_names: tuple[str, ...] = ()
         fields: tuple[str, ...] | None
         enum = sys.modules.get("enum")  # not imported yet: no class can be an Enum
         if enum is not None and isinstance(cls, enum.EnumMeta):
@@ -90,14 +119,13 @@ class ClassInfo:
         else:
             for base in cls.__mro__[1:]:
                 if base is not object and not base.__flags__ & _HEAPTYPE:
-                    raise TypeError(
-                        f"{self.name} subclasses the built-in type {base.__qualname__!r}, "
-                        "whose state bytewright.pickle cannot capture"
-                    )
+                    self.builtin_base = base
+                    break
             if not cls.__flags__ & _HEAPTYPE:
                 raise TypeError(f"{self.name} is not a class defined in Python")
             self.has_dict = cls.__dictoffset__ != 0
             slots = _slot_names(cls)
+            self.slot_names = slots
             self.kind = KIND_DICT if self.has_dict and not slots else KIND_SLOTS
             # A dataclass means dataclasses is loaded already.
             dataclasses = sys.modules.get("dataclasses")
@@ -168,6 +196,26 @@ class ClassInfo:
             for key, value in state.items():
                 object.__setattr__(obj, key, value)
         return obj
+
+    def restore(self, obj: Any, fields: dict[str, Any], version: int) -> None:
+        """Give an instance its state through the class's `__setstate__`, as pickle does.
+
+        The state is what the class's `__getstate__` returned (its fields), or for a class
+        without one, what `object.__getstate__` gives: the instance dict, or for a class
+        with slots the pair `(dict or None, slots)`. An empty state is not set, as pickle
+        sets no state for `None`.
+        """
+        if version != self.version:
+            fields = upgrade(self.cls, self.name, fields, version, self.version)
+        state: Any = fields
+        if not self.getstate and self.slot_names:
+            slot_set = set(self.slot_names)
+            slots = {k: v for k, v in fields.items() if k in slot_set}
+            rest = {k: v for k, v in fields.items() if k not in slot_set} or None
+            state = (rest, slots) if slots else rest
+        if not state:
+            return
+        obj.__setstate__(state)
 
     def member(self, name: object) -> Any:
         """The enum member called `name`."""

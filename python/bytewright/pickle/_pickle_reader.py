@@ -3,13 +3,16 @@
 A native, allowlist-only interpreter checks every opcode, memo index, global and call.
 Plain values are built as they pass; every call, and anything else that could run
 code, waits until the whole stream has passed. Nothing is imported, and only the fixed
-table of reconstructors, your `classes=` (rebuilt field by field) and the constructors
-you name in `allow=` can be reached.
+table of reconstructors, your `classes=` (rebuilt field by field, or through their own
+pickling hooks, which run as pickle runs them) and the constructors you name in
+`allow=` can be reached.
 """
 
 from __future__ import annotations
 
+import copyreg
 import io
+import sys
 from collections.abc import Mapping
 
 from bytewright import _native
@@ -104,6 +107,65 @@ def _exception_state(obj: BaseException, state: dict[Any, Any]) -> None:
             raise UnpicklingError(f"exception state with the attribute {key!r} is not allowed")
     for key, value in state.items():
         setattr(obj, key, value)
+
+
+def _attrs_state(obj: Any, state: dict[Any, Any]) -> None:
+    """The attributes of a `SimpleNamespace` or `UserDict`/`UserList`/`UserString`, written
+    into its `__dict__` as pickle does, under names that are not dunder names."""
+    for key in state:
+        if type(key) is not str or (key.startswith("__") and key.endswith("__")):
+            raise UnpicklingError(
+                f"state of {type(obj).__qualname__} with the attribute {key!r} is not allowed"
+            )
+    object.__getattribute__(obj, "__dict__").update(state)
+
+
+def _build_state(obj: Any, state: Any) -> None:
+    """pickle's own BUILD, for trusted objects: `__setstate__`, else `__dict__` and slots."""
+    setstate = getattr(obj, "__setstate__", None)
+    if setstate is not None:
+        setstate(state)
+        return
+    slotstate = None
+    if type(state) is tuple and len(state) == 2:
+        state, slotstate = state
+    if state:
+        if not isinstance(state, dict):
+            raise UnpicklingError("state is not a dictionary")
+        inst_dict = obj.__dict__
+        for key, value in state.items():
+            inst_dict[sys.intern(key) if type(key) is str else key] = value
+    if slotstate:
+        if not isinstance(slotstate, dict):
+            raise UnpicklingError("slot state is not a dictionary")
+        for key, value in slotstate.items():
+            setattr(obj, key, value)
+
+
+def _append_items(obj: Any, items: list[Any]) -> None:
+    """pickle's APPENDS on an object that is not a list: its `extend`, else `append`."""
+    try:
+        extend = obj.extend
+    except AttributeError:
+        append = obj.append
+        for item in items:
+            append(item)
+    else:
+        extend(items)
+
+
+def _add_items(obj: Any, items: list[Any]) -> None:
+    """pickle's ADDITEMS: `set.update` on a set (subclasses too), else the `add` method."""
+    if isinstance(obj, set):
+        set.update(obj, items)
+    else:
+        add = obj.add
+        for item in items:
+            add(item)
+
+
+# copyreg's reconstructor of protocol 0-1 objects, for registered classes with a builtin base.
+_reconstructor = copyreg._reconstructor  # type: ignore[attr-defined]
 
 
 def _new_tuple(info: ClassInfo, cls: type, fields: Any) -> Any:

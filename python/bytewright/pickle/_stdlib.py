@@ -7,11 +7,16 @@ constructors with the argument types they are documented to take.
 
 from __future__ import annotations
 
+import array
+import collections
 import datetime as _dt
 import decimal
 import fractions
 import ipaddress
+import os
 import pathlib
+import time
+import types
 import uuid
 import zoneinfo
 
@@ -104,7 +109,76 @@ def _str_arg(obj: Any) -> tuple[Any, ...]:
     return (str(obj),)
 
 
-# kind -> (type, reducer, builder); the numbering is frozen by the format.
+_NUMBER = (int, float, type(None))
+
+
+def _struct_time(*a: Any) -> time.struct_time:
+    _expect("struct_time", a, tuple, (str, type(None)), (int, type(None)))
+    if len(a[0]) != time.struct_time.n_sequence_fields or any(type(v) is not int for v in a[0]):
+        raise UnpicklingError("struct_time needs 9 ints")
+    return time.struct_time(a[0], {"tm_zone": a[1], "tm_gmtoff": a[2]})
+
+
+def _stat_result(*a: Any) -> os.stat_result:
+    _expect("stat_result", a, tuple, dict)
+    fields, extra = a
+    if len(fields) != os.stat_result.n_sequence_fields or any(
+        type(v) not in _NUMBER for v in fields
+    ):
+        raise UnpicklingError(f"stat_result needs {os.stat_result.n_sequence_fields} numbers")
+    for key, value in extra.items():
+        if type(key) is not str or not key.startswith("st_") or type(value) not in _NUMBER:
+            raise UnpicklingError(f"stat_result field {key!r} is not allowed")
+    return os.stat_result(fields, extra)
+
+
+def _attributes(kind: str, state: Any) -> dict[str, Any]:
+    """An instance's attributes: a dict of non-dunder str names."""
+    if type(state) is not dict:
+        raise UnpicklingError(f"{kind} attributes must be a dict")
+    for key in state:
+        if type(key) is not str or (key.startswith("__") and key.endswith("__")):
+            raise UnpicklingError(f"{kind} attribute {key!r} is not allowed")
+    return state
+
+
+def _namespace(*a: Any) -> types.SimpleNamespace:
+    _expect("SimpleNamespace", a, dict)
+    return types.SimpleNamespace(**_attributes("SimpleNamespace", a[0]))
+
+
+def _array(*a: Any) -> array.array[Any]:
+    _expect("array", a, str, int, bytes)
+    # The C reconstructor pickle uses: it checks the typecode, the machine format code
+    # and the length itself (ValueError), and copies or converts the bytes.
+    try:
+        return array._array_reconstructor(array.array, *a)  # type: ignore[attr-defined, no-any-return]
+    except (TypeError, ValueError) as exc:
+        raise UnpicklingError(f"array: {exc}") from None
+
+
+def _reduce_array(a: array.array[Any]) -> tuple[Any, ...]:
+    return tuple(a.__reduce_ex__(3)[1][1:])
+
+
+def _user(cls: type, label: str) -> Builder:
+    """A `UserDict`/`UserList`/`UserString` from its attributes (its `data`)."""
+
+    def build(*a: Any) -> Any:
+        _expect(label, a, dict)
+        obj: Any = object.__new__(cls)
+        vars(obj).update(_attributes(label, a[0]))
+        return obj
+
+    return build
+
+
+def _vars(obj: Any) -> tuple[Any, ...]:
+    return (dict(vars(obj)),)
+
+
+# kind -> (type, reducer, builder); the numbering is frozen by the format (kind 20 is an
+# out-of-band value, registered by _buffers.py).
 _TABLE: dict[int, tuple[type, Reducer, Builder]] = {
     1: (_dt.date, lambda d: (d.year, d.month, d.day), _date),
     2: (
@@ -147,6 +221,13 @@ _TABLE: dict[int, tuple[type, Reducer, Builder]] = {
     17: (ipaddress.IPv6Network, _str_arg, _from_str(ipaddress.IPv6Network, "IPv6Network")),
     18: (ipaddress.IPv4Interface, _str_arg, _from_str(ipaddress.IPv4Interface, "IPv4Interface")),
     19: (ipaddress.IPv6Interface, _str_arg, _from_str(ipaddress.IPv6Interface, "IPv6Interface")),
+    21: (time.struct_time, lambda t: (tuple(t), t.tm_zone, t.tm_gmtoff), _struct_time),
+    22: (os.stat_result, lambda s: tuple(s.__reduce__()[1]), _stat_result),
+    23: (types.SimpleNamespace, _vars, _namespace),
+    24: (array.array, _reduce_array, _array),
+    25: (collections.UserDict, _vars, _user(collections.UserDict, "UserDict")),
+    26: (collections.UserList, _vars, _user(collections.UserList, "UserList")),
+    27: (collections.UserString, _vars, _user(collections.UserString, "UserString")),
 }
 
 # type -> (kind, reducer), for the encoder; kind -> builder, for the decoder.

@@ -348,7 +348,19 @@ struct Resolved<'py> {
     names: Vec<Bound<'py, PyString>>,
     /// Same version and exactly the declared fields: set them directly.
     fast: bool,
+    /// The class defines `__setstate__`: its instances get their state through it, once
+    /// the whole record has been read.
+    setstate: bool,
 }
+
+/// A `__setstate__` call held back until the whole record has been read: the class's
+/// `ClassInfo`, the instance, its fields and the version they were written at.
+type Restore<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyDict>,
+    u64,
+);
 
 /// What a builder allocates, kept per thread between calls so that loading a small
 /// record allocates nothing but its result. Always empty while stored.
@@ -377,6 +389,8 @@ pub struct Builder<'py, 'a> {
     empty_tuple: Bound<'py, PyTuple>,
     /// Lists are filled in place ([`cpython::internals`], read once per call).
     in_place: bool,
+    /// `__setstate__` calls, made in order once the record has been read.
+    restores: Vec<Restore<'py>>,
 }
 
 impl Drop for Builder<'_, '_> {
@@ -428,6 +442,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             resolved: Vec::new(),
             empty_tuple: PyTuple::empty(py),
             in_place: cpython::internals(),
+            restores: Vec::new(),
         }
     }
 
@@ -785,7 +800,13 @@ impl<'py, 'a> Builder<'py, 'a> {
                 root = Some(v);
             }
         }
-        root.ok_or_else(|| self.fail("the record holds no value".into(), None))
+        let root = root.ok_or_else(|| self.fail("the record holds no value".into(), None))?;
+        // The whole record has been read and checked: now the classes' own code runs.
+        for (info, obj, state, version) in std::mem::take(&mut self.restores) {
+            let r = info.call_method1("restore", (&obj, state, version));
+            self.wrap("an instance (__setstate__)", r)?;
+        }
+        Ok(root)
     }
 
     /// A str from strict UTF-8.
@@ -928,8 +949,18 @@ impl<'py, 'a> Builder<'py, 'a> {
             kind,
             version,
             declared,
+            builtin_base,
+            restores: setstate,
             ..
         } = described;
+        if let Some(base) = builtin_base {
+            return Err(self.fail(
+                format!(
+                    "record of class '{name}' cannot be rebuilt: the class subclasses the built-in type '{base}'"
+                ),
+                None,
+            ));
+        }
         // Reuse the class's own (interned) field names when the record's match them.
         let same_fields = declared.as_ref().is_none_or(|declared| {
             declared.len() == def.fields.len()
@@ -946,7 +977,11 @@ impl<'py, 'a> Builder<'py, 'a> {
                 .map(|f| PyString::intern(py, &String::from_utf8_lossy(f)))
                 .collect(),
         };
-        let fast = def.version == version && same_fields && kind != KIND_TUPLE && kind != KIND_ENUM;
+        let fast = def.version == version
+            && same_fields
+            && kind != KIND_TUPLE
+            && kind != KIND_ENUM
+            && !setstate;
         Ok(Resolved {
             info,
             cls,
@@ -955,6 +990,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             version: def.version,
             names,
             fast,
+            setstate: setstate && kind != KIND_TUPLE && kind != KIND_ENUM,
         })
     }
 
@@ -1034,6 +1070,13 @@ impl<'py, 'a> Builder<'py, 'a> {
         let state = PyDict::new(py);
         for (name, value) in r.names.iter().zip(values) {
             state.set_item(name, value)?;
+        }
+        if let (true, Some(obj)) = (r.setstate, &obj) {
+            // Its slot was filled when the instance was made (not a tuple-like class).
+            let obj = obj.clone().into_any();
+            self.restores
+                .push((r.info.clone(), obj.clone(), state, r.version));
+            return Ok(obj);
         }
         let target = obj
             .map(Bound::into_any)

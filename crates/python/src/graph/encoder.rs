@@ -51,6 +51,10 @@ struct ClassEntry<'py> {
     /// Declared fields (dataclass, slots, namedtuple); `None`: any attribute.
     fields: Option<Vec<Bound<'py, PyString>>>,
     has_dict: bool,
+    /// It defines `__getstate__`: its fields are the dict that returns.
+    getstate: bool,
+    /// Its slots (read before its `__dict__`, if it has one too).
+    slots: Vec<Bound<'py, PyString>>,
     shapes: Vec<Shape<'py>>,
 }
 
@@ -798,8 +802,16 @@ impl<'py> Encoder<'py> {
             version,
             has_dict,
             declared: fields,
+            builtin_base,
+            getstate,
+            slots,
             ..
         } = infocache::describe(self.cfg, ty).map_err(cannot)?;
+        if let Some(base) = builtin_base {
+            return Err(EncodeError::new(format!(
+                "cannot pickle '{name}' object: it subclasses the built-in type '{base}', whose state bytewright.pickle cannot capture (loads_pickle reads pickle's own)"
+            )));
+        }
         self.class_keep.push(ty.clone().into_any());
         self.classes.push(ClassEntry {
             kind,
@@ -807,6 +819,8 @@ impl<'py> Encoder<'py> {
             version,
             fields,
             has_dict,
+            getstate,
+            slots,
             shapes: Vec::new(),
         });
         self.class_index.insert(key, self.classes.len() - 1);
@@ -889,9 +903,12 @@ impl<'py> Encoder<'py> {
     /// their own, as their encoding may run code), then writes its shape and values.
     fn instance_fields(&mut self, obj: *mut ffi::PyObject, index: usize, base: usize) -> R {
         let py = self.py;
+        if self.classes[index].getstate {
+            self.state_fields(obj, index)?;
+        }
         let entry = &self.classes[index];
-        if entry.kind == KIND_SLOTS {
-            for name in entry.fields.iter().flatten() {
+        if !entry.getstate && entry.kind == KIND_SLOTS {
+            for name in &entry.slots {
                 // SAFETY: generic lookup on a live object with a str name; bypasses any
                 // custom __getattribute__ of the class.
                 let v = unsafe { ffi::PyObject_GenericGetAttr(obj, name.as_ptr()) };
@@ -907,7 +924,7 @@ impl<'py> Encoder<'py> {
                 self.fields.push((name.as_ptr(), v));
             }
         }
-        if entry.kind == KIND_DICT || entry.has_dict {
+        if !entry.getstate && (entry.kind == KIND_DICT || entry.has_dict) {
             // SAFETY: obj is live and its type has an instance dict.
             let d = unsafe { ffi::PyObject_GenericGetDict(obj, std::ptr::null_mut()) };
             // SAFETY: d is a new reference or NULL with an exception set.
@@ -950,6 +967,42 @@ impl<'py> Encoder<'py> {
             })?;
         }
         self.leave();
+        Ok(())
+    }
+
+    /// The fields of an instance whose class defines `__getstate__`: the dict it returns
+    /// (`None`: no fields), pushed into `self.fields` under references of their own.
+    fn state_fields(&mut self, obj: *mut ffi::PyObject, index: usize) -> R {
+        let py = self.py;
+        // SAFETY: obj is live (the caller holds a reference) and the GIL is held.
+        let bound = unsafe { Borrowed::from_ptr(py, obj) };
+        let state = bound
+            .call_method0("__getstate__")
+            .map_err(|e| EncodeError::caused("__getstate__ failed", e))?;
+        if state.is_none() {
+            return Ok(());
+        }
+        let Ok(state) = state.cast_into_exact::<pyo3::types::PyDict>() else {
+            return Err(EncodeError::new(format!(
+                "cannot pickle a {}: its __getstate__ must return a dict of fields (or None)",
+                String::from_utf8_lossy(&self.classes[index].name)
+            )));
+        };
+        let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: state is a live dict we hold; PyDict_Next gives borrowed pointers, each
+        // taken into a reference of the entry's own before anything else runs.
+        unsafe {
+            while ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut k, &mut v) != 0 {
+                if ffi::PyUnicode_Check(k) == 0 {
+                    return Err(EncodeError::new(
+                        "__getstate__ returned a non-str field name",
+                    ));
+                }
+                ffi::Py_INCREF(k);
+                ffi::Py_INCREF(v);
+                self.fields.push((k, v));
+            }
+        }
         Ok(())
     }
 

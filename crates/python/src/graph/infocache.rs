@@ -44,6 +44,16 @@ pub struct Described<'py> {
     pub has_dict: bool,
     /// Declared fields; `None`: any attribute.
     pub declared: Option<Vec<Bound<'py, PyString>>>,
+    /// Its slots (mangled names), also when it has a `__dict__` too.
+    pub slots: Vec<Bound<'py, PyString>>,
+    /// Its pickling hooks (`ClassInfo.setstate`, `getstate`, `restores`): it defines
+    /// `__setstate__` (loads_pickle calls it); bytewright.pickle writes its `__getstate__`
+    /// and restores through its `__setstate__` (both the user's own).
+    pub setstate: bool,
+    pub getstate: bool,
+    pub restores: bool,
+    /// The builtin type it subclasses (its name), if any.
+    pub builtin_base: Option<String>,
 }
 
 struct Entry {
@@ -54,6 +64,11 @@ struct Entry {
     version: u64,
     has_dict: bool,
     declared: Option<Vec<Py<PyString>>>,
+    slots: Vec<Py<PyString>>,
+    setstate: bool,
+    getstate: bool,
+    restores: bool,
+    builtin_base: Option<String>,
 }
 
 thread_local! {
@@ -77,6 +92,16 @@ pub fn describe<'py>(cfg: &Config, cls: &Bound<'py, PyType>) -> PyResult<Describ
     } else {
         Some(fields.extract()?)
     };
+    let slots: Vec<Bound<'py, PyString>> = info.getattr("slot_names")?.extract()?;
+    let setstate: bool = info.getattr("setstate")?.extract()?;
+    let getstate: bool = info.getattr("getstate")?.extract()?;
+    let restores: bool = info.getattr("restores")?.extract()?;
+    let base = info.getattr("builtin_base")?;
+    let builtin_base = if base.is_none() {
+        None
+    } else {
+        Some(base.getattr("__qualname__")?.extract()?)
+    };
     let d = Described {
         info,
         kind,
@@ -84,6 +109,11 @@ pub fn describe<'py>(cfg: &Config, cls: &Bound<'py, PyType>) -> PyResult<Describ
         version,
         has_dict,
         declared,
+        slots,
+        setstate,
+        getstate,
+        restores,
+        builtin_base,
     };
     put(cls, &d);
     Ok(d)
@@ -115,6 +145,11 @@ fn get<'py>(cls: &Bound<'py, PyType>) -> Option<Described<'py>> {
                 version: e.version,
                 has_dict: e.has_dict,
                 declared,
+                slots: e.slots.iter().map(|n| n.bind(py).clone()).collect(),
+                setstate: e.setstate,
+                getstate: e.getstate,
+                restores: e.restores,
+                builtin_base: e.builtin_base.clone(),
             });
         }
         None
@@ -144,6 +179,11 @@ fn put(cls: &Bound<'_, PyType>, d: &Described<'_>) {
             .declared
             .as_ref()
             .map(|v| v.iter().map(|n| n.clone().unbind()).collect()),
+        slots: d.slots.iter().map(|n| n.clone().unbind()).collect(),
+        setstate: d.setstate,
+        getstate: d.getstate,
+        restores: d.restores,
+        builtin_base: d.builtin_base.clone(),
     };
     // Entries removed here are dropped after the borrow ends: dropping a reference may
     // run arbitrary code (a weakref callback), which could re-enter this cache.

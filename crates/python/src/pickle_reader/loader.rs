@@ -187,6 +187,10 @@ impl core::Resolve for Loader<'_> {
     fn name_of(&self, global: Global) -> Option<String> {
         self.res.name_of(global)
     }
+
+    fn has_setstate(&self, class: u32) -> bool {
+        self.res.has_setstate(class)
+    }
 }
 
 impl core::Sink for Loader<'_> {
@@ -313,9 +317,22 @@ impl Loader<'_> {
             {
                 self.exec(instr, data)
             }
+            // `cls.__new__(cls)` that is `object.__new__`: a blank instance, no code runs.
+            Instr::Call(Call::New(c))
+                if self
+                    .res
+                    .found
+                    .get(c as usize)
+                    .is_some_and(|f| f.quiet && f.plain_new)
+                    && self.empty_args_on_top() =>
+            {
+                self.exec(instr, data)
+            }
             Instr::Call(_)
             | Instr::Build(_)
             | Instr::AppendDeque(_)
+            | Instr::AppendMethod(_)
+            | Instr::AddMethod(_)
             | Instr::SetItemsMapping(_) => return Step::Defer,
             Instr::Dict(n) | Instr::SetItems(n) if !self.inert_keys(2 * n as usize, 2) => {
                 return Step::Defer
@@ -371,7 +388,8 @@ impl<'py> Loader<'py> {
         bufs.memo = std::mem::take(&mut self.memo);
     }
 
-    /// Runs what the sink deferred (the stream has passed), then returns the value.
+    /// Runs what the sink deferred (the stream has passed), then returns the value. An
+    /// error gets the offset of the opcode whose instruction raised it.
     pub(super) fn finish(
         &mut self,
         input: &[u8],
@@ -533,6 +551,56 @@ impl<'py> Loader<'py> {
         }
         // SAFETY: a new reference.
         Ok(unsafe { Bound::from_owned_ptr(self.py, p) })
+    }
+
+    /// True when the value on top of the stack is the empty tuple (call arguments).
+    fn empty_args_on_top(&self) -> bool {
+        self.stack.last().is_some_and(|&p| {
+            // SAFETY: p is live (owned by the stack); only its type and size are read.
+            unsafe { ffi::PyTuple_CheckExact(p) != 0 && ffi::PyTuple_GET_SIZE(p) == 0 }
+        })
+    }
+
+    /// `cls.__new__(cls, *args, **kwargs)` as pickle's `NEWOBJ`/`NEWOBJ_EX` make it: the
+    /// class's `tp_new` slot, called directly.
+    fn new_object(
+        &self,
+        cls: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyAny>,
+        kwargs: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let type_error = |m: &str| {
+            let e = pyo3::exceptions::PyTypeError::new_err(m.to_string());
+            self.wrap_err("an instance", e)
+        };
+        let Ok(ty) = cls.cast::<PyType>() else {
+            return Err(type_error("NEWOBJ class argument isn't a type object"));
+        };
+        if args.cast::<PyTuple>().is_err() {
+            return Err(type_error("NEWOBJ expected an arg tuple"));
+        }
+        if kwargs.is_some_and(|k| k.cast::<PyDict>().is_err()) {
+            return Err(type_error("NEWOBJ_EX kwargs argument should be a dict"));
+        }
+        // SAFETY: a live type object; its tp_new slot is called with a tuple and a dict
+        // (or NULL), as CPython's own unpickler calls it.
+        let p = unsafe {
+            let t = ty.as_type_ptr();
+            match (*t).tp_new {
+                Some(tp_new) => tp_new(
+                    t,
+                    args.as_ptr(),
+                    kwargs.map_or(std::ptr::null_mut(), |k| k.as_ptr()),
+                ),
+                None => return Err(type_error("NEWOBJ class argument has NULL tp_new")),
+            }
+        };
+        if p.is_null() {
+            return Err(self.fetch("an instance"));
+        }
+        // SAFETY: a new reference.
+        Ok(unsafe { Bound::from_owned_ptr(py, p) })
     }
 
     /// Moves the top values into the exact list just below them, growing it once.
@@ -744,6 +812,22 @@ impl<'py> Loader<'py> {
                 }
                 self.drop_from(at);
             }
+            Instr::AppendMethod(n) | Instr::AddMethod(n) => {
+                let at = self.split(n as usize)?;
+                let items = PyList::empty(py);
+                for p in self.stack.drain(at..) {
+                    // SAFETY: the stack owned this reference; the Bound takes it over.
+                    let item = unsafe { Bound::from_owned_ptr(py, p) };
+                    items.append(item)?;
+                }
+                let target = self.top()?;
+                let (helper, what) = match instr {
+                    Instr::AppendMethod(_) => (&self.helpers.append_items, "APPENDS"),
+                    _ => (&self.helpers.add_items, "ADDITEMS"),
+                };
+                let r = helper.bind(py).call1((target, items));
+                self.wrap(what, r)?;
+            }
             Instr::AddItems(n) => {
                 let (at, set) = self.split_into(n as usize)?;
                 for item in &self.stack[at..] {
@@ -804,9 +888,18 @@ impl<'py> Loader<'py> {
                 self.stack.push(obj.into_ptr());
             }
             Instr::Call(call) => {
+                let kwargs = match call {
+                    Call::NewEx(_) => Some(self.pop()?),
+                    _ => None,
+                };
                 let args = self.pop()?;
                 let callable = self.pop()?;
-                let v = self.call(call, callable, args)?;
+                let v = match call {
+                    Call::New(_) | Call::NewEx(_) => {
+                        self.new_object(&callable, &args, kwargs.as_ref())?
+                    }
+                    _ => self.call(call, callable, args)?,
+                };
                 self.stack.push(v.into_ptr());
             }
             Instr::Build(build) => {
@@ -824,11 +917,14 @@ impl<'py> Loader<'py> {
                     }
                     Build::Uuid => self.helpers.uuid_state.bind(py).call1((obj, state)),
                     Build::Exception => self.helpers.exception_state.bind(py).call1((obj, state)),
+                    Build::Attrs => self.helpers.attrs_state.bind(py).call1((obj, state)),
+                    Build::Generic => self.helpers.build_state.bind(py).call1((obj, state)),
                 };
                 let what = match build {
-                    Build::Fields(_) => "an instance",
+                    Build::Fields(_) | Build::Generic => "an instance",
                     Build::Uuid => "uuid.UUID",
                     Build::Exception => "an exception",
+                    Build::Attrs => "an instance",
                 };
                 self.wrap(what, r)?;
             }
@@ -984,6 +1080,37 @@ impl<'py> Loader<'py> {
                 let r = callable.call1(args);
                 self.wrap("an allow= constructor", r)
             }
+            Call::Class(c) => {
+                let name = self.res.names.get(c as usize).cloned().unwrap_or_default();
+                let r = callable.call1(args);
+                self.wrap(&name, r)
+            }
+            Call::NewObjFn(_) | Call::NewObjExFn(_) => {
+                let cls = args.get_item(0)?;
+                if let Call::NewObjFn(_) = call {
+                    let rest = args.get_slice(1, args.len());
+                    return self.new_object(&cls, rest.as_any(), None);
+                }
+                if args.len() != 3 {
+                    return Err(self.internal("copyreg.__newobj_ex__ arguments"));
+                }
+                let (a, kw) = (args.get_item(1)?, args.get_item(2)?);
+                self.new_object(&cls, &a, Some(&kw))
+            }
+            Call::Reconstruct(_) => {
+                let r = self.helpers.reconstructor.bind(py).call1(args);
+                self.wrap("copyreg._reconstructor", r)
+            }
+            Call::BlankStd(g) => {
+                let cls = self
+                    .table_object(g)?
+                    .ok_or_else(|| self.internal("class"))?;
+                let Ok(ty) = cls.cast_into::<PyType>() else {
+                    return Err(self.internal("not a class"));
+                };
+                self.blank(&ty)
+            }
+            Call::New(_) | Call::NewEx(_) => Err(self.internal("NEWOBJ routed as a call")),
         }
     }
 }

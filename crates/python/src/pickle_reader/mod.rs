@@ -35,6 +35,11 @@ pub(crate) struct Helpers {
     pub(crate) uuid_state: Py<PyAny>,
     pub(crate) exception_state: Py<PyAny>,
     pub(crate) new_tuple: Py<PyAny>,
+    pub(crate) attrs_state: Py<PyAny>,
+    pub(crate) build_state: Py<PyAny>,
+    pub(crate) append_items: Py<PyAny>,
+    pub(crate) add_items: Py<PyAny>,
+    pub(crate) reconstructor: Py<PyAny>,
     /// `allow=` iterable -> dict.
     pub(crate) allow_map: Py<PyAny>,
 }
@@ -71,6 +76,11 @@ fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
             uuid_state: get("_uuid_state")?,
             exception_state: get("_exception_state")?,
             new_tuple: get("_new_tuple")?,
+            attrs_state: get("_attrs_state")?,
+            build_state: get("_build_state")?,
+            append_items: get("_append_items")?,
+            add_items: get("_add_items")?,
+            reconstructor: get("_reconstructor")?,
             allow_map: get("_allow_map")?,
         })
     })
@@ -84,7 +94,7 @@ pub(crate) fn table_object<'py>(
     py: Python<'py>,
     g: Global,
 ) -> PyResult<Option<&'py Bound<'py, PyAny>>> {
-    if matches!(g, Global::Ellipsis) {
+    if matches!(g, Global::Ellipsis | Global::NewObjFn | Global::NewObjExFn) {
         return Ok(None);
     }
     if let Global::Exception(i) = g {

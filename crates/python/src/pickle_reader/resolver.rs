@@ -42,6 +42,10 @@ pub(super) struct Found<'py> {
     /// Its instances run no code when dropped (no `__del__`), so a blank one may be made
     /// while the rest of the stream is still being checked.
     pub(super) quiet: bool,
+    /// Its `__new__` is `object.__new__` (a blank instance runs no code of the class).
+    pub(super) plain_new: bool,
+    /// It defines `__setstate__`: its `BUILD`s call it.
+    pub(super) setstate: bool,
 }
 
 /// Resolves `classes=` and `allow=` names for the machine, lazily and without imports.
@@ -103,10 +107,14 @@ impl<'py> Resolver<'py> {
             } else {
                 None
             };
-            // SAFETY: a live type object; reading two slots.
-            let quiet = unsafe {
+            // SAFETY: a live type object; reading three slots (and object's tp_new).
+            let (quiet, plain_new) = unsafe {
                 let t = cls.as_type_ptr();
-                (*t).tp_finalize.is_none() && (*t).tp_del.is_none()
+                let object_new = (*std::ptr::addr_of_mut!(pyo3::ffi::PyBaseObject_Type)).tp_new;
+                (
+                    (*t).tp_finalize.is_none() && (*t).tp_del.is_none(),
+                    (*t).tp_new.map(|f| f as usize) == object_new.map(|f| f as usize),
+                )
             };
             self.found.push(Found {
                 cls,
@@ -114,6 +122,8 @@ impl<'py> Resolver<'py> {
                 kind,
                 fields,
                 quiet,
+                plain_new,
+                setstate: d.setstate,
             });
             self.names.push(full);
             return Ok(Some(Global::Class(self.found.len() as u32 - 1, kind)));
@@ -135,6 +145,10 @@ impl core::Resolve for Resolver<'_> {
             self.error = Some(e);
             core::ResolveFailed
         })
+    }
+
+    fn has_setstate(&self, class: u32) -> bool {
+        self.found.get(class as usize).is_some_and(|f| f.setstate)
     }
 
     fn name_of(&self, global: Global) -> Option<String> {
