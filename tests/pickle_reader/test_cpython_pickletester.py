@@ -18,7 +18,6 @@ refusal, and one that passes fails the run, so the list cannot go stale.
 from __future__ import annotations
 
 import contextlib
-import io
 import pickle
 import sys
 import tomllib

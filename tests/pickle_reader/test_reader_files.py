@@ -202,7 +202,7 @@ def test_the_memo_persists_between_loads_like_pickle_unpickler(protocol):
     second.load(), theirs.load()
     second.memo.clear(), theirs.memo.clear()
     if protocol < 4:
-        with pytest.raises(pickle.UnpicklingError, match="(?i)memo"):
+        with pytest.raises(pickle.UnpicklingError, match=r"(?i)memo"):
             theirs.load()
         with pytest.raises(UnpicklingError, match="memo"):
             second.load()

@@ -177,7 +177,10 @@ pub enum Carried {
     /// The object of a table global (checked by identity): used as that global.
     Global(Global),
     /// An exact str, whose UTF-8 text is `text[start..start + len]` of the carried text.
-    Str { start: u32, len: u32 },
+    Str {
+        start: u32,
+        len: u32,
+    },
     /// Anything else: an opaque value, never called, named or added to.
     Other,
 }
@@ -1972,12 +1975,15 @@ pub fn check_in_carrying<'a, H: Resolve + Sink>(
     check_with(data, limits, host, scratch, Some((carried, text)))
 }
 
+/// The memo an earlier pickle left: each key with what its value is, and the carried text.
+type CarriedMemo<'c, 'a> = (&'c [(u64, Carried)], &'a [u8]);
+
 fn check_with<'a, H: Resolve + Sink>(
     data: &'a [u8],
     limits: Limits,
     host: H,
     scratch: &mut Scratch,
-    carried: Option<(&[(u64, Carried)], &'a [u8])>,
+    carried: Option<CarriedMemo<'_, 'a>>,
 ) -> Result<Program, ReadError> {
     use std::mem::take;
     let mut m = Machine::new(data, limits, host);

@@ -369,7 +369,11 @@ impl<'py> Loader<'py> {
     }
 
     /// Replaces `memo` by the memo the pickle left (`keys`: each key with its slot).
-    pub(super) fn leave_memo(&self, memo: &Bound<'py, PyDict>, keys: &[(u64, u32)]) -> PyResult<()> {
+    pub(super) fn leave_memo(
+        &self,
+        memo: &Bound<'py, PyDict>,
+        keys: &[(u64, u32)],
+    ) -> PyResult<()> {
         memo.clear();
         for &(key, slot) in keys {
             let Some(&p) = self.memo.get(slot as usize) else {

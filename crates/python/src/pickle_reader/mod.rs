@@ -16,8 +16,8 @@ use bytewright_pickle_reader::{
     globals::{CONSTANTS, EXCEPTIONS, TABLE},
     Global,
 };
-use pyo3::ffi;
 use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
