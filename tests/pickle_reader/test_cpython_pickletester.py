@@ -223,7 +223,8 @@ def test_refusals_name_existing_tests() -> None:
         pytest.skip(f"{SUITE_DIR} is missing")
     assert sorted(set(REFUSED) - set(IDS)) == []
     for test_id, entry in REFUSED.items():
-        assert set(entry) == {"refuses", "reason"}, test_id
+        assert set(entry) - {"kind"} == {"refuses", "reason"}, test_id
+        assert entry.get("kind", "difference") == "difference", test_id
         assert entry["refuses"] and entry["reason"], test_id
 
 
@@ -240,7 +241,10 @@ def test_cpython(test_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     except Exception as exc:
         if refused is None:
             raise
-        if not isinstance(exc, UnpicklingError) or refused["refuses"] not in str(exc):
+        # A refusal is an UnpicklingError naming what it refuses; a listed difference
+        # (kind = "difference") an AssertionError saying what differs.
+        expected = AssertionError if refused.get("kind") == "difference" else UnpicklingError
+        if not isinstance(exc, expected) or refused["refuses"] not in str(exc):
             raise AssertionError(
                 f"{test_id} is listed as refusing {refused['refuses']!r} but failed otherwise"
             ) from exc

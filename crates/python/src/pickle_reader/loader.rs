@@ -990,24 +990,10 @@ impl<'py> Loader<'py> {
         }
         // SAFETY: a new reference, owned by this Bound.
         let dict = unsafe { Bound::from_owned_ptr(py, dict) };
-        // Attribute names interned, as pickle's BUILD interns them (and as setattr would).
-        let (mut pos, mut key, mut value) = (0, std::ptr::null_mut(), std::ptr::null_mut());
-        // SAFETY: iterating a live dict that nothing changes meanwhile (no code runs: the
-        // keys are strs); each key gets a reference of its own before interning replaces
-        // it, given up once stored.
-        unsafe {
-            while ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
-                let mut name = key;
-                ffi::Py_INCREF(name);
-                if ffi::PyUnicode_CheckExact(name) != 0 {
-                    ffi::PyUnicode_InternInPlace(&mut name);
-                }
-                let stored = ffi::PyDict_SetItem(dict.as_ptr(), name, value);
-                ffi::Py_DECREF(name);
-                if stored < 0 {
-                    return Err(self.fetch("an instance"));
-                }
-            }
+        // SAFETY: both are live dicts; the keys are exact strs, so no code runs. (pickle
+        // also interns the names; that costs a lookup per attribute, so it is not done.)
+        if unsafe { ffi::PyDict_Update(dict.as_ptr(), state.as_ptr()) } < 0 {
+            return Err(self.fetch("an instance"));
         }
         drop(dict);
         let at = n - 1;
