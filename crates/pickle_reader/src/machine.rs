@@ -149,9 +149,9 @@ pub enum Instr {
 #[derive(Debug, Default)]
 pub struct Program {
     pub instrs: Vec<Instr>,
-    /// The byte offset of the opcode behind each instruction (`instrs[i]` came from the
-    /// opcode at `offsets[i]`), for the errors found while running them.
-    pub offsets: Vec<u32>,
+    /// How many instructions the sink performed before it deferred (the program holds
+    /// the rest): instruction `i` of the program is the stream's `first + i`.
+    pub first: u64,
     pub memo_slots: usize,
     pub protocol: u8,
     /// Bytes after `STOP` (ignored, like `pickle.loads`).
@@ -540,6 +540,8 @@ pub struct Machine<'a, R: Resolve + Sink> {
     memo: Memo,
     arena: Vec<Item>,
     prog: Program,
+    /// The offset of each instruction's opcode, when asked for (see [`offsets`]).
+    offsets: Option<Vec<u32>>,
     at: usize,
     items: u64,
     /// The text of the strs carried from an earlier pickle: a str item whose `aux` is past
@@ -565,6 +567,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             memo: Memo::default(),
             arena: Vec::new(),
             prog: Program::default(),
+            offsets: None,
             at: 0,
             items: 0,
             carried_text: &[],
@@ -609,12 +612,17 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         if !self.recording {
             match self.resolver.step(instr, self.data) {
                 Step::Done => return Ok(()),
-                Step::Defer => self.recording = true,
+                Step::Defer => {
+                    self.recording = true;
+                    self.prog.first = self.emitted - 1;
+                }
                 Step::Failed => return Err(self.sink_failed()),
             }
         }
         self.prog.instrs.push(instr);
-        self.prog.offsets.push(self.at as u32);
+        if let Some(offsets) = &mut self.offsets {
+            offsets.push(self.at as u32);
+        }
         Ok(())
     }
 
@@ -1286,8 +1294,11 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             Step::Done => Ok(true),
             Step::Defer => {
                 self.recording = true;
+                self.prog.first = self.emitted - 1;
                 self.prog.instrs.push(instr);
-                self.prog.offsets.push(at as u32);
+                if let Some(offsets) = &mut self.offsets {
+                    offsets.push(at as u32);
+                }
                 Ok(false)
             }
             Step::Failed => {
@@ -1923,7 +1934,6 @@ pub fn global_name(g: Global) -> String {
 #[derive(Default)]
 pub struct Scratch {
     instrs: Vec<Instr>,
-    offsets: Vec<u32>,
     stack: Vec<Item>,
     arena: Vec<Item>,
     memo_direct: Vec<u32>,
@@ -1935,13 +1945,11 @@ impl Scratch {
     /// Gives the program's buffer back once the caller is done with it.
     pub fn recycle(&mut self, program: Program) {
         self.instrs = program.instrs;
-        self.offsets = program.offsets;
     }
 
     /// Bytes of capacity held (callers drop a scratch that grew too large).
     pub fn held_bytes(&self) -> usize {
         self.instrs.capacity() * std::mem::size_of::<Instr>()
-            + self.offsets.capacity() * 4
             + (self.stack.capacity() + self.arena.capacity() + self.memo_items.capacity())
                 * std::mem::size_of::<Item>()
             + self.memo_direct.capacity() * 4
@@ -1988,14 +1996,12 @@ fn check_with<'a, H: Resolve + Sink>(
     use std::mem::take;
     let mut m = Machine::new(data, limits, host);
     m.prog.instrs = take(&mut scratch.instrs);
-    m.prog.offsets = take(&mut scratch.offsets);
     m.stack = take(&mut scratch.stack);
     m.arena = take(&mut scratch.arena);
     m.memo.direct = take(&mut scratch.memo_direct);
     m.memo.items = take(&mut scratch.memo_items);
     m.marks = take(&mut scratch.marks);
     m.prog.instrs.clear();
-    m.prog.offsets.clear();
     m.stack.clear();
     m.arena.clear();
     m.memo.direct.clear();
@@ -2048,10 +2054,19 @@ fn check_with<'a, H: Resolve + Sink>(
         Ok(()) => Ok(take(&mut m.prog)),
         Err(e) => {
             scratch.instrs = take(&mut m.prog.instrs);
-            scratch.offsets = take(&mut m.prog.offsets);
             Err(e)
         }
     }
+}
+
+/// The byte offset of the opcode behind each instruction of the whole stream, in order
+/// (for errors raised while a program runs: instruction `i` of a [`Program`] is the
+/// stream's `program.first + i`). Checks the stream again; only errors pay for it.
+pub fn offsets<R: Resolve>(data: &[u8], limits: Limits, resolver: R) -> Vec<u32> {
+    let mut m = Machine::new(data, limits, Recording(resolver));
+    m.offsets = Some(Vec::new());
+    let _ = m.execute();
+    m.offsets.take().unwrap_or_default()
 }
 
 /// Checks a whole pickle against the allowlist and limits; the program builds the value.

@@ -199,13 +199,20 @@ fn standard_library_values_from_the_table() {
 fn the_program_records_the_offset_of_each_instruction() {
     let data = b"\x80\x02]q\x00(K\x01cdatetime\ntimedelta\nK\x01K\x02K\x03\x87Re.";
     let p = check(data, Limits::default(), NoExtras).expect("accepted");
-    assert_eq!(p.instrs.len(), p.offsets.len());
+    let offsets = bytewright_pickle_reader::offsets(data, Limits::default(), NoExtras);
+    assert_eq!(p.first, 0);
+    assert_eq!(p.instrs.len(), offsets.len());
     let call = p
         .instrs
         .iter()
         .position(|i| matches!(i, Instr::Call(_)))
         .expect("a call");
-    assert_eq!(data[p.offsets[call] as usize], b'R');
+    assert_eq!(data[offsets[call] as usize], b'R');
+    // A sink that builds the list at once defers from the call on.
+    let mut sink = UntilCall::default();
+    let q = check_in(data, Limits::default(), &mut sink, &mut Scratch::default()).expect("ok");
+    assert_eq!(q.first as usize, call);
+    assert_eq!(q.instrs[0], p.instrs[call]);
 }
 
 #[test]

@@ -326,7 +326,7 @@ impl Loader<'_> {
                     .is_some_and(|f| f.quiet && f.plain_new)
                     && self.empty_args_on_top() =>
             {
-                self.exec(instr, data)
+                self.exec(Instr::Call(Call::Blank(c)), data)
             }
             Instr::Call(_)
             | Instr::Build(_)
@@ -398,11 +398,12 @@ impl<'py> Loader<'py> {
         &mut self,
         input: &[u8],
         program: &core::Program,
+        limits: core::Limits,
     ) -> PyResult<Bound<'py, PyAny>> {
         for (i, instr) in program.instrs.iter().enumerate() {
             if let Err(e) = self.exec(*instr, input) {
-                let at = program.offsets.get(i).map_or(0, |&at| at as usize);
-                return Err(self.located(e, at));
+                let e = self.locate_error(e, input, limits, program.first as usize + i);
+                return Err(e);
             }
         }
         // The value is the top of the stack (pickle ignores anything below it).
@@ -424,6 +425,23 @@ impl<'py> Loader<'py> {
             }
         }
         err
+    }
+
+    /// Gives an error raised by instruction `index` of the stream its opcode's offset
+    /// (found by checking the stream again: only errors pay for it).
+    #[cold]
+    fn locate_error(
+        &mut self,
+        e: PyErr,
+        input: &[u8],
+        limits: core::Limits,
+        index: usize,
+    ) -> PyErr {
+        let offsets = core::offsets(input, limits, &mut self.res);
+        match offsets.get(index) {
+            Some(&at) => self.located(e, at as usize),
+            None => e,
+        }
     }
 
     fn fail(&self, message: String, cause: Option<PyErr>) -> PyErr {

@@ -327,7 +327,7 @@ fn read_pickle_carrying<'py>(
     let result = match checked {
         Ok(program) => {
             *end = program.end;
-            let mut r = loader.finish(input, &program);
+            let mut r = loader.finish(input, &program, limits);
             if let (true, Some(memo)) = (r.is_ok(), memo) {
                 r = loader.leave_memo(memo, &program.memo_keys).and(r);
             }
