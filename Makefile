@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps browser-deps docs docs-check fuzz fuzz-graph fuzz-pickle-reader fuzz-wire clean
+.PHONY: venv build test test-rust test-python lint fmt bench bench-full bench-deps browser-deps pickletester docs docs-check fuzz fuzz-graph fuzz-pickle-reader fuzz-wire clean
 
 venv: $(VENV)/.installed
 
@@ -31,7 +31,7 @@ test-rust:
 # The suite runs twice: on the fast paths this interpreter allows, then with every CPython
 # fast path replaced by its portable fallback (docs/architecture.md), as 3.12+ and other
 # interpreters run it.
-test-python: build bench-deps browser-deps
+test-python: build bench-deps browser-deps pickletester
 	pytest
 	BYTEWRIGHT_PORTABLE=1 pytest
 
@@ -52,6 +52,12 @@ browser-deps:
 	else \
 		echo "browser-deps: chromium and chromedriver are missing and apt-get needs root; the browser test will be skipped"; \
 	fi
+
+# CPython's own pickle tests (Lib/test/pickletester.py and test.support, for this
+# interpreter's X.Y) from Debian's libpythonX.Y-testsuite and -stdlib packages, extracted
+# into .venv/pickletester (tests/pickle_reader/test_cpython_pickletester.py runs them).
+pickletester: venv
+	tests/pickle_reader/fetch_pickletester.sh $(PY) $(VENV)/pickletester
 
 # The documentation site: `make docs` builds it into site/; `make test` checks it with
 # --strict (no broken link, no missing reference).

@@ -24,6 +24,7 @@ __all__ = [
     "graph_record_len",
     "loads_pickle",
     "loads_pickle_at",
+    "loads_pickle_carrying",
     "pickle_dumps",
     "pickle_extent",
     "pickle_loads",
@@ -315,6 +316,14 @@ def check_pickle(
 ) -> str | None: ...
 def loads_pickle_at(
     data: bytes | bytearray | memoryview,
+    *,
+    classes: Iterable[type] | Mapping[str, type] | None = None,
+    allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+    limits: Any = None,
+) -> tuple[Any, int]: ...
+def loads_pickle_carrying(
+    data: bytes | bytearray | memoryview,
+    memo: dict[int, Any],
     *,
     classes: Iterable[type] | Mapping[str, type] | None = None,
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,

@@ -154,3 +154,95 @@ def test_any_stream_of_pickles(values, protocol, most):
     f = ReadOnly(data, most)
     assert [load_pickle(f) for _ in values] == values
     assert f.rest() == b""
+
+
+def one_pickler(values, protocol):
+    """The stream one pickle.Pickler writes with a dump per value (its memo kept)."""
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol)
+    for v in values:
+        pickler.dump(v)
+    return buf.getvalue()
+
+
+def assert_same_sharing(got, expected):
+    """The same values, with the same objects shared between and within them."""
+    assert got == expected
+    ids_got, ids_expected = {}, {}
+
+    def walk(a, b):
+        if isinstance(b, (list, dict, set, tuple, bytearray)):
+            assert ids_got.setdefault(id(a), id(b)) == id(b)
+            assert ids_expected.setdefault(id(b), id(a)) == id(a)
+            if isinstance(b, dict):
+                for k in b:
+                    walk(a[k], b[k])
+            elif not isinstance(b, (set, bytearray)):
+                for x, y in zip(a, b, strict=True):
+                    walk(x, y)
+
+    walk(got, expected)
+
+
+@pytest.mark.parametrize("protocol", range(6))
+def test_the_memo_persists_between_loads_like_pickle_unpickler(protocol):
+    shared, table = ["shared"], {"k": 1}
+    values = [shared, {"again": shared, "t": table}, (shared, table), table, "s", "s"]
+    data = one_pickler(values, protocol)
+    theirs = pickle.Unpickler(io.BytesIO(data))
+    expected = [theirs.load() for _ in values]
+    reader = PickleUnpickler(ReadOnly(data))
+    got = [reader.load() for _ in values]
+    assert_same_sharing(got, expected)
+    assert got[1]["again"] is got[0] and got[3] is got[1]["t"]
+    assert reader.memo.keys() == theirs.memo.copy().keys()
+    # With the memo cleared, the second pickle's references find nothing. (Protocols 4+
+    # number their memo entries by count, which _pickle's clear() does not reset.)
+    second, theirs = PickleUnpickler(io.BytesIO(data)), pickle.Unpickler(io.BytesIO(data))
+    second.load(), theirs.load()
+    second.memo.clear(), theirs.memo.clear()
+    if protocol < 4:
+        with pytest.raises(pickle.UnpicklingError, match=r"(?i)memo"):
+            theirs.load()
+        with pytest.raises(UnpicklingError, match="memo"):
+            second.load()
+
+
+def test_an_earlier_container_may_grow_but_never_be_called():
+    # The second pickle appends to the first one's list (as pickle does) ...
+    data = pickle.dumps(["a"], 2) + b"\x80\x02h\x00K\x01a."
+    reader = PickleUnpickler(io.BytesIO(data))
+    first = reader.load()
+    assert reader.load() is first and first == ["a", 1]
+    # ... but an opaque value from the memo is never called.
+    reader = PickleUnpickler(io.BytesIO(b"\x80\x02h\x00)R."))
+    reader.memo[0] = print
+    with pytest.raises(UnpicklingError, match="REDUCE"):
+        reader.load()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(
+        st.recursive(
+            st.none() | st.integers() | st.text(max_size=5) | st.binary(max_size=5),
+            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner),
+            max_leaves=12,
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    reuse=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), max_size=6),
+    protocol=st.integers(0, 5),
+)
+def test_any_stream_from_one_pickler(values, reuse, protocol):
+    # Later values refer to earlier ones: one pickler writes them as memo references.
+    values = list(values)
+    for to, fro in reuse:
+        if fro < to < len(values):
+            values[to] = [values[fro], values[to]]
+    data = one_pickler(values, protocol)
+    theirs = pickle.Unpickler(io.BytesIO(data))
+    expected = [theirs.load() for _ in values]
+    reader = PickleUnpickler(ReadOnly(data, 13))
+    assert_same_sharing([reader.load() for _ in values], expected)

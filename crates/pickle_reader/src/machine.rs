@@ -102,6 +102,9 @@ pub enum Instr {
     StrEscaped(Span),
     /// ASCII (Python 2 `str`).
     StrAscii(Span),
+    /// A quoted Python 2 `str` literal (`STRING`) that decodes to ASCII (checked by
+    /// [`crate::text::string_literal`]).
+    StrQuoted(Span),
     Bytes(Span),
     ByteArray(Span),
     EmptyList,
@@ -153,6 +156,33 @@ pub struct Program {
     pub protocol: u8,
     /// Bytes after `STOP` (ignored, like `pickle.loads`).
     pub end: usize,
+    /// Every memo key and its slot once the stream has passed (filled by
+    /// [`check_in_carrying`] only, for the next pickle of the same stream).
+    pub memo_keys: Vec<(u64, u32)>,
+}
+
+/// What a value that an earlier pickle of the same stream left in the memo is (pickle's
+/// `Unpickler` keeps its memo between `load` calls): all the machine may assume about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carried {
+    None,
+    Bool,
+    Int,
+    Float,
+    Bytes,
+    /// An exact list, dict or set (the next pickle may add to it, as pickle would).
+    List,
+    Dict,
+    Set,
+    /// The object of a table global (checked by identity): used as that global.
+    Global(Global),
+    /// An exact str, whose UTF-8 text is `text[start..start + len]` of the carried text.
+    Str {
+        start: u32,
+        len: u32,
+    },
+    /// Anything else: an opaque value, never called, named or added to.
+    Other,
 }
 
 /// Resolving `classes=`/`allow=` failed; the adapter keeps the reason.
@@ -434,6 +464,19 @@ const NO_SLOT: u32 = u32::MAX;
 const DIRECT_KEYS: u64 = 1 << 20;
 
 impl Memo {
+    /// Every key with its slot.
+    fn keys(&self) -> Vec<(u64, u32)> {
+        let direct = self.direct.iter().enumerate();
+        let mut keys: Vec<(u64, u32)> = direct
+            .filter(|(_, s)| **s != NO_SLOT)
+            .map(|(k, s)| (k as u64, *s))
+            .collect();
+        if let Some(sparse) = &self.sparse {
+            keys.extend(sparse.iter().map(|(k, s)| (*k, *s)));
+        }
+        keys
+    }
+
     fn slot(&self, key: u64) -> Option<u32> {
         if key < DIRECT_KEYS {
             self.direct
@@ -501,6 +544,9 @@ pub struct Machine<'a, R: Resolve + Sink> {
     offsets: Option<Vec<u32>>,
     at: usize,
     items: u64,
+    /// The text of the strs carried from an earlier pickle: a str item whose `aux` is past
+    /// the input's end reads its text here, from `aux - data.len()`.
+    carried_text: &'a [u8],
 }
 
 type Res<T> = Result<T, ReadError>;
@@ -524,6 +570,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             offsets: None,
             at: 0,
             items: 0,
+            carried_text: &[],
         }
     }
 
@@ -697,7 +744,16 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             start: item.aux,
             len: item.depth,
         };
-        Some(span.of(self.data))
+        match (item.aux as usize).checked_sub(self.data.len()) {
+            Some(start) => {
+                let carried = Span {
+                    start: start as u32,
+                    len: item.depth,
+                };
+                Some(carried.of(self.carried_text))
+            }
+            None => Some(span.of(self.data)),
+        }
     }
 
     fn tuple_items(&self, item: Item) -> Option<&[Item]> {
@@ -1648,10 +1704,16 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     let span = self.span(s);
                     self.push(Item::str(span, false), Instr::StrAscii(span))?;
                 }
-                Op::StringText => {
-                    return Err(
-                        self.reject("the STRING opcode (Python 2 text str) is not supported")
-                    )
+                Op::StringText(line) => {
+                    text::string_literal(line, self.at)?;
+                    if line.contains(&b'\\') {
+                        let span = self.span(line);
+                        self.push(Item::str(span, true), Instr::StrQuoted(span))?;
+                    } else {
+                        // No escape: the text between the quotes, as it is.
+                        let span = self.span(&line[1..line.len() - 1]);
+                        self.push(Item::str(span, false), Instr::StrAscii(span))?;
+                    }
                 }
                 Op::Bytes(b) => self.push(Item::of(Kind::Bytes), Instr::Bytes(self.span(b)))?,
                 Op::ByteArray(b) => {
@@ -1903,6 +1965,34 @@ pub fn check_in<H: Resolve + Sink>(
     host: H,
     scratch: &mut Scratch,
 ) -> Result<Program, ReadError> {
+    check_with(data, limits, host, scratch, None)
+}
+
+/// [`check_in`] for the next pickle of a stream whose earlier pickles left `carried` in
+/// the memo (key and what the value is; they take slots `0..carried.len()` in that
+/// order, where the host has their values). The program's `memo_keys` are the memo
+/// the pickle leaves, for the next one.
+pub fn check_in_carrying<'a, H: Resolve + Sink>(
+    data: &'a [u8],
+    limits: Limits,
+    host: H,
+    scratch: &mut Scratch,
+    carried: &[(u64, Carried)],
+    text: &'a [u8],
+) -> Result<Program, ReadError> {
+    check_with(data, limits, host, scratch, Some((carried, text)))
+}
+
+/// The memo an earlier pickle left: each key with what its value is, and the carried text.
+type CarriedMemo<'c, 'a> = (&'c [(u64, Carried)], &'a [u8]);
+
+fn check_with<'a, H: Resolve + Sink>(
+    data: &'a [u8],
+    limits: Limits,
+    host: H,
+    scratch: &mut Scratch,
+    carried: Option<CarriedMemo<'_, 'a>>,
+) -> Result<Program, ReadError> {
     use std::mem::take;
     let mut m = Machine::new(data, limits, host);
     m.prog.instrs = take(&mut scratch.instrs);
@@ -1917,7 +2007,44 @@ pub fn check_in<H: Resolve + Sink>(
     m.memo.direct.clear();
     m.memo.items.clear();
     m.marks.clear();
+    let (seed, text) = carried.unwrap_or((&[], &[]));
+    m.carried_text = text;
+    for &(key, what) in seed {
+        if let Carried::Str { start, len } = what {
+            // Past the input's end: read from the carried text (see `str_of`).
+            let at = u32::try_from(data.len())
+                .ok()
+                .and_then(|n| n.checked_add(start))
+                .filter(|_| (start as usize).saturating_add(len as usize) <= text.len());
+            let item = match at {
+                Some(at) if len != ESCAPED => Item::str(Span { start: at, len }, false),
+                _ => Item::with_depth(Kind::Value, 0, 1),
+            };
+            m.memo.put(key, item);
+            continue;
+        }
+        let kind = match what {
+            Carried::None => Kind::None,
+            Carried::Bool => Kind::Bool,
+            Carried::Int => Kind::Int,
+            Carried::Float => Kind::Float,
+            Carried::Bytes => Kind::Bytes,
+            Carried::List => Kind::List,
+            Carried::Dict => Kind::Dict,
+            Carried::Set => Kind::Set,
+            Carried::Global(g) => Kind::Global(g),
+            Carried::Other | Carried::Str { .. } => Kind::Value,
+        };
+        let depth = u32::from(matches!(
+            what,
+            Carried::List | Carried::Dict | Carried::Set | Carried::Other
+        ));
+        m.memo.put(key, Item::with_depth(kind, 0, depth));
+    }
     let result = m.execute();
+    if carried.is_some() && result.is_ok() {
+        m.prog.memo_keys = m.memo.keys();
+    }
     scratch.stack = take(&mut m.stack);
     scratch.arena = take(&mut m.arena);
     scratch.memo_direct = take(&mut m.memo.direct);

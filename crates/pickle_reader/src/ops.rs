@@ -27,8 +27,8 @@ pub enum Op<'a> {
     PersId,
     BinPersId,
     Reduce,
-    /// `STRING`: a quoted Python 2 str literal (not supported).
-    StringText,
+    /// `STRING`: a quoted Python 2 str literal with C escapes (checked by [`crate::text`]).
+    StringText(&'a [u8]),
     /// `BINSTRING`/`SHORT_BINSTRING`: Python 2 str bytes, read as ASCII like `pickle.loads`.
     String8(&'a [u8]),
     /// `UNICODE`: raw-unicode-escape text.
@@ -191,7 +191,11 @@ impl<'a> Decoder<'a> {
             PERSID => Op::PersId,
             BINPERSID => Op::BinPersId,
             REDUCE => Op::Reduce,
-            STRING => Op::StringText,
+            STRING => {
+                let line = self.line("STRING")?;
+                check(line.len() as u64, limits_str, "STRING")?;
+                Op::StringText(line)
+            }
             BINSTRING => {
                 let n = u64::from(u32::from_le_bytes(self.fixed("BINSTRING")?));
                 check(n, limits_str, "BINSTRING")?;

@@ -323,6 +323,98 @@ pub fn memo_key(line: &[u8], at: usize, op: &str) -> Result<u64, ReadError> {
     }
 }
 
+/// The argument of `STRING` (`line` without its `\n`), a quoted Python 2 str literal,
+/// decoded as CPython's unpickler decodes it: the outer quotes (both `'` or both `"`) are
+/// stripped, the rest goes through `PyBytes_DecodeEscape`, and the bytes must be ASCII
+/// (pickle's default `encoding`).
+///
+/// Escapes are C's (`\n`, `\x41`, octal `\101`, whose value is kept modulo 256, ...); an
+/// unknown escape keeps its backslash; a lone trailing backslash or a bad `\x` raise
+/// `ValueError`, as in CPython.
+pub fn string_literal(line: &[u8], at: usize) -> Result<Vec<u8>, ReadError> {
+    let inner = match line {
+        [q @ (b'\'' | b'"'), inner @ .., last] if last == q => inner,
+        _ => {
+            return Err(ReadError::malformed(
+                at,
+                "the STRING opcode argument must be quoted",
+            ))
+        }
+    };
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        let b = inner[i];
+        i += 1;
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        let Some(&e) = inner.get(i) else {
+            return Err(ReadError::of(
+                ErrorKind::Value,
+                at,
+                "STRING: Trailing \\ in string",
+            ));
+        };
+        i += 1;
+        match e {
+            b'\n' => {}
+            b'\\' | b'\'' | b'"' => out.push(e),
+            b'b' => out.push(0x08),
+            b'f' => out.push(0x0c),
+            b't' => out.push(b'\t'),
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b'v' => out.push(0x0b),
+            b'a' => out.push(0x07),
+            b'0'..=b'7' => {
+                let mut c = u32::from(e - b'0');
+                for _ in 0..2 {
+                    match inner.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            c = (c << 3) + u32::from(d - b'0');
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                out.push(c as u8); // C stores the value in a char: modulo 256
+            }
+            b'x' => {
+                let hex = |j: usize| inner.get(j).map_or(u32::MAX, |&h| digit(h));
+                let (high, low) = (hex(i), hex(i + 1));
+                if high >= 16 || low >= 16 {
+                    return Err(ReadError::of(
+                        ErrorKind::Value,
+                        at,
+                        format!("STRING: invalid \\x escape at position {}", i - 2),
+                    ));
+                }
+                out.push((high * 16 + low) as u8);
+                i += 2;
+            }
+            // An unknown escape is kept as it is; the character after the backslash is
+            // read again as an ordinary one.
+            _ => {
+                out.push(b'\\');
+                i -= 1;
+            }
+        }
+    }
+    if let Some(n) = out.iter().position(|b| !b.is_ascii()) {
+        return Err(ReadError::of(
+            ErrorKind::Value,
+            at,
+            format!(
+                "STRING: 'ascii' codec can't decode byte 0x{:02x} in position {n} (pickle.loads needs an encoding=)",
+                out[n]
+            ),
+        ));
+    }
+    Ok(out)
+}
+
 /// True when `s` is UTF-8 with surrogates allowed (as `surrogatepass` decodes it).
 pub fn utf8_surrogatepass(mut s: &[u8]) -> bool {
     loop {
@@ -412,6 +504,25 @@ mod tests {
         assert_eq!(float(b" 1.5", 0).unwrap_err().kind, ErrorKind::Value);
         assert_eq!(float(b"1_0", 0).unwrap_err().kind, ErrorKind::Value);
         assert_eq!(float(b"1e-500", 0).unwrap(), 0.0);
+    }
+
+    #[test]
+    fn string_literals_as_cpython() {
+        let ok = |s: &[u8]| string_literal(s, 0).unwrap();
+        let kind = |s: &[u8]| string_literal(s, 0).unwrap_err().kind;
+        assert_eq!(ok(b"''"), b"");
+        assert_eq!(ok(b"\"a'b\""), b"a'b");
+        assert_eq!(ok(b"'\\x41\\101\\0\\400\\n\\''"), b"AA\0\0\n'");
+        assert_eq!(ok(b"'\\q\\\\'"), b"\\q\\");
+        assert_eq!(ok(b"'\\1234'"), b"S4");
+        assert_eq!(kind(b"'"), ErrorKind::Malformed);
+        assert_eq!(kind(b"'a\""), ErrorKind::Malformed);
+        assert_eq!(kind(b"a"), ErrorKind::Malformed);
+        assert_eq!(kind(b"'\\'"), ErrorKind::Value);
+        assert_eq!(kind(b"'\\x4'"), ErrorKind::Value);
+        assert_eq!(kind(b"'\\xg0'"), ErrorKind::Value);
+        assert_eq!(kind(b"'\\xe9'"), ErrorKind::Value);
+        assert_eq!(kind(b"'\xe9'"), ErrorKind::Value);
     }
 
     #[test]

@@ -188,7 +188,10 @@ class ClassInfo:
             return tuple.__new__(self.cls, [state[f] for f in self.fields or ()])
         if self.kind == KIND_DICT:
             # Straight into the instance dict, never through descriptors (as pickle does).
-            object.__getattribute__(obj, "__dict__").update(state)
+            # Names interned, as pickle's BUILD interns them.
+            object.__getattribute__(obj, "__dict__").update(
+                {sys.intern(k) if type(k) is str else k: v for k, v in state.items()}
+            )
         else:
             for key, value in state.items():
                 object.__setattr__(obj, key, value)

@@ -283,13 +283,27 @@ def load_pickle(
     >>> (bwp.load_pickle(f), bwp.load_pickle(f))
     ([1, 2], 'next')
     """
+    return _load(file, classes, allow, limits, None)
+
+
+def _load(
+    file: BinaryIO | _Stream,
+    classes: Classes,
+    allow: Allow,
+    limits: Limits | None,
+    memo: dict[int, Any] | None,
+) -> Any:
     cap = (limits or Limits()).max_bytes
     data, end = _read_pickle(file, cap)
     if not data:
         raise TruncatedError("no more pickles in the file: ran out of input")
-    value, _ = _native.loads_pickle_at(
-        data if end == len(data) else data[:end], classes=classes, allow=allow, limits=limits
-    )
+    data = data if end == len(data) else data[:end]
+    if memo is None:
+        value, _ = _native.loads_pickle_at(data, classes=classes, allow=allow, limits=limits)
+    else:
+        value, _ = _native.loads_pickle_carrying(
+            data, memo, classes=classes, allow=allow, limits=limits
+        )
     return value
 
 
@@ -297,7 +311,10 @@ class PickleUnpickler:
     """Reads standard pickles from a binary file, one per `load`, like `pickle.Unpickler`.
 
     The same checks as `loads_pickle`, with the `classes=`, `allow=` and `limits=` given
-    once. `load` raises `TruncatedError` (an `EOFError`) at the end of the file.
+    once. `load` raises `TruncatedError` (an `EOFError`) at the end of the file. As with
+    `pickle.Unpickler`, the memo (`memo`, a `{key: value}` dict) persists from one `load`
+    to the next, so a stream written by one `pickle.Pickler` with several `dump` calls
+    loads with its shared references.
 
     >>> import io
     >>> import pickle
@@ -331,12 +348,19 @@ class PickleUnpickler:
         self._classes = class_map(classes) if classes else {}
         self._allow = _allow_map(allow) or {}
         self._limits = limits
+        self.memo: dict[int, Any] = {}
 
     def load(self) -> Any:
         """Read the next pickle of the file."""
-        return load_pickle(
-            self._file, classes=self._classes, allow=self._allow, limits=self._limits
-        )
+        try:
+            file = self._file
+        except AttributeError:
+            raise UnpicklingError(
+                f"PickleUnpickler.__init__() was not called by {type(self).__name__}.__init__()"
+            ) from None
+        if type(self.memo) is not dict:
+            raise TypeError(f"memo must be a dict, not {type(self.memo).__name__}")
+        return _load(file, self._classes, self._allow, self._limits, self.memo)
 
 
 def check_pickle(

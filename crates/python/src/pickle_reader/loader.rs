@@ -12,7 +12,7 @@ use super::resolver::{Declared, DictFields, Found, Resolver, FEW_FIELDS};
 use super::{table_object, Buffers, Helpers};
 use crate::cpython;
 use crate::graph::config::Config;
-use crate::graph::errors::unpickling;
+use crate::graph::errors::{locate, unpickling};
 
 /// A new str of ASCII text: one compact string and one copy. Shorter than 2 bytes, the
 /// decoder hands out CPython's cached strings. NULL with an exception set on failure.
@@ -368,6 +368,23 @@ impl<'py> Loader<'py> {
         }
     }
 
+    /// Replaces `memo` by the memo the pickle left (`keys`: each key with its slot).
+    pub(super) fn leave_memo(
+        &self,
+        memo: &Bound<'py, PyDict>,
+        keys: &[(u64, u32)],
+    ) -> PyResult<()> {
+        memo.clear();
+        for &(key, slot) in keys {
+            let Some(&p) = self.memo.get(slot as usize) else {
+                return Err(self.internal("memo slot without a value"));
+            };
+            // SAFETY: p is live (owned by the loader's memo); the Bound takes its own reference.
+            memo.set_item(key, unsafe { Bound::from_borrowed_ptr(self.py, p) })?;
+        }
+        Ok(())
+    }
+
     /// Drops what is held and gives the buffers back.
     pub(super) fn release(&mut self, bufs: &mut Buffers) {
         self.clear();
@@ -385,7 +402,7 @@ impl<'py> Loader<'py> {
     ) -> PyResult<Bound<'py, PyAny>> {
         for (i, instr) in program.instrs.iter().enumerate() {
             if let Err(e) = self.exec(*instr, input) {
-                self.locate_error(&e, input, limits, program.first as usize + i);
+                let e = self.locate_error(e, input, limits, program.first as usize + i);
                 return Err(e);
             }
         }
@@ -393,13 +410,37 @@ impl<'py> Loader<'py> {
         self.pop()
     }
 
+    /// An error raised while running a deferred instruction, given the offset of the
+    /// opcode behind it (attribute and message), unless it has one already.
+    #[cold]
+    pub(super) fn located(&self, err: PyErr, at: usize) -> PyErr {
+        let value = err.value(self.py);
+        if !value.getattr("offset").is_ok_and(|o| o.is_none()) {
+            return err;
+        }
+        locate(self.py, &err, at);
+        if let Ok(args) = value.getattr("args").and_then(|a| a.extract::<(String,)>()) {
+            if !args.0.contains("(at byte ") {
+                let _ = value.setattr("args", (format!("{} (at byte {at})", args.0),));
+            }
+        }
+        err
+    }
+
     /// Gives an error raised by instruction `index` of the stream its opcode's offset
     /// (found by checking the stream again: only errors pay for it).
     #[cold]
-    fn locate_error(&mut self, e: &PyErr, input: &[u8], limits: core::Limits, index: usize) {
+    fn locate_error(
+        &mut self,
+        e: PyErr,
+        input: &[u8],
+        limits: core::Limits,
+        index: usize,
+    ) -> PyErr {
         let offsets = core::offsets(input, limits, &mut self.res);
-        if let Some(&at) = offsets.get(index) {
-            crate::graph::errors::locate(self.py, e, at as usize);
+        match offsets.get(index) {
+            Some(&at) => self.located(e, at as usize),
+            None => e,
         }
     }
 
@@ -653,6 +694,13 @@ impl<'py> Loader<'py> {
                         std::ptr::null(),
                     )
                 };
+                self.push_new("str", p)?;
+            }
+            Instr::StrQuoted(s) => {
+                // The machine checked that it decodes, to ASCII.
+                let text = core::text::string_literal(s.of(input), 0)
+                    .map_err(|e| self.fail(e.to_string(), None))?;
+                let p = ascii_str(&text);
                 self.push_new("str", p)?;
             }
             Instr::StrAscii(s) => {
@@ -929,7 +977,7 @@ impl<'py> Loader<'py> {
         let state = state.cast::<PyDict>()?;
         let fits = match fields {
             DictFields::Any => state_keys(state, |k| {
-                let Ok(k) = k.cast::<PyString>() else {
+                let Ok(k) = k.cast_exact::<PyString>() else {
                     return Ok(false);
                 };
                 let Ok(k) = k.to_str() else {
@@ -960,7 +1008,8 @@ impl<'py> Loader<'py> {
         }
         // SAFETY: a new reference, owned by this Bound.
         let dict = unsafe { Bound::from_owned_ptr(py, dict) };
-        // SAFETY: both are live dicts; the keys are exact strs, so no code runs.
+        // SAFETY: both are live dicts; the keys are exact strs, so no code runs. (pickle
+        // also interns the names; that costs a lookup per attribute, so it is not done.)
         if unsafe { ffi::PyDict_Update(dict.as_ptr(), state.as_ptr()) } < 0 {
             return Err(self.fetch("an instance"));
         }

@@ -16,13 +16,14 @@ use bytewright_pickle_reader::{
     globals::{CONSTANTS, EXCEPTIONS, TABLE},
     Global,
 };
+use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 use crate::graph::config;
-use crate::graph::errors::{locate, read_error};
+use crate::graph::errors::read_error;
 use crate::graph::{input_bytes, limits_from};
 use loader::Loader;
 use resolver::Resolver;
@@ -58,6 +59,7 @@ static EXCEPTION_OBJECTS: [PyOnceLock<Py<PyAny>>; EXCEPTIONS.len()] =
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     LOADS_PICKLE.add_to(m, loads_pickle_trampoline)?;
     m.add_function(wrap_pyfunction!(loads_pickle_at, m)?)?;
+    m.add_function(wrap_pyfunction!(loads_pickle_carrying, m)?)?;
     m.add_function(wrap_pyfunction!(check_pickle, m)?)?;
     m.add_function(wrap_pyfunction!(pickle_extent, m)?)?;
     Ok(())
@@ -84,21 +86,15 @@ fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
     })
 }
 
-/// The Python object of a table global, imported by its canonical name; `None` for the
-/// globals the reader never calls itself (their one allowed use is performed directly).
+/// The Python object of a table global, imported by its canonical name (also for the
+/// globals the reader never calls itself, whose one allowed use is performed directly, so
+/// that a memo carried to the next pickle holds what pickle's would); `None` for
+/// `Ellipsis`, which is only ever a value.
 pub(crate) fn table_object<'py>(
     py: Python<'py>,
     g: Global,
 ) -> PyResult<Option<&'py Bound<'py, PyAny>>> {
-    if matches!(
-        g,
-        Global::Ellipsis
-            | Global::Getattr
-            | Global::CodecsEncode
-            | Global::Reconstructor
-            | Global::NewObjFn
-            | Global::NewObjExFn
-    ) {
+    if matches!(g, Global::Ellipsis | Global::NewObjFn | Global::NewObjExFn) {
         return Ok(None);
     }
     if let Global::Exception(i) = g {
@@ -197,6 +193,86 @@ fn loads_pickle_at<'py>(
     Ok((value, end))
 }
 
+/// `loads_pickle_at` for the next pickle of a stream, with pickle's `Unpickler` memo
+/// (`{key: value}`) that the earlier pickles left: read from `memo` and, once the pickle
+/// loaded, replaced by the memo it leaves.
+#[pyfunction]
+#[pyo3(signature = (data, memo, *, classes=None, allow=None, limits=None))]
+fn loads_pickle_carrying<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    memo: &Bound<'py, PyDict>,
+    classes: Option<Bound<'py, PyAny>>,
+    allow: Option<Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    let helpers = helpers(py)?;
+    let mut end = 0;
+    let value = read_pickle_carrying(
+        py,
+        data,
+        classes,
+        allow_dict(helpers, allow)?,
+        limits,
+        &mut end,
+        Some(memo),
+    )?;
+    Ok((value, end))
+}
+
+/// What the machine may assume about a value of an earlier pickle's memo: its exact
+/// builtin type, else nothing.
+fn carried(value: &Bound<'_, PyAny>, text: &mut Vec<u8>) -> core::Carried {
+    use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PySet, PyString};
+    if let Ok(s) = value.cast_exact::<PyString>() {
+        // Its text, for the checks that read a str (a global's name, an encoding).
+        let (Ok(s), Ok(start)) = (s.to_str(), u32::try_from(text.len())) else {
+            return core::Carried::Other;
+        };
+        let Ok(len) = u32::try_from(s.len()) else {
+            return core::Carried::Other;
+        };
+        text.extend_from_slice(s.as_bytes());
+        return core::Carried::Str { start, len };
+    }
+    if value.is_none() {
+        core::Carried::None
+    } else if value.is_exact_instance_of::<PyBool>() {
+        core::Carried::Bool
+    } else if value.is_exact_instance_of::<PyInt>() {
+        core::Carried::Int
+    } else if value.is_exact_instance_of::<PyFloat>() {
+        core::Carried::Float
+    } else if value.is_exact_instance_of::<PyBytes>() {
+        core::Carried::Bytes
+    } else if value.is_exact_instance_of::<PyList>() {
+        core::Carried::List
+    } else if value.is_exact_instance_of::<PyDict>() {
+        core::Carried::Dict
+    } else if value.is_exact_instance_of::<PySet>() {
+        core::Carried::Set
+    } else if let Some(g) = table_global(value) {
+        core::Carried::Global(g)
+    } else {
+        core::Carried::Other
+    }
+}
+
+/// The table global whose object `value` is, by identity (among those imported so far:
+/// any other object cannot have come from the table).
+fn table_global(value: &Bound<'_, PyAny>) -> Option<Global> {
+    let py = value.py();
+    let is = |o: Option<&Py<PyAny>>| o.is_some_and(|o| o.as_ptr() == value.as_ptr());
+    if let Some(i) = TABLE_OBJECTS.iter().position(|o| is(o.get(py))) {
+        return Some(TABLE[i].2);
+    }
+    if let Some(i) = EXCEPTION_OBJECTS.iter().position(|o| is(o.get(py))) {
+        return Some(Global::Exception(u16::try_from(i).ok()?));
+    }
+    let i = CONSTANT_OBJECTS.iter().position(|o| is(o.get(py)))?;
+    Some(Global::Constant(u16::try_from(i).ok()?))
+}
+
 fn read_pickle<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -204,6 +280,18 @@ fn read_pickle<'py>(
     allow: Option<Bound<'py, PyDict>>,
     limits: Option<&Bound<'py, PyAny>>,
     end: &mut usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    read_pickle_carrying(py, data, classes, allow, limits, end, None)
+}
+
+fn read_pickle_carrying<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    classes: Option<Bound<'py, PyAny>>,
+    allow: Option<Bound<'py, PyDict>>,
+    limits: Option<&Bound<'py, PyAny>>,
+    end: &mut usize,
+    memo: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = config::get(py)?;
     let helpers = helpers(py)?;
@@ -219,18 +307,35 @@ fn read_pickle<'py>(
         stack: std::mem::take(&mut bufs.stack),
         memo: std::mem::take(&mut bufs.memo),
     };
-    let result = match core::check_in(input, limits, &mut loader, &mut bufs.core) {
+    let (mut seed, mut text) = (Vec::new(), Vec::new());
+    if let Some(memo) = memo {
+        for (key, value) in memo.iter() {
+            let key: u64 = key.extract().map_err(|_| {
+                PyTypeError::new_err("the memo's keys must be ints from 0 to 2**64 - 1")
+            })?;
+            seed.push((key, carried(&value, &mut text)));
+            // The loader's memo owns a reference to each value, in slot order.
+            loader.memo.push(value.into_ptr());
+        }
+    }
+    let checked = match memo {
+        Some(_) => {
+            core::check_in_carrying(input, limits, &mut loader, &mut bufs.core, &seed, &text)
+        }
+        None => core::check_in(input, limits, &mut loader, &mut bufs.core),
+    };
+    let result = match checked {
         Ok(program) => {
             *end = program.end;
-            let r = loader.finish(input, &program, limits);
+            let mut r = loader.finish(input, &program, limits);
+            if let (true, Some(memo)) = (r.is_ok(), memo) {
+                r = loader.leave_memo(memo, &program.memo_keys).and(r);
+            }
             bufs.core.recycle(program);
             r
         }
         Err(e) => Err(match loader.res.error.take() {
-            Some(err) => {
-                locate(py, &err, e.offset);
-                err
-            }
+            Some(err) => loader.located(err, e.offset),
             None => read_error(py, cfg, &e),
         }),
     };
