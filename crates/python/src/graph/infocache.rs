@@ -41,18 +41,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub struct Described<'py> {
     pub info: Bound<'py, PyAny>,
     pub kind: u8,
-    pub name: String,
     pub version: u64,
-    pub has_dict: bool,
     /// Declared fields; `None`: any attribute.
     pub declared: Option<Vec<Bound<'py, PyString>>>,
-    /// Its slots (mangled names), also when it has a `__dict__` too.
-    pub slots: Vec<Bound<'py, PyString>>,
     /// Its pickling hooks (`ClassInfo.setstate`, `getstate`, `restores`): it defines
     /// `__setstate__` (loads_pickle calls it); bytewright.pickle writes its `__getstate__`
     /// and restores through its `__setstate__` (both the user's own).
     pub setstate: bool,
-    pub getstate: bool,
     pub restores: bool,
     /// The builtin type it subclasses (its name), if any.
     pub builtin_base: Option<String>,
@@ -96,16 +91,12 @@ pub fn describe<'py>(cfg: &Config, cls: &Bound<'py, PyType>) -> PyResult<Describ
     Ok(Described {
         info,
         kind: facts.kind,
-        name: facts.name.clone(),
         version: facts.version,
-        has_dict: facts.has_dict,
         declared: facts
             .declared
             .as_ref()
             .map(|d| d.iter().map(|n| n.bind(py).clone()).collect()),
-        slots: facts.slots.iter().map(|n| n.bind(py).clone()).collect(),
         setstate: facts.setstate,
-        getstate: facts.getstate,
         restores: facts.restores,
         builtin_base: facts.builtin_base.clone(),
     })
