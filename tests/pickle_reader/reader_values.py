@@ -168,3 +168,16 @@ def protocols_for(value: object) -> range:
     """Protocols pickle itself can write `value` at (slots need protocol 2)."""
     kinds = (Slotted, WithSlots)
     return range(2, 6) if isinstance(value, kinds) else range(6)
+
+
+def std_dumps(value, proto=None):
+    """pickle.dumps with pickle's own reduction, whatever a library registered in copyreg
+    (tblib registers reducers for exceptions when its tests' modules are collected)."""
+    import io
+    import pickle
+
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, proto)
+    pickler.dispatch_table = {}
+    pickler.dump(value)
+    return buf.getvalue()

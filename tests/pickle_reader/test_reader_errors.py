@@ -100,9 +100,27 @@ def huge_bytearray(data):
     return False
 
 
+def huge_memo(data):
+    """True when the stream puts into the memo at an index past 2**20.
+
+    pickle keeps its memo as an array as long as the largest index: a byte flip that makes
+    a LONG_BINPUT index 1.5 billion makes it allocate and clear 12 GB. Such a stream is
+    not asked of pickle (our reader still reads it: its memo is bounded by the stream).
+    """
+    with warnings.catch_warnings():  # pickletools warns on the escapes of mangled text
+        warnings.simplefilter("ignore")
+        try:
+            for op, arg, _ in pickletools.genops(data):
+                if op.name in ("PUT", "BINPUT", "LONG_BINPUT") and int(arg) > 1 << 20:
+                    return True
+        except Exception:  # the stream is malformed further on: what came before counts
+            pass
+    return False
+
+
 def oracle(data):
     """pickle's outcome: ('ok', value) or ('error', exception)."""
-    if huge_bytearray(data):
+    if huge_bytearray(data) or huge_memo(data):
         return "skip", None
     try:
         return "ok", Restricted(io.BytesIO(data)).load()

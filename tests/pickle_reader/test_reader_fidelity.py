@@ -17,6 +17,7 @@ from reader_values import (
     Plain,
     Point,
     protocols_for,
+    std_dumps,
 )
 
 PROTOCOLS = range(6)
@@ -317,17 +318,6 @@ def same_exception(a, b):
             same_exception(x, y) for x, y in zip(a, b, strict=True)
         )
     return type(a) is type(b) and a.args == b.args and vars(a) == vars(b)
-
-
-def std_dumps(value, proto):
-    """pickle's own reduction, whatever a library registered in copyreg (tblib does)."""
-    import io
-
-    buf = io.BytesIO()
-    pickler = pickle.Pickler(buf, proto)
-    pickler.dispatch_table = {}
-    pickler.dump(value)
-    return buf.getvalue()
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)

@@ -21,6 +21,7 @@ from bytewright.pickle import (
 from bytewright.pickle._pickle_reader import check_pickle
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reader_values import std_dumps
 
 PROTOCOLS = range(6)
 EVENTS: list[str] = []
@@ -276,7 +277,7 @@ def writable(value, protocol):
     """True when pickle.dumps can write `value` at `protocol` (and names only classes the
     reader may allow: __getnewargs_ex__ with keywords is functools.partial at 2-3)."""
     try:
-        data = pickle.dumps(value, protocol)
+        data = std_dumps(value, protocol)
     except (TypeError, pickle.PicklingError):
         return False
     return b"functools" not in data
@@ -299,7 +300,7 @@ def test_every_hook_kind_is_covered_at_several_protocols():
 @pytest.mark.parametrize(("name", "proto"), CASES)
 def test_hooks_run_as_under_pickle(name, proto):
     value = values()[name]
-    data = pickle.dumps(value, proto)
+    data = std_dumps(value, proto)
     expected = pickle.loads(data)
     got = loads_pickle(data, classes=CLASSES)
     assert same(got, expected)
@@ -309,7 +310,7 @@ def test_hooks_run_as_under_pickle(name, proto):
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_all_together_with_the_same_calls_in_the_same_order(proto):
     value = [v for v in values().values() if writable(v, proto)]
-    data = pickle.dumps(value, proto)
+    data = std_dumps(value, proto)
     EVENTS.clear()
     expected = pickle.loads(data)
     theirs = list(EVENTS)
@@ -321,7 +322,7 @@ def test_all_together_with_the_same_calls_in_the_same_order(proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_reduce_to_an_allow_callable(proto):
-    data = pickle.dumps([Made("k", [1])], proto)
+    data = std_dumps([Made("k", [1])], proto)
     with pytest.raises(UnpicklingError, match="allow="):
         loads_pickle(data)
     got = loads_pickle(data, allow=[rebuild], classes=[Made])
@@ -330,7 +331,7 @@ def test_reduce_to_an_allow_callable(proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_registered_class_as_a_value(proto):
-    data = pickle.dumps(Span, proto)
+    data = std_dumps(Span, proto)
     assert loads_pickle(data, classes=[Span]) is Span
     with pytest.raises(UnpicklingError, match=r"classes=\["):
         loads_pickle(data)
@@ -346,7 +347,7 @@ def test_sharing_and_cycles_through_state(proto):
     items = Items([tags])
     items.owner = tags
     value = [celsius, celsius, tagged, tagged, tags, items]
-    data = pickle.dumps(value, proto)
+    data = std_dumps(value, proto)
     got = loads_pickle(data, classes=CLASSES)
     assert got[0] is got[1] and got[0].degrees == 1.0
     assert got[2] is got[3] and got[2].tags[0] is got[2]
@@ -366,7 +367,7 @@ def test_cycles_through_container_subclass_items(proto):
     items.owner = tags
     members = Members()
     members.me = members
-    data = pickle.dumps([tags, items, members], proto)
+    data = std_dumps([tags, items, members], proto)
     got = loads_pickle(data, classes=CLASSES)
     assert got[0]["self"] is got[0] and got[0].source == "cycle"
     assert got[1][0] is got[1] and got[1].owner is got[0]
@@ -376,14 +377,14 @@ def test_cycles_through_container_subclass_items(proto):
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_python2_names_of_copyreg_and_builtins(proto):
     """Protocols 0-2 name `copy_reg` and `__builtin__`; they map for classes= as well."""
-    data = pickle.dumps(Items([1]), proto)
+    data = std_dumps(Items([1]), proto)
     if proto < 2:
         assert b"copy_reg" in data and b"__builtin__" in data
     assert same(loads_pickle(data, classes=[Items]), Items([1]))
 
 
 def test_unregistered_classes_still_never_run():
-    data = pickle.dumps(Span(1, 2), 2)
+    data = std_dumps(Span(1, 2), 2)
     EVENTS.clear()
     with pytest.raises(UnpicklingError, match="classes="):
         loads_pickle(data)
@@ -485,7 +486,7 @@ def hook_pickles():
     for value in values().values():
         for proto in PROTOCOLS:
             if writable(value, proto):
-                out.append(pickle.dumps(value, proto))
+                out.append(std_dumps(value, proto))
     return out
 
 
@@ -524,7 +525,7 @@ def test_random_container_subclasses_match_pickle(d, items, members, n, proto):
     tags.source = "h"
     value = [tags, Items(items), Members(members), Frozen(members), Pair(items), Count(n)]
     value.append(Celsius(n))
-    data = pickle.dumps(value, proto)
+    data = std_dumps(value, proto)
     assert same(loads_pickle(data, classes=CLASSES), pickle.loads(data))
 
 

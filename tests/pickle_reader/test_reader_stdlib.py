@@ -19,6 +19,7 @@ import pytest
 from bytewright.pickle import UnpicklingError, UnpicklingValueError, loads_pickle
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reader_values import std_dumps
 
 PROTOCOLS = range(6)
 
@@ -67,7 +68,7 @@ CASES = [
 @pytest.mark.parametrize(("name", "proto"), CASES)
 def test_stdlib_values_as_pickle_loads_them(name, proto):
     value = values()[name]
-    data = pickle.dumps(value, proto)
+    data = std_dumps(value, proto)
     got = loads_pickle(data)
     assert same(got, pickle.loads(data))
     assert same(got, value)
@@ -81,7 +82,7 @@ def test_shared_and_nested(proto):
     items.append(items)
     arr = array.array("h", [1, 2])
     value = [ns, items, arr, arr, collections.UserDict(k=ns)]
-    data = pickle.dumps(value, proto)
+    data = std_dumps(value, proto)
     got = loads_pickle(data)
     assert got[0].me is got[0]
     assert got[1][0] is got[1]
@@ -103,7 +104,7 @@ def test_python2_names_of_the_user_collections(py2, cls, proto):
     data = b"c" + py2 + b"\n"
     assert loads_pickle(data + b".") is cls
     value = cls({"a": 1} if cls is collections.UserDict else "ab")
-    written = pickle.dumps(value, proto)
+    written = std_dumps(value, proto)
     assert py2.split(b"\n")[0] in written  # protocols 0-2 write the Python 2 name
     assert same(loads_pickle(written), pickle.loads(written))
 
@@ -121,7 +122,7 @@ EXCEPTIONS = sorted(
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_every_builtin_exception_class_and_instance(proto):
     for cls in EXCEPTIONS:
-        data = pickle.dumps(cls, proto)
+        data = std_dumps(cls, proto)
         # protocols 0-2 name OSError's subclasses OSError, as pickle.loads reads them
         assert loads_pickle(data) is pickle.loads(data), cls
         try:
@@ -137,7 +138,7 @@ def test_every_builtin_exception_class_and_instance(proto):
                 error = cls("message", 2)
         except TypeError:
             error = cls()
-        data = pickle.dumps(error, proto)
+        data = std_dumps(error, proto)
         expected = pickle.loads(data)
         got = loads_pickle(data)
         assert type(got) is type(expected) and repr(got.args) == repr(expected.args), cls
@@ -148,7 +149,7 @@ def test_every_builtin_exception_class_and_instance(proto):
 def test_every_builtin_type_as_a_value(proto):
     kinds = [v for k, v in vars(builtins).items() if isinstance(v, type) and k[0] != "_"]
     kinds += [type(None), type(NotImplemented), type(...)]
-    data = pickle.dumps(kinds, proto)
+    data = std_dumps(kinds, proto)
     assert loads_pickle(data) == pickle.loads(data)
 
 
@@ -163,7 +164,7 @@ def test_the_table_classes_as_values(proto):
         collections.UserList,
         collections.UserString,
     ]
-    data = pickle.dumps(kinds, proto)
+    data = std_dumps(kinds, proto)
     assert loads_pickle(data) == kinds
 
 
@@ -271,5 +272,5 @@ def test_struct_time_and_stat_result_with_hostile_shapes():
 def test_nothing_is_imported():
     before = set(sys.modules)
     for value in values().values():
-        loads_pickle(pickle.dumps(value, 2))
+        loads_pickle(std_dumps(value, 2))
     assert set(sys.modules) == before
