@@ -3,9 +3,9 @@
 A target compares `measure` (or `measure ÷ over`) with `at_most` or `at_least`. A list of
 measures means "the fastest of them". A `{shape}` placeholder makes the target hold on every
 shape found among the metrics; the worst shape is reported and shapes marked `n/a` are
-skipped. `floor` names a one-copy floor per shape: with `below_floor = "explain"` a miss
-where even one copy could not meet the target says so; with `"exclude"` such shapes do not
-count.
+skipped. `floor` names a floor per shape (a one-copy floor unless `floor_name` says
+otherwise; a list of them means the largest): with `below_floor = "explain"` a miss where
+even the floor could not meet the target says so; with `"exclude"` such shapes do not count.
 """
 
 from __future__ import annotations
@@ -80,7 +80,11 @@ def _every_shape(t: dict[str, Any], run: _Run) -> Outcome:
             if not run.missing.get(gone, "").startswith("n/a"):
                 unmeasured.append(f"{run.why(gone)} ({shape})")
             continue
-        floor = run.values.get(t.get("floor", "").replace("{shape}", shape), 0.0)
+        floors = t.get("floor", [])
+        floor = max(
+            (run.values.get(f.replace("{shape}", shape), 0.0) for f in _listed(floors)),
+            default=0.0,
+        )
         bounds[shape] = a / floor if floor > 0 else None
         if t.get("below_floor") == "exclude" and bounds[shape] and not _passes(t, bounds[shape]):
             excluded.append(shape)
@@ -91,20 +95,28 @@ def _every_shape(t: dict[str, Any], run: _Run) -> Outcome:
     r, shape = min(ratios) if "at_least" in t else max(ratios)
     text = f"worst {r:.2f}x ({shape})"
     if excluded:
-        text += f"; below the one-copy floor, not counted: {', '.join(excluded)}"
+        text += f"; below the {_floor_name(t)}, not counted: {', '.join(excluded)}"
     if not _passes(t, r):
         misses = [s for x, s in sorted(ratios) if not _passes(t, x)]
         if t.get("below_floor") == "explain" and all(
             bounds.get(s) and not _passes(t, bounds[s]) for s in misses
         ):
             text += (
-                "; every miss is below the one-copy floor (the baseline's time over one copy "
-                "of its payload): " + ", ".join(f"{s} at most {bounds[s]:.2f}x" for s in misses)
+                f"; every miss is below the {_floor_name(t)} (the baseline's time over the "
+                "floor): " + ", ".join(f"{s} at most {bounds[s]:.2f}x" for s in misses)
             )
         return Outcome(t["text"], text, MISSED)
     if unmeasured:
         return Outcome(t["text"], f"{text}; {len(unmeasured)} shapes unmeasured", NOT_MEASURED)
     return Outcome(t["text"], text, MET)
+
+
+def _listed(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value
+
+
+def _floor_name(t: dict[str, Any]) -> str:
+    return str(t.get("floor_name", "one-copy floor"))
 
 
 def evaluate(parts: list[Part], path: Path = TARGETS) -> list[Outcome]:

@@ -24,6 +24,20 @@ def reader(paths: list[str], blocksize: str = "64 MiB") -> Any:
     return read_records(paths, record_class(), blocksize=blocksize)
 
 
+def gather_frame(client: Any, paths: list[str]) -> Any:
+    """The whole DataFrame in this process, as docs/dask.md advises for large results: one
+    future per partition, fetched from the workers and concatenated here."""
+    pd = need("pandas")
+    parts = client.compute(reader(paths).to_delayed())
+    return pd.concat(client.gather(parts), ignore_index=True)
+
+
+def compute_frame(client: Any, paths: list[str]) -> Any:
+    """`read_records(...).compute()` on the client's cluster (Dask's default finalize:
+    every partition concatenated in one task on one worker, then sent here)."""
+    return client.compute(reader(paths), sync=True)
+
+
 def scan(data: bytes) -> Any:
     """What `read_records(scan=True)` does to plan a file: walk its message sizes."""
     need("bytewright", "Codec.scan_messages")
