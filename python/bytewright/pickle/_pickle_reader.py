@@ -235,7 +235,7 @@ def _stdlib_codec(encoding: str, errors: str) -> tuple[int, str, str, bool]:
             f"(one of {', '.join(sorted(_ERROR_HANDLERS))})"
         )
     # The interpreter's own lookup lowercases the name and turns spaces into hyphens first.
-    search = encodings.search_function  # type: ignore[attr-defined]
+    search = encodings.search_function
     info = search(encoding.lower().replace(" ", "-"))
     if info is None:
         raise LookupError(
