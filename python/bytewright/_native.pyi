@@ -292,8 +292,8 @@ def loads_pickle(
     classes: Iterable[type] | Mapping[str, type] | None = None,
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     limits: Any = None,
-    encoding: str | None = None,
-    errors: str | None = None,
+    encoding: str = "ASCII",
+    errors: str = "strict",
 ) -> Any:
     """Read a standard pickle (protocols 0-5) without running code from it
     (``bytewright.pickle.loads_pickle``): it builds what ``pickle.loads`` would for the
