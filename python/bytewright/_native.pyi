@@ -292,6 +292,8 @@ def loads_pickle(
     classes: Iterable[type] | Mapping[str, type] | None = None,
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     limits: Any = None,
+    encoding: str = "ASCII",
+    errors: str = "strict",
 ) -> Any:
     """Read a standard pickle (protocols 0-5) without running code from it
     (``bytewright.pickle.loads_pickle``): it builds what ``pickle.loads`` would for the
@@ -320,6 +322,8 @@ def loads_pickle_at(
     classes: Iterable[type] | Mapping[str, type] | None = None,
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     limits: Any = None,
+    encoding: str | None = None,
+    errors: str | None = None,
 ) -> tuple[Any, int]: ...
 def loads_pickle_carrying(
     data: bytes | bytearray | memoryview,
@@ -328,5 +332,7 @@ def loads_pickle_carrying(
     classes: Iterable[type] | Mapping[str, type] | None = None,
     allow: Iterable[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     limits: Any = None,
+    encoding: str | None = None,
+    errors: str | None = None,
 ) -> tuple[Any, int]: ...
 def pickle_extent(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, int, int]: ...

@@ -96,29 +96,29 @@ def _family(exc: BaseException) -> type[BaseException]:
 
 
 def _options(kwds: dict[str, Any]) -> dict[str, Any]:
-    """pickle.loads keywords that loads_pickle means by default; any other is refused."""
+    """The pickle.loads keywords loads_pickle takes (encoding=, errors=); fix_imports=False
+    and buffers= are refused."""
     kwds = dict(kwds)
     if kwds.pop("fix_imports", True) is not True:
         raise UnpicklingError("fix_imports=False: loads_pickle always maps Python 2 names")
-    if kwds.pop("encoding", "ASCII") != "ASCII" or kwds.pop("errors", "strict") != "strict":
-        raise UnpicklingError("encoding=: Python 2 str is read as ASCII text only")
     if kwds.pop("buffers", None) is not None:
         raise UnpicklingError("buffers=: out-of-band buffers (NEXT_BUFFER) are not supported")
+    codec = {k: kwds.pop(k) for k in ("encoding", "errors") if k in kwds}
     if kwds:
         raise TypeError(f"unexpected keywords {sorted(kwds)}")
-    return kwds
+    return codec
 
 
 def checked_loads(data: bytes, **kwds: Any) -> Any:
     """loads_pickle, cross-checked against pickle.loads on the same stream."""
-    _options(kwds)  # what loads_pickle has no option for is refused before anything
+    codec = _options(kwds)  # what loads_pickle has no option for is refused before anything
     try:
         expected: Any = pickle.loads(data, **kwds)
         expected_error: BaseException | None = None
     except Exception as exc:
         expected_error = exc
     try:
-        got = loads_pickle(data, classes=suite_classes())
+        got = loads_pickle(data, classes=suite_classes(), **codec)
     except Exception as exc:
         if expected_error is None:
             raise  # a refusal: the test fails, and pickletester_refused.toml must say why
@@ -140,16 +140,14 @@ def checked_loads(data: bytes, **kwds: Any) -> Any:
 
 
 def checked_load(file: Any, **kwds: Any) -> Any:
-    _options(kwds)
-    return load_pickle(file, classes=suite_classes())
+    return load_pickle(file, classes=suite_classes(), **_options(kwds))
 
 
 class SuiteUnpickler(PickleUnpickler):
     """PickleUnpickler with the suite's classes registered, as the suite constructs it."""
 
     def __init__(self, file: Any, **kwds: Any) -> None:
-        _options(kwds)
-        super().__init__(file, classes=suite_classes())
+        super().__init__(file, classes=suite_classes(), **_options(kwds))
 
 
 class _Plain:

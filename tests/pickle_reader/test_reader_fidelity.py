@@ -336,3 +336,16 @@ def test_exception_states_that_could_run_code_are_refused():
     state = b"cbuiltins\nValueError\n(Vx\ntR(dV__class__\ncbuiltins\nKeyError\nsb."
     with pytest.raises(UnpicklingError, match="__class__"):
         loads_pickle(state)
+
+
+@pytest.mark.parametrize("proto", range(6))
+def test_python2_names_are_mapped_at_protocols_0_to_2_only(proto):
+    # pickle's fix_imports: a stream of protocol 3 and up names Python 3 modules only.
+    data = (b"\x80" + bytes([proto]) if proto >= 2 else b"") + b"c__builtin__\nlist\n."
+    if proto < 3:
+        assert loads_pickle(data) is pickle.loads(data) is list
+    else:
+        with pytest.raises(ImportError):
+            pickle.loads(data)
+        with pytest.raises(UnpicklingError, match="__builtin__"):
+            loads_pickle(data)

@@ -73,8 +73,9 @@ pub enum Global {
     Counter,
     DefaultDict,
     Deque,
-    StructTime,
-    StatResult,
+    /// A struct sequence of the standard library (`time.struct_time`, `os.stat_result`,
+    /// ...), made from its tuple and dict: by its index among [`STRUCT_SEQUENCES`].
+    StructSeq(u8),
     SimpleNamespace,
     Array,
     /// `array._array_reconstructor(array.array, typecode, mformat_code, bytes)`.
@@ -243,11 +244,32 @@ pub const TABLE: &[(&str, &str, Global)] = &[
     ("collections", "UserDict", Global::UserDict),
     ("collections", "UserList", Global::UserList),
     ("collections", "UserString", Global::UserString),
-    ("time", "struct_time", Global::StructTime),
-    ("os", "stat_result", Global::StatResult),
+    ("time", "struct_time", Global::StructSeq(0)),
+    ("os", "stat_result", Global::StructSeq(1)),
+    ("os", "statvfs_result", Global::StructSeq(2)),
+    ("os", "terminal_size", Global::StructSeq(3)),
+    ("posix", "times_result", Global::StructSeq(4)),
+    ("posix", "uname_result", Global::StructSeq(5)),
+    ("resource", "struct_rusage", Global::StructSeq(6)),
+    ("pwd", "struct_passwd", Global::StructSeq(7)),
+    ("grp", "struct_group", Global::StructSeq(8)),
     ("types", "SimpleNamespace", Global::SimpleNamespace),
     ("array", "array", Global::Array),
     ("array", "_array_reconstructor", Global::ArrayReconstructor),
+];
+
+/// The struct sequence types in [`TABLE`], by the names their pickles use: each is made
+/// from a tuple of its fields (and a dict of the extra ones), which runs no code.
+pub const STRUCT_SEQUENCES: &[(&str, &str)] = &[
+    ("time", "struct_time"),
+    ("os", "stat_result"),
+    ("os", "statvfs_result"),
+    ("os", "terminal_size"),
+    ("posix", "times_result"),
+    ("posix", "uname_result"),
+    ("resource", "struct_rusage"),
+    ("pwd", "struct_passwd"),
+    ("grp", "struct_group"),
 ];
 
 /// Every module [`TABLE`] names: a name from any other module (a user class) is not
@@ -269,6 +291,10 @@ const TABLE_MODULES: &[&str] = &[
     "ipaddress",
     "time",
     "os",
+    "posix",
+    "resource",
+    "pwd",
+    "grp",
     "types",
     "array",
 ];
@@ -377,24 +403,28 @@ pub fn python3_name(module: &str, name: &str) -> Option<(&'static str, String)> 
         .map(|(_, py3)| (*py3, name.to_string()))
 }
 
-/// Builtins that run code, import, or reach files and the terminal when called.
+/// Builtins that run code or import when called.
 const RUNS_CODE: &[&str] = &[
     "eval",
     "exec",
     "compile",
     "__import__",
-    "open",
     "getattr",
     "setattr",
     "delattr",
+    "breakpoint",
+    "help",
+];
+
+/// Builtins that reach files, the terminal or the interpreter's namespaces when called.
+const REACHES_OUT: &[&str] = &[
+    "open",
     "globals",
     "locals",
     "vars",
     "input",
-    "breakpoint",
     "exit",
     "quit",
-    "help",
     "print",
     "copyright",
     "credits",
@@ -409,11 +439,13 @@ pub fn refusal(module: &str, name: &str, python2: Option<&str>) -> String {
         Some(old) => format!("{full} (written as Python 2's {old})"),
         None => full.clone(),
     };
-    if (module == "builtins" && RUNS_CODE.contains(&name))
-        || (is_dangerous(module) && module != "builtins")
+    let builtin = |names: &[&str]| module == "builtins" && names.contains(&name);
+    if builtin(RUNS_CODE) || builtin(REACHES_OUT) || (is_dangerous(module) && module != "builtins")
     {
-        let why = if module == "builtins" {
+        let why = if builtin(RUNS_CODE) {
             "it can run code"
+        } else if builtin(REACHES_OUT) {
+            "it reaches files, the terminal or the interpreter's namespaces"
         } else {
             "its module can run code"
         };
@@ -507,6 +539,23 @@ pub fn is_dangerous(module: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_say_what_the_builtin_does() {
+        assert!(refusal("builtins", "eval", None).contains("it can run code"));
+        let print = refusal("builtins", "print", None);
+        assert!(
+            print.contains("reaches files") && !print.contains("run code"),
+            "{print}"
+        );
+    }
+
+    #[test]
+    fn struct_sequences_are_in_the_table_in_order() {
+        for (i, (module, name)) in STRUCT_SEQUENCES.iter().enumerate() {
+            assert_eq!(lookup(module, name), Some(Global::StructSeq(i as u8)));
+        }
+    }
 
     #[test]
     fn every_table_module_is_listed() {

@@ -16,6 +16,6 @@ pub use bytewright_graph::{ErrorKind, Limits, ReadError};
 pub use globals::{Builtin, ClassKind, Global};
 pub use machine::{
     check, check_in, check_in_carrying, offsets, self_check, Build, Call, Carried, Instr, Machine,
-    NoExtras, Program, Recording, Resolve, ResolveFailed, Scratch, Sink, Span, Step,
+    NoExtras, Program, Python2Str, Recording, Resolve, ResolveFailed, Scratch, Sink, Span, Step,
 };
 pub use ops::{extent, Decoder, Extent, Op};

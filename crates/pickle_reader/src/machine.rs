@@ -49,6 +49,8 @@ pub enum Call {
     Reconstruct(u32),
     /// `object.__new__(cls)` of a table class whose state is its attributes (`UserDict`...).
     BlankStd(Global),
+    /// `b.__new__(b, *args)` of a builtin type (`NEWOBJ`), with plain values as arguments.
+    NewBuiltin(Builtin),
 }
 
 /// How a `BUILD` applies its state.
@@ -105,6 +107,13 @@ pub enum Instr {
     /// A quoted Python 2 `str` literal (`STRING`) that decodes to ASCII (checked by
     /// [`crate::text::string_literal`]).
     StrQuoted(Span),
+    /// Python 2 `str` bytes (`BINSTRING`), decoded with the host's `encoding=`.
+    StrDecoded(Span),
+    /// A quoted Python 2 `str` literal (`STRING`), unescaped, then decoded with the host's
+    /// `encoding=`.
+    StrQuotedDecoded(Span),
+    /// A quoted Python 2 `str` literal (`STRING`), unescaped into bytes (`encoding="bytes"`).
+    BytesQuoted(Span),
     Bytes(Span),
     ByteArray(Span),
     EmptyList,
@@ -185,6 +194,20 @@ pub enum Carried {
     Other,
 }
 
+/// How Python 2 `str` (`STRING`, `BINSTRING`, `SHORT_BINSTRING`) is read: pickle's
+/// `encoding=` and `errors=`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Python2Str {
+    /// ASCII text, strict (pickle's default): other bytes are a `ValueError`.
+    #[default]
+    Ascii,
+    /// `encoding="bytes"`: `bytes` objects.
+    Bytes,
+    /// Text decoded by the host with another codec or error handler. `ascii_text`: ASCII
+    /// bytes decode to the same ASCII text (the checks may read it as such).
+    Decode { ascii_text: bool },
+}
+
 /// Resolving `classes=`/`allow=` failed; the adapter keeps the reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResolveFailed;
@@ -203,6 +226,23 @@ pub trait Resolve {
     /// True when registered class `class` defines `__setstate__` (its `BUILD` calls it).
     fn has_setstate(&self, _class: u32) -> bool {
         false
+    }
+
+    /// True when registered class `class`'s `__new__` is `object.__new__`: `NEWOBJ`
+    /// without arguments makes a blank instance, as `Call::Blank` does.
+    fn plain_new(&self, _class: u32) -> bool {
+        false
+    }
+
+    /// How Python 2 `str` is read (pickle's `encoding=`).
+    fn python2_str(&self) -> Python2Str {
+        Python2Str::Ascii
+    }
+
+    /// For [`Python2Str::Decode`]: true when `bytes` decode with the host's codec. Asked
+    /// once building waits, so that text that cannot decode fails before any effect.
+    fn decodes(&mut self, _bytes: &[u8]) -> bool {
+        true
     }
 }
 
@@ -241,6 +281,18 @@ impl<R: Resolve> Resolve for Recording<R> {
     fn has_setstate(&self, class: u32) -> bool {
         self.0.has_setstate(class)
     }
+
+    fn plain_new(&self, class: u32) -> bool {
+        self.0.plain_new(class)
+    }
+
+    fn python2_str(&self) -> Python2Str {
+        self.0.python2_str()
+    }
+
+    fn decodes(&mut self, bytes: &[u8]) -> bool {
+        self.0.decodes(bytes)
+    }
 }
 
 impl<R> Sink for Recording<R> {
@@ -261,6 +313,18 @@ impl<T: Resolve + ?Sized> Resolve for &mut T {
 
     fn has_setstate(&self, class: u32) -> bool {
         (**self).has_setstate(class)
+    }
+
+    fn plain_new(&self, class: u32) -> bool {
+        (**self).plain_new(class)
+    }
+
+    fn python2_str(&self) -> Python2Str {
+        (**self).python2_str()
+    }
+
+    fn decodes(&mut self, bytes: &[u8]) -> bool {
+        (**self).decodes(bytes)
     }
 }
 
@@ -373,6 +437,33 @@ impl Item {
             depth: if escaped { ESCAPED } else { span.len },
             ..Self::of(Kind::Str)
         }
+    }
+
+    /// A value made by a call, of this kind and depth (a str's text is unknown to the checks).
+    fn made(kind: Kind, depth: u32) -> Self {
+        match kind {
+            Kind::Str => Self::str(Span { start: 0, len: 0 }, true),
+            kind => Self::with_depth(kind, 0, depth),
+        }
+    }
+}
+
+/// The kind of what builtin type `b` makes (called, or through its `__new__`).
+fn builtin_kind(b: Builtin) -> Kind {
+    match b {
+        Builtin::Int => Kind::Int,
+        Builtin::Float => Kind::Float,
+        Builtin::Str => Kind::Str,
+        Builtin::Bytes => Kind::Bytes,
+        Builtin::Bool => Kind::Bool,
+        Builtin::List => Kind::List,
+        Builtin::Dict => Kind::Dict,
+        Builtin::Set => Kind::Set,
+        Builtin::Tuple
+        | Builtin::FrozenSet
+        | Builtin::Complex
+        | Builtin::ByteArray
+        | Builtin::Object => Kind::Value,
     }
 }
 
@@ -547,6 +638,10 @@ pub struct Machine<'a, R: Resolve + Sink> {
     /// The text of the strs carried from an earlier pickle: a str item whose `aux` is past
     /// the input's end reads its text here, from `aux - data.len()`.
     carried_text: &'a [u8],
+    /// The stream has named a global other than a builtin type (or carries an earlier
+    /// pickle's containers): from then on its containers may hold values whose hashing,
+    /// iterating or printing runs code, so only atoms are plain (see [`Self::plain`]).
+    opaque: bool,
 }
 
 type Res<T> = Result<T, ReadError>;
@@ -571,6 +666,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             at: 0,
             items: 0,
             carried_text: &[],
+            opaque: false,
         }
     }
 
@@ -884,7 +980,11 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                 "GLOBAL: 'utf-8' codec can't decode the module or name",
             ));
         };
-        let py3 = globals::python3_name(module, name);
+        // As pickle's fix_imports: only protocols 0-2 name Python 2 modules.
+        let py3 = match self.prog.protocol {
+            0..=2 => globals::python3_name(module, name),
+            _ => None,
+        };
         let (m, n) = match &py3 {
             Some((m, n)) => (*m, n.as_str()),
             None => (module, name),
@@ -900,6 +1000,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             let old = py3.as_ref().map(|_| format!("{module}.{name}"));
             return Err(self.reject(globals::refusal(m, n, old.as_deref())));
         };
+        self.opaque |= !matches!(g, Global::Builtin(_));
         Ok(g)
     }
 
@@ -940,6 +1041,14 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             ));
         };
         let kinds: Vec<Kind> = a.iter().map(|i| i.kind).collect();
+        let builtin = match g {
+            Global::Builtin(b) => {
+                self.arity(b, a.len(), "REDUCE")?;
+                self.codec_args(b, &a, "REDUCE")?;
+                self.builtin_call(b, &a)
+            }
+            _ => None,
+        };
         use Kind as K;
         let any_value = |k: &Kind| !matches!(k, K::Global(_) | K::Tuple(true));
         let int_or_str = |k: &[Kind]| matches!(k, [K::Int] | [K::Str]);
@@ -960,6 +1069,9 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             {
                 (Call::Std(g), K::Value)
             }
+            Global::Builtin(_) if builtin.is_some() => {
+                (Call::Std(g), builtin.expect("checked above"))
+            }
             Global::Range if matches!(kinds[..], [K::Int, K::Int, K::Int]) => {
                 (Call::Std(g), K::Value)
             }
@@ -979,12 +1091,16 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                 (Call::Latin1, K::Bytes)
             }
             Global::Reconstructor => return self.reconstructor(&a),
-            Global::Date if matches!(kinds[..], [K::Bytes] | [K::Int, K::Int, K::Int]) => {
+            // The state is bytes, or a str from a Python 2 pickle read with an `encoding=`
+            // (the type encodes it to latin-1, as pickle's documentation assumes).
+            Global::Date if matches!(kinds[..], [K::Bytes | K::Str] | [K::Int, K::Int, K::Int]) => {
                 (Call::Std(g), K::Value)
             }
             Global::Time | Global::DateTime
-                if matches!(kinds[..], [K::Bytes])
-                    || (kinds.len() == 2 && kinds[0] == K::Bytes && ok_tz(kinds[1])) =>
+                if matches!(kinds[..], [K::Bytes | K::Str])
+                    || (kinds.len() == 2
+                        && matches!(kinds[0], K::Bytes | K::Str)
+                        && ok_tz(kinds[1])) =>
             {
                 (Call::Std(g), K::Value)
             }
@@ -1038,7 +1154,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             Global::Extra(c) if kinds.iter().all(any_value) => (Call::Extra(c), K::Made),
             Global::Exception(_) if kinds.iter().all(any_value) => (Call::Std(g), K::Exception),
             Global::Type if a.len() == 1 && a[0].is_value() => (Call::Std(g), K::Value),
-            Global::StructTime | Global::StatResult
+            Global::StructSeq(_)
                 if matches!(kinds[..], [K::Tuple(false)] | [K::Tuple(false), K::Dict]) =>
             {
                 (Call::Std(g), K::Value)
@@ -1092,7 +1208,107 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         };
         let depth = args.depth() + 1;
         self.emit(Instr::Call(call))?;
-        self.push_item(Item::with_depth(kind, 0, depth))
+        self.push_item(Item::made(kind, depth))
+    }
+
+    /// True for a value that a builtin type may be called with: an atom, whose type is
+    /// exact and runs no code; or, until the stream names a global other than a builtin
+    /// type, a container or other value the stream built, which then holds only such
+    /// values (hashing, iterating or printing it runs no code and takes bounded work).
+    fn plain(&self, item: &Item) -> bool {
+        match item.kind {
+            Kind::None | Kind::Bool | Kind::Int | Kind::Float | Kind::Str | Kind::Bytes => true,
+            Kind::Tuple(false) | Kind::List | Kind::Dict | Kind::Set | Kind::Value => !self.opaque,
+            _ => false,
+        }
+    }
+
+    /// True when builtin type `b` may be given `args`: plain values, and atoms only for
+    /// `str` (printing a container prints a shared item again at every reference: a few
+    /// memo references make a repr of 2**60 items).
+    fn builtin_args(&self, b: Builtin, args: &[Item]) -> bool {
+        let atom = |i: &Item| i.depth() == 0 && i.kind != Kind::Value;
+        args.iter()
+            .all(|i| self.plain(i) && (b != Builtin::Str || atom(i)))
+    }
+
+    /// pickle's `TypeError` for `str(x, encoding, errors)` and `bytes(x, encoding, errors)`
+    /// whose arguments are certainly of the wrong types (the reader never looks a codec
+    /// up by name, so the other cases are refused).
+    fn codec_args(&self, b: Builtin, args: &[Item], what: &str) -> Res<()> {
+        if args.len() < 2 || !matches!(b, Builtin::Str | Builtin::Bytes | Builtin::ByteArray) {
+            return Ok(());
+        }
+        let not_str = |k: Kind| {
+            matches!(
+                k,
+                Kind::None
+                    | Kind::Bool
+                    | Kind::Int
+                    | Kind::Float
+                    | Kind::Bytes
+                    | Kind::List
+                    | Kind::Dict
+                    | Kind::Set
+                    | Kind::Tuple(_)
+            )
+        };
+        let first = args[0].kind;
+        let wrong_first = match b {
+            // Only bytes-like objects decode.
+            Builtin::Str => (not_str(first) && first != Kind::Bytes) || first == Kind::Str,
+            // Only a str encodes.
+            _ => not_str(first),
+        };
+        if wrong_first || args[1..].iter().any(|i| not_str(i.kind)) {
+            return Err(ReadError::of(
+                ErrorKind::Type,
+                self.at,
+                format!(
+                    "{what} of {} with an encoding: the arguments have the wrong types",
+                    global_name(Global::Builtin(b))
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// pickle's `TypeError` for more arguments than builtin type `b` takes (whatever they are).
+    fn arity(&self, b: Builtin, n: usize, what: &str) -> Res<()> {
+        let most = match b {
+            Builtin::Int | Builtin::Complex => 2,
+            Builtin::Str | Builtin::Bytes | Builtin::ByteArray => 3,
+            Builtin::Object => 0,
+            _ => 1,
+        };
+        if n <= most {
+            return Ok(());
+        }
+        Err(ReadError::of(
+            ErrorKind::Type,
+            self.at,
+            format!(
+                "{what} of {}: it takes at most {most} arguments ({n} given)",
+                global_name(Global::Builtin(b))
+            ),
+        ))
+    }
+
+    /// What calling builtin type `b` with `args` (`REDUCE`) makes, when every argument is
+    /// plain (see [`Self::plain`]); `None` for the calls the table does not make: `str`
+    /// and `bytes` with an encoding (a codec looked up by name) and `object(...)`.
+    fn builtin_call(&self, b: Builtin, args: &[Item]) -> Option<Kind> {
+        if !self.builtin_args(b, args) {
+            return None;
+        }
+        let n = args.len();
+        Some(match b {
+            Builtin::Int if n <= 2 => Kind::Int,
+            Builtin::Complex if n <= 2 => Kind::Value,
+            _ if n > 1 => return None,
+            Builtin::Object => return None,
+            b => builtin_kind(b),
+        })
     }
 
     fn factory_args(&self, kinds: &[Kind]) -> bool {
@@ -1199,6 +1415,12 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     "{what} with keyword arguments is not allowed (only for registered classes)"
                 )))
             }
+            // `object.__new__(cls)`: a blank instance (no code of the class runs).
+            (Kind::Global(Global::Class(c, ClassKind::Object)), Some(0))
+                if self.resolver.plain_new(c) =>
+            {
+                (Call::Blank(c), Kind::Instance(c))
+            }
             (Kind::Global(Global::Class(c, ClassKind::Object)), Some(_)) if values => {
                 (Call::New(c), Kind::Instance(c))
             }
@@ -1207,6 +1429,33 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                 Some(_),
             ) if values => (Call::BlankStd(g), Kind::Attrs),
             (Kind::Global(Global::Uuid), Some(0)) => (Call::BlankUuid, Kind::BlankUuid),
+            // `int.__new__(int, "5")`: the type's own `__new__` (list, dict, set and
+            // bytearray make an empty one), with plain values only.
+            (Kind::Global(Global::Builtin(b)), Some(n))
+                if b != Builtin::Object
+                    && values
+                    && items.is_some_and(|a| self.builtin_args(b, a)) =>
+            {
+                // list, dict, set and bytearray ignore their arguments here; the others
+                // take them as when called, but never an encoding (a codec by name).
+                let ignores = matches!(
+                    b,
+                    Builtin::List | Builtin::Dict | Builtin::Set | Builtin::ByteArray
+                );
+                if !ignores {
+                    self.arity(b, n, what)?;
+                    if let Some(a) = self.tuple_items(args).map(<[Item]>::to_vec) {
+                        self.codec_args(b, &a, what)?;
+                    }
+                    if n > 1 && !matches!(b, Builtin::Int | Builtin::Complex) {
+                        return Err(self.reject(format!(
+                            "{what} of {} with an encoding is not allowed (a codec looked up by name)",
+                            self.name_of(Global::Builtin(b))
+                        )));
+                    }
+                }
+                (Call::NewBuiltin(b), builtin_kind(b))
+            }
             (Kind::Global(Global::Class(c, ClassKind::Tuple)), Some(_))
                 if args.kind == Kind::Tuple(false) =>
             {
@@ -1225,7 +1474,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             (k, _) => return Err(self.reject(format!("{what} on a {}", describe(k)))),
         };
         self.emit(Instr::Call(call))?;
-        self.push_item(Item::of(kind))
+        self.push_item(Item::made(kind, 0))
     }
 
     /// True when the kwargs dict was created empty by the previous instruction.
@@ -1693,28 +1942,8 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     let escaped = s.contains(&b'\\');
                     self.push(Item::str(span, escaped), Instr::StrEscaped(span))?;
                 }
-                Op::String8(s) => {
-                    if !s.is_ascii() {
-                        return Err(ReadError::of(
-                            ErrorKind::Value,
-                            self.at,
-                            "Python 2 str with non-ASCII bytes: 'ascii' codec can't decode (pickle.loads needs an encoding=)",
-                        ));
-                    }
-                    let span = self.span(s);
-                    self.push(Item::str(span, false), Instr::StrAscii(span))?;
-                }
-                Op::StringText(line) => {
-                    text::string_literal(line, self.at)?;
-                    if line.contains(&b'\\') {
-                        let span = self.span(line);
-                        self.push(Item::str(span, true), Instr::StrQuoted(span))?;
-                    } else {
-                        // No escape: the text between the quotes, as it is.
-                        let span = self.span(&line[1..line.len() - 1]);
-                        self.push(Item::str(span, false), Instr::StrAscii(span))?;
-                    }
-                }
+                Op::String8(s) => self.python2_str(s, false)?,
+                Op::StringText(line) => self.python2_str(line, true)?,
                 Op::Bytes(b) => self.push(Item::of(Kind::Bytes), Instr::Bytes(self.span(b)))?,
                 Op::ByteArray(b) => {
                     self.push(Item::of(Kind::Value), Instr::ByteArray(self.span(b)))?
@@ -1900,6 +2129,67 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         Ok(())
     }
 
+    /// A Python 2 str: its bytes (`BINSTRING`), or the quoted line of `STRING`, read as
+    /// pickle's `encoding=` says (see [`Python2Str`]).
+    fn python2_str(&mut self, s: &'a [u8], quoted: bool) -> Res<()> {
+        let unescaped;
+        let (bytes, raw) = if quoted {
+            unescaped = text::string_literal_bytes(s, self.at)?;
+            (&unescaped[..], &s[1..s.len() - 1])
+        } else {
+            (s, s)
+        };
+        // Without escapes, the bytes are those between the quotes, as they are.
+        let as_is = !quoted || !s.contains(&b'\\');
+        match self.resolver.python2_str() {
+            Python2Str::Bytes => {
+                let instr = if as_is {
+                    Instr::Bytes(self.span(raw))
+                } else {
+                    Instr::BytesQuoted(self.span(s))
+                };
+                self.push(Item::of(Kind::Bytes), instr)
+            }
+            Python2Str::Ascii | Python2Str::Decode { ascii_text: true } if bytes.is_ascii() => {
+                if as_is {
+                    let span = self.span(raw);
+                    self.push(Item::str(span, false), Instr::StrAscii(span))
+                } else {
+                    let span = self.span(s);
+                    self.push(Item::str(span, true), Instr::StrQuoted(span))
+                }
+            }
+            Python2Str::Ascii => {
+                if quoted {
+                    // Its message names the byte.
+                    text::string_literal(s, self.at)?;
+                }
+                Err(ReadError::of(
+                    ErrorKind::Value,
+                    self.at,
+                    "Python 2 str with non-ASCII bytes: 'ascii' codec can't decode (pickle.loads needs an encoding=)",
+                ))
+            }
+            Python2Str::Decode { .. } => {
+                // Once building waits, the text is checked here (else the host decodes it
+                // at once and fails there, before any effect).
+                if self.recording && !self.resolver.decodes(bytes) {
+                    return Err(ReadError::of(
+                        ErrorKind::Value,
+                        self.at,
+                        "Python 2 str: the encoding= codec can't decode it",
+                    ));
+                }
+                let instr = if as_is {
+                    Instr::StrDecoded(self.span(raw))
+                } else {
+                    Instr::StrQuotedDecoded(self.span(s))
+                };
+                self.push(Item::made(Kind::Str, 0), instr)
+            }
+        }
+    }
+
     /// Pushes the value of an `INT`/`LONG` text argument.
     fn int_text(&mut self, parsed: IntText<'a>) -> Res<()> {
         let (kind, instr) = match parsed {
@@ -2039,6 +2329,8 @@ fn check_with<'a, H: Resolve + Sink>(
             what,
             Carried::List | Carried::Dict | Carried::Set | Carried::Other
         ));
+        // An earlier pickle's containers may hold anything.
+        m.opaque |= depth != 0;
         m.memo.put(key, Item::with_depth(kind, 0, depth));
     }
     let result = m.execute();

@@ -332,6 +332,23 @@ pub fn memo_key(line: &[u8], at: usize, op: &str) -> Result<u64, ReadError> {
 /// unknown escape keeps its backslash; a lone trailing backslash or a bad `\x` raise
 /// `ValueError`, as in CPython.
 pub fn string_literal(line: &[u8], at: usize) -> Result<Vec<u8>, ReadError> {
+    let out = string_literal_bytes(line, at)?;
+    if let Some(n) = out.iter().position(|b| !b.is_ascii()) {
+        return Err(ReadError::of(
+            ErrorKind::Value,
+            at,
+            format!(
+                "STRING: 'ascii' codec can't decode byte 0x{:02x} in position {n} (pickle.loads needs an encoding=)",
+                out[n]
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// The bytes of a `STRING` argument, as [`string_literal`] unescapes them, whatever they
+/// are (for `encoding="bytes"` and the other encodings of pickle's `encoding=`).
+pub fn string_literal_bytes(line: &[u8], at: usize) -> Result<Vec<u8>, ReadError> {
     let inner = match line {
         [q @ (b'\'' | b'"'), inner @ .., last] if last == q => inner,
         _ => {
@@ -401,16 +418,6 @@ pub fn string_literal(line: &[u8], at: usize) -> Result<Vec<u8>, ReadError> {
                 i -= 1;
             }
         }
-    }
-    if let Some(n) = out.iter().position(|b| !b.is_ascii()) {
-        return Err(ReadError::of(
-            ErrorKind::Value,
-            at,
-            format!(
-                "STRING: 'ascii' codec can't decode byte 0x{:02x} in position {n} (pickle.loads needs an encoding=)",
-                out[n]
-            ),
-        ));
     }
     Ok(out)
 }

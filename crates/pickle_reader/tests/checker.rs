@@ -2,8 +2,8 @@
 //! that no input makes it panic.
 
 use bytewright_pickle_reader::{
-    check, check_in, self_check, Build, Call, ClassKind, ErrorKind, Global, Instr, Limits,
-    NoExtras, Resolve, ResolveFailed, Scratch, Sink, Step,
+    check, check_in, self_check, Build, Builtin, Call, ClassKind, ErrorKind, Global, Instr, Limits,
+    NoExtras, Python2Str, Resolve, ResolveFailed, Scratch, Sink, Span, Step,
 };
 
 fn ok(data: &[u8]) -> Vec<Instr> {
@@ -175,12 +175,114 @@ fn registered_class_hooks_are_checked_calls() {
     assert!(rejected(b"ccopyreg\n__newobj__\n(capp\nUser\ntR.").contains("classes="));
 }
 
+/// `User` whose `__new__` is `object.__new__`.
+struct PlainNew;
+
+impl Resolve for PlainNew {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed> {
+        User.resolve(module, name)
+    }
+
+    fn plain_new(&self, class: u32) -> bool {
+        class == 0
+    }
+}
+
+#[test]
+fn newobj_without_arguments_of_a_plain_class_is_a_blank_instance() {
+    let instrs = check(b"\x80\x02capp\nUser\n)\x81.", Limits::default(), PlainNew)
+        .expect("accepted")
+        .instrs;
+    assert!(instrs.contains(&Instr::Call(Call::Blank(0))));
+    let instrs = check(
+        b"\x80\x02capp\nUser\nK\x01\x85\x81.",
+        Limits::default(),
+        PlainNew,
+    )
+    .expect("accepted")
+    .instrs;
+    assert!(instrs.contains(&Instr::Call(Call::New(0))));
+}
+
+#[test]
+fn builtin_types_are_called_with_plain_values_only() {
+    let last = |data: &[u8]| ok(data).last().copied();
+    assert_eq!(
+        last(b"cbuiltins\nint\n)R."),
+        Some(Instr::Call(Call::Std(Global::Builtin(Builtin::Int))))
+    );
+    assert_eq!(
+        last(b"cbuiltins\nint\n)\x81."),
+        Some(Instr::Call(Call::NewBuiltin(Builtin::Int)))
+    );
+    assert_eq!(
+        last(b"cbuiltins\nlist\n(](K\x01etR."),
+        Some(Instr::Call(Call::Std(Global::Builtin(Builtin::List))))
+    );
+    // Too many arguments: pickle's TypeError, whatever they are.
+    let e = check(
+        b"cbuiltins\nint\n(K\x01K\x02K\x03tR.",
+        Limits::default(),
+        NoExtras,
+    );
+    assert_eq!(e.expect_err("rejected").kind, ErrorKind::Type);
+    // A codec by name, and containers once a class was named: refused.
+    assert!(rejected(b"cbuiltins\nstr\n(C\x01xVutf-8\ntR.").contains("builtins.str"));
+    let after_class = b"\x80\x02]q\x00capp\nUser\n)\x810cbuiltins\ntuple\nh\x00\x85R.";
+    let e = check(after_class, Limits::default(), User).expect_err("rejected");
+    assert!(e.message.contains("builtins.tuple"), "{}", e.message);
+    // A str made by a call has no text the checks could read as a name.
+    assert!(rejected(b"\x80\x04cbuiltins\nstr\n)R\x8c\x03int\x93.").contains("STACK_GLOBAL"));
+}
+
+/// Python 2 str read as pickle's `encoding=` says.
+struct Python2(Python2Str);
+
+impl Resolve for Python2 {
+    fn resolve(&mut self, _: &str, _: &str) -> Result<Option<Global>, ResolveFailed> {
+        Ok(None)
+    }
+
+    fn python2_str(&self) -> Python2Str {
+        self.0
+    }
+}
+
+#[test]
+fn python2_str_follows_the_encoding() {
+    let with = |mode, data: &[u8]| check(data, Limits::default(), Python2(mode)).map(|p| p.instrs);
+    let raw = b"U\x02\xe9a.";
+    assert!(with(Python2Str::Ascii, raw).is_err());
+    assert_eq!(
+        with(Python2Str::Bytes, raw).unwrap(),
+        vec![Instr::Bytes(Span { start: 2, len: 2 })]
+    );
+    let decode = Python2Str::Decode { ascii_text: true };
+    assert_eq!(
+        with(decode, raw).unwrap(),
+        vec![Instr::StrDecoded(Span { start: 2, len: 2 })]
+    );
+    assert_eq!(
+        with(decode, b"U\x02ab.").unwrap(),
+        vec![Instr::StrAscii(Span { start: 2, len: 2 })]
+    );
+    let quoted = b"S'\\xe9'\n.";
+    assert_eq!(
+        with(Python2Str::Bytes, quoted).unwrap(),
+        vec![Instr::BytesQuoted(Span { start: 1, len: 6 })]
+    );
+    assert_eq!(
+        with(decode, quoted).unwrap(),
+        vec![Instr::StrQuotedDecoded(Span { start: 1, len: 6 })]
+    );
+}
+
 #[test]
 fn standard_library_values_from_the_table() {
     let last = |data: &[u8]| ok(data).last().copied();
     assert_eq!(
         last(b"ctime\nstruct_time\n((K\x01t}tR."),
-        Some(Instr::Call(Call::Std(Global::StructTime)))
+        Some(Instr::Call(Call::Std(Global::StructSeq(0))))
     );
     assert_eq!(
         last(b"carray\n_array_reconstructor\n(carray\narray\nVi\nK\x08C\x00tR."),

@@ -117,7 +117,9 @@ def _attrs_state(obj: Any, state: dict[Any, Any]) -> None:
             raise UnpicklingError(
                 f"state of {type(obj).__qualname__} with the attribute {key!r} is not allowed"
             )
-    object.__getattribute__(obj, "__dict__").update(state)
+    inst_dict = object.__getattribute__(obj, "__dict__")
+    for key, value in state.items():
+        inst_dict[sys.intern(key)] = value
 
 
 def _build_state(obj: Any, state: Any) -> None:
@@ -179,6 +181,83 @@ def _new_tuple(info: ClassInfo, cls: type, fields: Any) -> Any:
     return tuple.__new__(cls, fields)
 
 
+# The error handlers Python ships; a handler registered with codecs.register_error is
+# someone's code, never looked up.
+_ERROR_HANDLERS = frozenset(
+    {
+        "strict",
+        "ignore",
+        "replace",
+        "backslashreplace",
+        "surrogateescape",
+        "surrogatepass",
+        "xmlcharrefreplace",
+        "namereplace",
+    }
+)
+_ASCII = bytes(range(128))
+
+
+def _python2_codec(encoding: Any, errors: Any) -> tuple[int, str, str, bool]:
+    """pickle's `encoding=`/`errors=` for Python 2 str: `(mode, codec, errors, ascii_text)`.
+
+    Mode 0 is pickle's default (ASCII, strict), 1 is `encoding="bytes"`, 2 decodes with
+    `codec`. Only the codecs of the standard library's `encodings` package are accepted:
+    the name is looked up with `encodings.search_function`, which imports nothing but
+    `encodings.<name>` and never asks the search functions others registered with
+    `codecs.register` (their code is not run). `ascii_text` is true when ASCII bytes
+    decode to the same text (the checks may then read such a str's text).
+    """
+    encoding = "ASCII" if encoding is None else encoding
+    errors = "strict" if errors is None else errors
+    if type(encoding) is not str:
+        raise TypeError(f"encoding must be a str, not {type(encoding).__name__}")
+    if type(errors) is not str:
+        raise TypeError(f"errors must be a str, not {type(errors).__name__}")
+    if encoding == "bytes":
+        return 1, "", "", False
+    found = _CODECS.get((encoding, errors))
+    if found is None:
+        found = _CODECS[encoding, errors] = _stdlib_codec(encoding, errors)
+    return found
+
+
+# (encoding, errors) -> what _python2_codec returns, for the ones accepted so far.
+_CODECS: dict[tuple[str, str], tuple[int, str, str, bool]] = {}
+
+
+def _stdlib_codec(encoding: str, errors: str) -> tuple[int, str, str, bool]:
+    import encodings
+
+    if errors not in _ERROR_HANDLERS:
+        raise LookupError(
+            f"errors={errors!r} is not an error handler Python ships "
+            f"(one of {', '.join(sorted(_ERROR_HANDLERS))})"
+        )
+    # The interpreter's own lookup lowercases the name and turns spaces into hyphens first.
+    search = encodings.search_function
+    info = search(encoding.lower().replace(" ", "-"))
+    if info is None:
+        raise LookupError(
+            f"encoding={encoding!r} is not a codec of Python's encodings package "
+            "(codecs registered by other code are never looked up)"
+        )
+    if not getattr(info, "_is_text_encoding", True):
+        raise LookupError(f"encoding={encoding!r} is not a text encoding")
+    name = info.name
+    if name == "ascii" and errors == "strict":
+        return 0, "", "", True
+    # The native decoder looks the codec up by this name: the encodings package's search
+    # function, registered first, finds it before any other is asked.
+    if search(name) is None:  # pragma: no cover - every codec of encodings knows its name
+        raise LookupError(f"encoding={encoding!r} has no standard name")
+    try:
+        ascii_text = _ASCII.decode(name) == _ASCII.decode("ascii")
+    except (UnicodeError, ValueError):
+        ascii_text = False
+    return 2, name, errors, ascii_text
+
+
 def _allow_map(allow: Allow) -> dict[str, Any] | None:
     if not allow:
         return None
@@ -197,7 +276,8 @@ def _allow_map(allow: Allow) -> dict[str, Any] | None:
 
 
 # A native function; its signature is in bytewright/_native.pyi:
-#   loads_pickle(data, *, classes=(), allow=(), limits=None) -> Any
+#   loads_pickle(data, *, classes=(), allow=(), limits=None, encoding="ASCII",
+#                errors="strict") -> Any
 # Read a standard pickle (protocols 0-5) without running code from it: builds what
 # `pickle.loads` would for the types `bytewright.pickle` supports and for `classes=`;
 # anything else raises `UnpicklingError` before any code runs.
@@ -269,12 +349,15 @@ def load_pickle(
     classes: Classes = (),
     allow: Allow = (),
     limits: Limits | None = None,
+    encoding: str = "ASCII",
+    errors: str = "strict",
 ) -> Any:
     """`loads_pickle` on the next pickle of a binary file, like `pickle.load`.
 
     Reads exactly that pickle and leaves the file just after its `STOP`, so repeated calls
     read consecutive pickles; `TruncatedError` (an `EOFError`) at the end of the file. Any
     object with `read` and `readline` works (a seekable one is read in larger chunks).
+    `encoding=` and `errors=` say how Python 2 str is read, as for `pickle.load`.
 
     >>> import io
     >>> import pickle
@@ -283,7 +366,7 @@ def load_pickle(
     >>> (bwp.load_pickle(f), bwp.load_pickle(f))
     ([1, 2], 'next')
     """
-    return _load(file, classes, allow, limits, None)
+    return _load(file, classes, allow, limits, None, encoding, errors)
 
 
 def _load(
@@ -292,17 +375,24 @@ def _load(
     allow: Allow,
     limits: Limits | None,
     memo: dict[int, Any] | None,
+    encoding: str,
+    errors: str,
 ) -> Any:
     cap = (limits or Limits()).max_bytes
     data, end = _read_pickle(file, cap)
     if not data:
         raise TruncatedError("no more pickles in the file: ran out of input")
     data = data if end == len(data) else data[:end]
+    # pickle's default (ASCII, strict) needs no codec lookup.
+    default = encoding == "ASCII" and errors == "strict"
+    enc, err = (None, None) if default else (encoding, errors)
     if memo is None:
-        value, _ = _native.loads_pickle_at(data, classes=classes, allow=allow, limits=limits)
+        value, _ = _native.loads_pickle_at(
+            data, classes=classes, allow=allow, limits=limits, encoding=enc, errors=err
+        )
     else:
         value, _ = _native.loads_pickle_carrying(
-            data, memo, classes=classes, allow=allow, limits=limits
+            data, memo, classes=classes, allow=allow, limits=limits, encoding=enc, errors=err
         )
     return value
 
@@ -310,8 +400,8 @@ def _load(
 class PickleUnpickler:
     """Reads standard pickles from a binary file, one per `load`, like `pickle.Unpickler`.
 
-    The same checks as `loads_pickle`, with the `classes=`, `allow=` and `limits=` given
-    once. `load` raises `TruncatedError` (an `EOFError`) at the end of the file. As with
+    The same checks as `loads_pickle`, with the `classes=`, `allow=`, `limits=`,
+    `encoding=` and `errors=` given once. `load` raises `TruncatedError` (an `EOFError`) at the end of the file. As with
     `pickle.Unpickler`, the memo (`memo`, a `{key: value}` dict) persists from one `load`
     to the next, so a stream written by one `pickle.Pickler` with several `dump` calls
     loads with its shared references.
@@ -337,6 +427,8 @@ class PickleUnpickler:
         classes: Classes = (),
         allow: Allow = (),
         limits: Limits | None = None,
+        encoding: str = "ASCII",
+        errors: str = "strict",
     ) -> None:
         if not callable(getattr(file, "read", None)) or not callable(
             getattr(file, "readline", None)
@@ -348,6 +440,9 @@ class PickleUnpickler:
         self._classes = class_map(classes) if classes else {}
         self._allow = _allow_map(allow) or {}
         self._limits = limits
+        _python2_codec(encoding, errors)  # a codec Python ships, else LookupError now
+        self._encoding = encoding
+        self._errors = errors
         self.memo: dict[int, Any] = {}
 
     def load(self) -> Any:
@@ -360,7 +455,9 @@ class PickleUnpickler:
             ) from None
         if type(self.memo) is not dict:
             raise TypeError(f"memo must be a dict, not {type(self.memo).__name__}")
-        return _load(file, self._classes, self._allow, self._limits, self.memo)
+        return _load(
+            file, self._classes, self._allow, self._limits, self.memo, self._encoding, self._errors
+        )
 
 
 def check_pickle(

@@ -147,6 +147,31 @@ fn set_declared_fields(
     Ok(true)
 }
 
+/// `dict.update(state)` with each key interned, as pickle's `BUILD` writes attribute
+/// names (`state`'s keys are exact strs). The key objects themselves are left as they
+/// are, so a key that is also a value elsewhere keeps its identity there; once interned
+/// (an equal one was not), a memoized key needs no lookup for the next instance.
+fn set_interned(dict: *mut ffi::PyObject, state: &Bound<'_, PyDict>) -> Result<(), ()> {
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: iterating a live dict that nothing changes meanwhile (inserting exact str
+    // keys into another dict runs no code); the interned name is an owned reference.
+    unsafe {
+        while ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
+            let mut name = key;
+            ffi::Py_INCREF(name);
+            ffi::PyUnicode_InternInPlace(&mut name);
+            let rc = ffi::PyDict_SetItem(dict, name, value);
+            ffi::Py_DECREF(name);
+            if rc < 0 {
+                return Err(());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// True when every key of `state` is an exact str that `fits`.
 fn state_keys<'py>(
     state: &Bound<'py, PyDict>,
@@ -173,6 +198,8 @@ pub(super) struct Loader<'py> {
     pub(super) py: Python<'py>,
     pub(super) cfg: &'static Config,
     pub(super) helpers: &'static Helpers,
+    /// `Limits.max_bytes_len`: what `bytes(n)` may allocate.
+    pub(super) max_bytes_len: u64,
     pub(super) res: Resolver<'py>,
     /// The value stack and the memo (by slot): each entry is an owned reference.
     pub(super) stack: Vec<*mut ffi::PyObject>,
@@ -190,6 +217,18 @@ impl core::Resolve for Loader<'_> {
 
     fn has_setstate(&self, class: u32) -> bool {
         self.res.has_setstate(class)
+    }
+
+    fn plain_new(&self, class: u32) -> bool {
+        self.res.plain_new(class)
+    }
+
+    fn python2_str(&self) -> core::Python2Str {
+        self.res.python2_str()
+    }
+
+    fn decodes(&mut self, bytes: &[u8]) -> bool {
+        self.res.decodes(bytes)
     }
 }
 
@@ -316,17 +355,6 @@ impl Loader<'_> {
                 if self.res.found.get(c as usize).is_some_and(|f| f.quiet) =>
             {
                 self.exec(instr, data)
-            }
-            // `cls.__new__(cls)` that is `object.__new__`: a blank instance, no code runs.
-            Instr::Call(Call::New(c))
-                if self
-                    .res
-                    .found
-                    .get(c as usize)
-                    .is_some_and(|f| f.quiet && f.plain_new)
-                    && self.empty_args_on_top() =>
-            {
-                self.exec(Instr::Call(Call::Blank(c)), data)
             }
             Instr::Call(_)
             | Instr::Build(_)
@@ -575,12 +603,36 @@ impl<'py> Loader<'py> {
         Ok(unsafe { Bound::from_owned_ptr(self.py, p) })
     }
 
-    /// True when the value on top of the stack is the empty tuple (call arguments).
-    fn empty_args_on_top(&self) -> bool {
-        self.stack.last().is_some_and(|&p| {
-            // SAFETY: p is live (owned by the stack); only its type and size are read.
-            unsafe { ffi::PyTuple_CheckExact(p) != 0 && ffi::PyTuple_GET_SIZE(p) == 0 }
-        })
+    /// `bytes(n)` and `bytearray(n)` allocate `n` bytes: no more than `max_bytes_len`.
+    fn sized(&self, b: core::Builtin, args: &Bound<'py, PyAny>) -> PyResult<()> {
+        use pyo3::types::{PyBool, PyInt};
+        if !matches!(b, core::Builtin::Bytes | core::Builtin::ByteArray) {
+            return Ok(());
+        }
+        let Ok(first) = args.get_item(0) else {
+            return Ok(());
+        };
+        if !(first.is_exact_instance_of::<PyInt>() || first.is_exact_instance_of::<PyBool>()) {
+            return Ok(());
+        }
+        // Negative: the type's own ValueError; past an index-sized integer, its OverflowError.
+        let n: i128 = first.extract().unwrap_or(i128::MAX);
+        if n > i128::from(self.max_bytes_len) && n <= isize::MAX as i128 {
+            let message = format!(
+                "builtins.{}({n}) exceeds the limit of {} bytes (max_bytes_len)",
+                if b == core::Builtin::Bytes {
+                    "bytes"
+                } else {
+                    "bytearray"
+                },
+                self.max_bytes_len
+            );
+            return Err(PyErr::from_type(
+                self.cfg.limit_error.bind(self.py).clone(),
+                message,
+            ));
+        }
+        Ok(())
     }
 
     /// `cls.__new__(cls, *args, **kwargs)` as pickle's `NEWOBJ`/`NEWOBJ_EX` make it: the
@@ -706,6 +758,25 @@ impl<'py> Loader<'py> {
             Instr::StrAscii(s) => {
                 // The machine checked that it is ASCII.
                 let p = ascii_str(s.of(input));
+                self.push_new("str", p)?;
+            }
+            Instr::StrDecoded(s) => {
+                let p = self.res.decode(s.of(input));
+                self.push_new("str", p)?;
+            }
+            Instr::StrQuotedDecoded(s) | Instr::BytesQuoted(s) => {
+                // The machine checked that the literal unescapes.
+                let b = core::text::string_literal_bytes(s.of(input), 0)
+                    .map_err(|e| self.fail(e.to_string(), None))?;
+                let p = match instr {
+                    Instr::BytesQuoted(_) => {
+                        // SAFETY: b is a live vector.
+                        unsafe {
+                            ffi::PyBytes_FromStringAndSize(b.as_ptr().cast(), b.len() as isize)
+                        }
+                    }
+                    _ => self.res.decode(&b),
+                };
                 self.push_new("str", p)?;
             }
             Instr::Bytes(b) => {
@@ -920,6 +991,13 @@ impl<'py> Loader<'py> {
                     Call::New(_) | Call::NewEx(_) => {
                         self.new_object(&callable, &args, kwargs.as_ref())?
                     }
+                    Call::NewBuiltin(b) => {
+                        // `bytearray.__new__` makes an empty one whatever it is given.
+                        if b == core::Builtin::Bytes {
+                            self.sized(b, &args)?;
+                        }
+                        self.new_object(&callable, &args, None)?
+                    }
                     _ => self.call(call, callable, args)?,
                 };
                 self.stack.push(v.into_ptr());
@@ -1008,9 +1086,7 @@ impl<'py> Loader<'py> {
         }
         // SAFETY: a new reference, owned by this Bound.
         let dict = unsafe { Bound::from_owned_ptr(py, dict) };
-        // SAFETY: both are live dicts; the keys are exact strs, so no code runs. (pickle
-        // also interns the names; that costs a lookup per attribute, so it is not done.)
-        if unsafe { ffi::PyDict_Update(dict.as_ptr(), state.as_ptr()) } < 0 {
+        if set_interned(dict.as_ptr(), state).is_err() {
             return Err(self.fetch("an instance"));
         }
         drop(dict);
@@ -1031,6 +1107,9 @@ impl<'py> Loader<'py> {
         };
         match call {
             Call::Std(g) => {
+                if let Global::Builtin(b) = g {
+                    self.sized(b, args.as_any())?;
+                }
                 let name = core::machine::global_name(g);
                 let r = callable.call1(args);
                 self.wrap(&name, r)
@@ -1118,7 +1197,9 @@ impl<'py> Loader<'py> {
                 };
                 self.blank(&ty)
             }
-            Call::New(_) | Call::NewEx(_) => Err(self.internal("NEWOBJ routed as a call")),
+            Call::New(_) | Call::NewEx(_) | Call::NewBuiltin(_) => {
+                Err(self.internal("NEWOBJ routed as a call"))
+            }
         }
     }
 }

@@ -42,6 +42,8 @@ pub(crate) struct Helpers {
     pub(crate) reconstructor: Py<PyAny>,
     /// `allow=` iterable -> dict.
     pub(crate) allow_map: Py<PyAny>,
+    /// `(encoding, errors)` -> `(mode, codec name, errors, ascii_text)`.
+    pub(crate) python2_codec: Py<PyAny>,
 }
 
 static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
@@ -82,6 +84,7 @@ fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
             add_items: get("_add_items")?,
             reconstructor: get("_reconstructor")?,
             allow_map: get("_allow_map")?,
+            python2_codec: get("_python2_codec")?,
         })
     })
 }
@@ -140,11 +143,11 @@ fn allow_dict<'py>(
 }
 
 crate::fastcall::fast_function! {
-    static LOADS_PICKLE: [3] = {
+    static LOADS_PICKLE: [5] = {
         name: c"loads_pickle",
         positional: "data",
-        keywords: ["classes", "allow", "limits"],
-        doc: c"loads_pickle(data, *, classes=None, allow=None, limits=None)\n--\n\nRead a standard pickle (protocols 0-5) without running code from it.\n\nBuilds what `pickle.loads` would for the types `bytewright.pickle` supports and for\n`classes=`; anything else raises `UnpicklingError` before any code runs.",
+        keywords: ["classes", "allow", "limits", "encoding", "errors"],
+        doc: c"loads_pickle(data, *, classes=None, allow=None, limits=None, encoding='ASCII', errors='strict')\n--\n\nRead a standard pickle (protocols 0-5) without running code from it.\n\nBuilds what `pickle.loads` would for the types `bytewright.pickle` supports and for\n`classes=`; anything else raises `UnpicklingError` before any code runs.",
         body: loads_pickle,
     };
     trampoline loads_pickle_trampoline;
@@ -155,40 +158,82 @@ crate::fastcall::fast_function! {
 fn loads_pickle<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    [classes, allow, limits]: [Option<&Bound<'py, PyAny>>; 3],
+    [classes, allow, limits, encoding, errors]: [Option<&Bound<'py, PyAny>>; 5],
 ) -> PyResult<Bound<'py, PyAny>> {
     let helpers = helpers(py)?;
+    let python2 = python2_codec(py, helpers, encoding, errors)?;
     let mut end = 0;
-    read_pickle(
+    read_pickle_carrying(
         py,
         data,
         classes.cloned(),
         allow_dict(helpers, allow.cloned())?,
         limits,
         &mut end,
+        None,
+        python2,
     )
+}
+
+/// How Python 2 str is read, from pickle's `encoding=` and `errors=` (`None`: ASCII,
+/// strict). Only codecs and error handlers Python ships are accepted (see
+/// `_pickle_reader._python2_codec`).
+type Python2 = Option<(core::Python2Str, std::ffi::CString, std::ffi::CString)>;
+
+fn python2_codec<'py>(
+    py: Python<'py>,
+    helpers: &Helpers,
+    encoding: Option<&Bound<'py, PyAny>>,
+    errors: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Python2> {
+    if encoding.is_none_or(|e| e.is_none()) && errors.is_none_or(|e| e.is_none()) {
+        return Ok(None);
+    }
+    let given =
+        |a: Option<&Bound<'py, PyAny>>| a.map_or_else(|| py.None().into_bound(py), |a| a.clone());
+    let (encoding, errors) = (given(encoding), given(errors));
+    let (mode, name, handler, ascii_text): (u8, String, String, bool) = helpers
+        .python2_codec
+        .bind(py)
+        .call1((encoding, errors))?
+        .extract()?;
+    let mode = match mode {
+        0 => return Ok(None),
+        1 => core::Python2Str::Bytes,
+        _ => core::Python2Str::Decode { ascii_text },
+    };
+    let c = |s: String| {
+        std::ffi::CString::new(s).map_err(|_| PyTypeError::new_err("embedded NUL in a codec name"))
+    };
+    Ok(Some((mode, c(name)?, c(handler)?)))
 }
 
 /// `loads_pickle` that also returns where the pickle ended (just after `STOP`), so a
 /// file reader can leave the file positioned at the next pickle.
 #[pyfunction]
-#[pyo3(signature = (data, *, classes=None, allow=None, limits=None))]
+#[pyo3(signature = (data, *, classes=None, allow=None, limits=None, encoding=None, errors=None))]
+#[allow(clippy::too_many_arguments)]
 fn loads_pickle_at<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     classes: Option<Bound<'py, PyAny>>,
     allow: Option<Bound<'py, PyAny>>,
     limits: Option<&Bound<'py, PyAny>>,
+    encoding: Option<Bound<'py, PyAny>>,
+    errors: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, usize)> {
     let helpers = helpers(py)?;
+    let python2 = python2_codec(py, helpers, encoding.as_ref(), errors.as_ref())?;
     let mut end = 0;
-    let value = read_pickle(
+    let value = read_pickle_carrying(
         py,
         data,
         classes,
         allow_dict(helpers, allow)?,
         limits,
         &mut end,
+        None,
+        python2,
     )?;
     Ok((value, end))
 }
@@ -197,7 +242,8 @@ fn loads_pickle_at<'py>(
 /// (`{key: value}`) that the earlier pickles left: read from `memo` and, once the pickle
 /// loaded, replaced by the memo it leaves.
 #[pyfunction]
-#[pyo3(signature = (data, memo, *, classes=None, allow=None, limits=None))]
+#[pyo3(signature = (data, memo, *, classes=None, allow=None, limits=None, encoding=None, errors=None))]
+#[allow(clippy::too_many_arguments)]
 fn loads_pickle_carrying<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -205,8 +251,11 @@ fn loads_pickle_carrying<'py>(
     classes: Option<Bound<'py, PyAny>>,
     allow: Option<Bound<'py, PyAny>>,
     limits: Option<&Bound<'py, PyAny>>,
+    encoding: Option<Bound<'py, PyAny>>,
+    errors: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, usize)> {
     let helpers = helpers(py)?;
+    let python2 = python2_codec(py, helpers, encoding.as_ref(), errors.as_ref())?;
     let mut end = 0;
     let value = read_pickle_carrying(
         py,
@@ -216,6 +265,7 @@ fn loads_pickle_carrying<'py>(
         limits,
         &mut end,
         Some(memo),
+        python2,
     )?;
     Ok((value, end))
 }
@@ -273,17 +323,7 @@ fn table_global(value: &Bound<'_, PyAny>) -> Option<Global> {
     Some(Global::Constant(u16::try_from(i).ok()?))
 }
 
-fn read_pickle<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    classes: Option<Bound<'py, PyAny>>,
-    allow: Option<Bound<'py, PyDict>>,
-    limits: Option<&Bound<'py, PyAny>>,
-    end: &mut usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    read_pickle_carrying(py, data, classes, allow, limits, end, None)
-}
-
+#[allow(clippy::too_many_arguments)]
 fn read_pickle_carrying<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -292,6 +332,7 @@ fn read_pickle_carrying<'py>(
     limits: Option<&Bound<'py, PyAny>>,
     end: &mut usize,
     memo: Option<&Bound<'py, PyDict>>,
+    python2: Python2,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = config::get(py)?;
     let helpers = helpers(py)?;
@@ -299,11 +340,17 @@ fn read_pickle_carrying<'py>(
     let mut copy = Vec::new();
     let input = input_bytes(data, &mut copy, "loads_pickle")?;
     let mut bufs = BUFFERS.with(|s| s.take()).unwrap_or_default();
+    let mut res = Resolver::new(py, cfg, classes, allow);
+    if let Some((mode, name, errors)) = python2 {
+        res.python2 = mode;
+        res.codec = Some((name, errors));
+    }
     let mut loader = Loader {
         py,
         cfg,
         helpers,
-        res: Resolver::new(py, cfg, classes, allow),
+        max_bytes_len: limits.max_bytes_len,
+        res,
         stack: std::mem::take(&mut bufs.stack),
         memo: std::mem::take(&mut bufs.memo),
     };

@@ -1,6 +1,9 @@
 //! Resolving the names a pickle uses beyond the fixed table: `classes=` and `allow=`.
 
-use bytewright_pickle_reader::{self as core, ClassKind, Global};
+use std::ffi::CString;
+
+use bytewright_pickle_reader::{self as core, ClassKind, Global, Python2Str};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
@@ -58,6 +61,10 @@ pub(super) struct Resolver<'py> {
     pub(super) extras: Vec<Bound<'py, PyAny>>,
     pub(super) extra_names: Vec<String>,
     pub(super) error: Option<PyErr>,
+    /// How Python 2 str is read, and for `Decode` the codec's name and error handler
+    /// (both checked by `_pickle_reader._python2_codec` to be ones Python ships).
+    pub(super) python2: Python2Str,
+    pub(super) codec: Option<(CString, CString)>,
 }
 
 impl<'py> Resolver<'py> {
@@ -76,6 +83,33 @@ impl<'py> Resolver<'py> {
             extras: Vec::new(),
             extra_names: Vec::new(),
             error: None,
+            python2: Python2Str::Ascii,
+            codec: None,
+        }
+    }
+
+    /// Python 2 str bytes decoded with the `encoding=` codec: a new str, or NULL with the
+    /// codec's exception set.
+    pub(super) fn decode(&self, bytes: &[u8]) -> *mut ffi::PyObject {
+        let Some((name, errors)) = &self.codec else {
+            // SAFETY: a live slice; ASCII needs no codec lookup.
+            return unsafe {
+                ffi::PyUnicode_DecodeASCII(
+                    bytes.as_ptr().cast(),
+                    bytes.len() as isize,
+                    c"strict".as_ptr(),
+                )
+            };
+        };
+        // SAFETY: a live slice and two NUL-terminated names; the codec is one of the
+        // standard library's `encodings` (already looked up, so found in the cache).
+        unsafe {
+            ffi::PyUnicode_Decode(
+                bytes.as_ptr().cast(),
+                bytes.len() as isize,
+                name.as_ptr(),
+                errors.as_ptr(),
+            )
         }
     }
 
@@ -149,6 +183,27 @@ impl core::Resolve for Resolver<'_> {
 
     fn has_setstate(&self, class: u32) -> bool {
         self.found.get(class as usize).is_some_and(|f| f.setstate)
+    }
+
+    fn plain_new(&self, class: u32) -> bool {
+        self.found.get(class as usize).is_some_and(|f| f.plain_new)
+    }
+
+    fn python2_str(&self) -> Python2Str {
+        self.python2
+    }
+
+    fn decodes(&mut self, bytes: &[u8]) -> bool {
+        let p = self.decode(bytes);
+        if p.is_null() {
+            // SAFETY: the codec's exception is pending (the resolver runs within a call
+            // from Python); the machine raises its own.
+            unsafe { ffi::PyErr_Clear() };
+            return false;
+        }
+        // SAFETY: a new reference, given up.
+        unsafe { ffi::Py_DECREF(p) };
+        true
     }
 
     fn name_of(&self, global: Global) -> Option<String> {
