@@ -22,6 +22,8 @@ use super::memo::Memo;
 use super::ptrmap::PtrMap;
 use crate::cpython;
 
+pub(super) mod builtins;
+
 /// Deepest nesting the encoder writes; well inside the decoder's default `max_depth`.
 pub const MAX_DEPTH: u32 = 1000;
 
@@ -675,6 +677,9 @@ impl<'py> Encoder<'py> {
         if let Some(index) = self.known_class(unsafe { ffi::Py_TYPE(obj) }.cast()) {
             return self.class_instance(&bound, index);
         }
+        if let Some(r) = self.builtin_value(&bound) {
+            return r;
+        }
         let ty = bound.get_type();
         if ty.is(cfg.ordered_dict.bind(py)) || ty.is(cfg.counter.bind(py)) {
             let tag = if ty.is(cfg.ordered_dict.bind(py)) {
@@ -719,7 +724,10 @@ impl<'py> Encoder<'py> {
     fn class_instance(&mut self, bound: &Bound<'py, PyAny>, index: usize) -> R {
         let obj = bound.as_ptr();
         match self.classes[index].facts.kind {
-            KIND_DICT | KIND_SLOTS => self.instance(bound, index),
+            KIND_DICT | KIND_SLOTS if self.classes[index].facts.builtin_base.is_none() => {
+                self.instance(bound, index)
+            }
+            KIND_DICT | KIND_SLOTS => self.derived(bound, index),
             KIND_TUPLE => self.named_tuple(bound, index),
             KIND_ENUM => self.enum_member(bound, index),
             _ => Err(EncodeError::new(format!(
@@ -827,12 +835,6 @@ impl<'py> Encoder<'py> {
             EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
         };
         let facts = infocache::facts(self.cfg, ty).map_err(cannot)?;
-        if let Some(base) = &facts.builtin_base {
-            return Err(EncodeError::new(format!(
-                "cannot pickle '{}' object: it subclasses the built-in type '{base}', whose state bytewright.pickle cannot capture (loads_pickle reads pickle's own)",
-                facts.name
-            )));
-        }
         self.classes.push(ClassEntry {
             ty: ty.clone().into_any(),
             facts,
