@@ -354,7 +354,7 @@ enum Frame<'py> {
         slot: Option<usize>,
         /// Item values still to come (two per dict entry).
         items: usize,
-        key: Option<Bound<'py, PyAny>>,
+        /// The state; while items come, a dict entry's key waiting for its value.
         state: Option<Bound<'py, PyAny>>,
     },
 }
@@ -384,7 +384,14 @@ struct Resolved<'py> {
     /// code (0: none a record can hold).
     builtin_base: Option<String>,
     base_code: u8,
+    /// The record its instances come in: [`RECORD_OBJECT`], [`RECORD_ENUM`] or
+    /// [`RECORD_DERIVED`].
+    record: u8,
 }
+
+const RECORD_OBJECT: u8 = 0;
+const RECORD_ENUM: u8 = 1;
+const RECORD_DERIVED: u8 = 2;
 
 /// A `__setstate__` call held back until the whole record has been read: the class's
 /// `ClassInfo`, the instance, its fields and the version they were written at.
@@ -1006,39 +1013,63 @@ impl<'py, 'a> Builder<'py, 'a> {
         }
     }
 
+    #[inline]
     fn resolve(&mut self, class: usize, want_enum: bool) -> PyResult<()> {
         self.resolve_any(class)?;
         let Some(r) = &self.resolved[class] else {
             unreachable!()
         };
+        let want = if want_enum {
+            RECORD_ENUM
+        } else {
+            RECORD_OBJECT
+        };
+        if r.record != want {
+            return Err(self.wrong_record(class, want_enum));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn wrong_record(&self, class: usize, want_enum: bool) -> PyErr {
+        let Some(r) = &self.resolved[class] else {
+            unreachable!()
+        };
         if let (false, Some(base)) = (want_enum, &r.builtin_base) {
-            return Err(self.fail(
+            return self.fail(
                 format!(
                     "record of class '{}' cannot be rebuilt from an OBJECT record: the class subclasses the built-in type '{base}'",
                     r.name
                 ),
                 None,
-            ));
+            );
         }
-        if (r.kind == KIND_ENUM) != want_enum {
-            let what = if want_enum {
-                "an enum member"
-            } else {
-                "an object"
-            };
-            return Err(self.fail(
-                format!(
-                    "record of class '{}' is {what}, but the class is not",
-                    r.name
-                ),
-                None,
-            ));
-        }
-        Ok(())
+        let what = if want_enum {
+            "an enum member"
+        } else {
+            "an object"
+        };
+        self.fail(
+            format!(
+                "record of class '{}' is {what}, but the class is not",
+                r.name
+            ),
+            None,
+        )
     }
 
     /// Resolves the class defined with index `class` against `classes=`, once.
+    #[inline]
     fn resolve_any(&mut self, class: usize) -> PyResult<()> {
+        if self.resolved.get(class).is_some_and(Option::is_some) {
+            return Ok(());
+        }
+        self.resolve_new(class)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resolve_new(&mut self, class: usize) -> PyResult<()> {
         if self.resolved.len() <= class {
             self.resolved.resize_with(class + 1, || None);
         }
@@ -1119,6 +1150,13 @@ impl<'py, 'a> Builder<'py, 'a> {
             names,
             fast,
             setstate: setstate && kind != KIND_TUPLE && kind != KIND_ENUM,
+            record: if kind == KIND_ENUM {
+                RECORD_ENUM
+            } else if builtin_base.is_some() {
+                RECORD_DERIVED
+            } else {
+                RECORD_OBJECT
+            },
             builtin_base,
             base_code,
         })

@@ -51,9 +51,14 @@ struct Shape<'py> {
 struct ClassEntry<'py> {
     /// Held so that its address (the key of the entry) is not reused during the call.
     ty: Bound<'py, PyAny>,
+    /// How its instances are written: `facts.kind`, or [`KIND_DERIVED`].
+    kind: u8,
     facts: Rc<Facts>,
     shapes: Vec<Shape<'py>>,
 }
+
+/// The writer kind of a class of yours that subclasses a builtin type (a DERIVED record).
+const KIND_DERIVED: u8 = u8::MAX;
 
 /// Up to this many classes a record's class lookup scans a list; beyond, a map.
 const FEW_CLASSES: usize = 8;
@@ -723,11 +728,9 @@ impl<'py> Encoder<'py> {
     /// Writes an instance of the class `classes[index]`.
     fn class_instance(&mut self, bound: &Bound<'py, PyAny>, index: usize) -> R {
         let obj = bound.as_ptr();
-        match self.classes[index].facts.kind {
-            KIND_DICT | KIND_SLOTS if self.classes[index].facts.builtin_base.is_none() => {
-                self.instance(bound, index)
-            }
-            KIND_DICT | KIND_SLOTS => self.derived(bound, index),
+        match self.classes[index].kind {
+            KIND_DICT | KIND_SLOTS => self.instance(bound, index),
+            KIND_DERIVED => self.derived(bound, index),
             KIND_TUPLE => self.named_tuple(bound, index),
             KIND_ENUM => self.enum_member(bound, index),
             _ => Err(EncodeError::new(format!(
@@ -835,8 +838,13 @@ impl<'py> Encoder<'py> {
             EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
         };
         let facts = infocache::facts(self.cfg, ty).map_err(cannot)?;
+        let kind = match facts.kind {
+            KIND_DICT | KIND_SLOTS if facts.builtin_base.is_some() => KIND_DERIVED,
+            kind => kind,
+        };
         self.classes.push(ClassEntry {
             ty: ty.clone().into_any(),
+            kind,
             facts,
             shapes: Vec::new(),
         });

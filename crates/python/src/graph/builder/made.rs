@@ -73,7 +73,6 @@ impl<'py> Builder<'py, '_> {
             obj: None,
             slot,
             items: 0,
-            key: None,
             state: None,
         });
         self.frames.push(Frame::Seed { value: None });
@@ -108,7 +107,6 @@ impl<'py> Builder<'py, '_> {
                 obj: None,
                 slot,
                 items: 0,
-                key: None,
                 state: None,
             });
             self.frames.push(Frame::Seed { value: None });
@@ -136,7 +134,6 @@ impl<'py> Builder<'py, '_> {
             obj: Some(obj),
             slot: None,
             items: per_item * len,
-            key: None,
             state: None,
         });
         Ok(())
@@ -221,7 +218,6 @@ impl<'py> Builder<'py, '_> {
             obj,
             slot,
             items,
-            key,
             state,
         }) = self.frames.last_mut()
         else {
@@ -250,9 +246,9 @@ impl<'py> Builder<'py, '_> {
         // calling methods the class may override; each call takes its own references.
         let rc = unsafe {
             match code {
-                base::DICT => match key.take() {
+                base::DICT => match state.take() {
                     None => {
-                        *key = Some(value);
+                        *state = Some(value);
                         return Ok(());
                     }
                     Some(k) => ffi::PyDict_SetItem(target, k.as_ptr(), value.as_ptr()),
