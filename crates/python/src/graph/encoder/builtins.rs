@@ -14,6 +14,14 @@ use super::{Encoder, R};
 use crate::graph::errors::{EncodeError, Step};
 use crate::graph::infocache;
 
+/// An exception's attributes, cause, context and `__suppress_context__`.
+type ExceptionState<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+);
+
 /// The builtin type of a `DERIVED` base code (null for any other code).
 pub(crate) fn base_type(code: u8) -> *mut ffi::PyTypeObject {
     match code {
@@ -125,15 +133,7 @@ impl<'py> Encoder<'py> {
             .bind(py)
             .call1((obj,))
             .map_err(|e| EncodeError::caused(format!("cannot pickle the {name}"), e))?;
-        let (args, state): (
-            Bound<'py, PyAny>,
-            (
-                Bound<'py, PyAny>,
-                Bound<'py, PyAny>,
-                Bound<'py, PyAny>,
-                Bound<'py, PyAny>,
-            ),
-        ) = parts
+        let (args, state): (Bound<'py, PyAny>, ExceptionState<'py>) = parts
             .extract()
             .map_err(|e| EncodeError::caused(format!("cannot pickle the {name}"), e))?;
         let mark = self.w.mark();
