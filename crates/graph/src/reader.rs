@@ -71,6 +71,25 @@ pub enum Event<'a> {
     Enum {
         class: usize,
     },
+    /// A registered class itself (no children).
+    Class {
+        class: usize,
+    },
+    /// The value of the builtins table of this name (no children).
+    Builtin(&'a [u8]),
+    /// A builtin exception of the class of this name: the argument tuple, then
+    /// [`Event::End`], then the state, then [`Event::End`]. Its memo slot is usable from
+    /// the first `End` on.
+    Exception(&'a [u8]),
+    /// An instance of a subclass of a builtin type (`base`, a [`base`] code). Mutable
+    /// bases: `len` items (pairs for a dict), the state, then [`Event::End`]; the memo
+    /// slot is usable at once. The others: one value of the base type, [`Event::End`], the
+    /// state, [`Event::End`]; the memo slot is usable from the first `End` on.
+    Derived {
+        class: usize,
+        base: u8,
+        len: usize,
+    },
     /// The next value takes the next memo slot.
     Share,
     Ref(usize),
@@ -1086,6 +1105,7 @@ impl<'a> Reader<'a> {
                 self.open(1, false)?;
                 Event::Enum { class }
             }
+            CLASS | BUILTIN | EXCEPTION | DERIVED => self.value_record(tag, offset)?,
             REF => {
                 if self.pending_share {
                     return Err(ReadError::malformed(offset, "a reference cannot be shared"));
@@ -1144,6 +1164,88 @@ impl<'a> Reader<'a> {
             }
         };
         Ok(Some(event))
+    }
+
+    /// The records of classes, builtins, exceptions and builtin subclasses (kept out of
+    /// the dispatch above, off the paths of the common values).
+    #[cold]
+    #[inline(never)]
+    fn value_record(&mut self, tag: u8, offset: usize) -> Result<Event<'a>, ReadError> {
+        let record = match tag {
+            CLASS => "CLASS",
+            BUILTIN => "BUILTIN",
+            EXCEPTION => "EXCEPTION",
+            _ => "DERIVED",
+        };
+        // Every error names the record (the offset says where in it).
+        self.value_record_body(tag, offset).map_err(|mut e| {
+            e.message = format!("{record} record at byte {offset}: {}", e.message);
+            e
+        })
+    }
+
+    fn value_record_body(&mut self, tag: u8, offset: usize) -> Result<Event<'a>, ReadError> {
+        let bad = |message: String| ReadError::malformed(offset, message);
+        match tag {
+            CLASS | DERIVED => {
+                let class = self.class_ref()?;
+                if !self.classes[class].fields.is_empty() {
+                    return Err(bad("the class entry of this record has no fields".into()));
+                }
+                if tag == CLASS {
+                    return Ok(self.atom(Event::Class { class }));
+                }
+                let code = self.byte()?;
+                if code == 0 || code > base::LAST {
+                    return Err(bad(format!("unknown builtin base code {code}")));
+                }
+                if base::is_mutable(code) {
+                    let per_item = if code == base::DICT { 2 } else { 1 };
+                    let len = self.counted_len(per_item)?;
+                    // The items (two values per dict entry), then the state.
+                    self.open_frames(per_item * len as u64 + 1, None)?;
+                    Ok(Event::Derived {
+                        class,
+                        base: code,
+                        len,
+                    })
+                } else {
+                    self.open_frames(1, Some(1))?;
+                    Ok(Event::Derived {
+                        class,
+                        base: code,
+                        len: 1,
+                    })
+                }
+            }
+            BUILTIN => {
+                let name = self.name("the name")?;
+                Ok(self.atom(Event::Builtin(name)))
+            }
+            _ => {
+                let name = self.name("the class name")?;
+                self.open_frames(1, Some(1))?;
+                Ok(Event::Exception(name))
+            }
+        }
+    }
+
+    /// Opens a record of `children` values. With `first = Some(n)`, `n` values come
+    /// before them, in a frame of their own whose end makes the pending memo slot usable
+    /// (the value is made from them); else the slot is usable at once.
+    fn open_frames(&mut self, children: u64, first: Option<u64>) -> Result<(), ReadError> {
+        match first {
+            None => {
+                let slot = self.take_share(true);
+                debug_assert!(slot.is_none() || children > 0);
+                self.push(children, NO_SLOT)
+            }
+            Some(n) => {
+                let slot = self.take_share(false).unwrap_or(NO_SLOT);
+                self.push(children, NO_SLOT)?;
+                self.push(n, slot)
+            }
+        }
     }
 
     #[inline(always)]
@@ -1550,6 +1652,189 @@ mod tests {
                 None => assert_eq!(len, 0, "tag {tag:#x}"),
             }
         }
+    }
+
+    #[test]
+    fn class_builtin_exception_and_derived_records() {
+        // [CLASS m.D, BUILTIN int, shared EXCEPTION ValueError(("x",), (None, None, REF
+        // itself, False)), shared DERIVED dict m.D {"self": REF itself} state {}, DERIVED
+        // tuple m.D (1,) state {"a": 2}]
+        let b = body(|w| {
+            w.list(5);
+            w.class_new(CLASS, b"m.D", 1, std::iter::empty());
+            w.builtin(b"int");
+            w.share();
+            w.exception(b"ValueError");
+            w.tuple(1);
+            w.str(b"x");
+            w.tuple(4);
+            w.tag(NONE);
+            w.tag(NONE);
+            w.reference(0);
+            w.tag(FALSE);
+            w.share();
+            w.class_ref(DERIVED, 0);
+            w.derived_base(base::DICT, 1);
+            w.str(b"self");
+            w.reference(1);
+            w.dict(0);
+            w.class_ref(DERIVED, 0);
+            w.derived_base(base::TUPLE, 0);
+            w.tuple(1);
+            w.int(1);
+            w.dict(1);
+            w.str(b"a");
+            w.int(2);
+        });
+        let ev = events(&b).unwrap();
+        assert_eq!(ev[1], Event::Class { class: 0 });
+        assert_eq!(ev[2], Event::Builtin(b"int"));
+        assert_eq!(ev[4], Event::Exception(b"ValueError"));
+        assert!(ev.contains(&Event::Derived {
+            class: 0,
+            base: base::DICT,
+            len: 1
+        }));
+        assert!(ev.contains(&Event::Derived {
+            class: 0,
+            base: base::TUPLE,
+            len: 1
+        }));
+        // 1 list, 2 tuples and 2 frames of the exception, 1 frame of the dict subclass,
+        // 2 frames, 1 tuple and 1 dict of the tuple subclass.
+        assert_eq!(ev.iter().filter(|e| **e == Event::End).count(), 10);
+        Reader::new(&b, Limits::default()).validate().unwrap();
+        Reader::runs_self_check(&b, Limits::default()).unwrap();
+        for cut in 0..b.len() {
+            assert!(events(&b[..cut]).is_err());
+            Reader::runs_self_check(&b[..cut], Limits::default()).unwrap();
+        }
+        for i in 0..b.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut m = b.clone();
+                m[i] ^= flip;
+                let _ = events(&m);
+                Reader::runs_self_check(&m, Limits::default()).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn an_exception_or_immutable_derived_value_is_usable_after_its_first_child() {
+        // A reference to the exception from inside its own arguments: not yet made.
+        let b = body(|w| {
+            w.share();
+            w.exception(b"ValueError");
+            w.tuple(1);
+            w.reference(0);
+            w.tuple(0);
+        });
+        let err = events(&b).unwrap_err();
+        assert!(
+            err.message.contains("before its value is complete"),
+            "{err}"
+        );
+        let b = body(|w| {
+            w.share();
+            w.class_new(DERIVED, b"m.T", 1, std::iter::empty());
+            w.derived_base(base::TUPLE, 0);
+            w.tuple(1);
+            w.reference(0);
+            w.dict(0);
+        });
+        assert!(events(&b).is_err());
+        // From its state it may.
+        let b = body(|w| {
+            w.share();
+            w.class_new(DERIVED, b"m.T", 1, std::iter::empty());
+            w.derived_base(base::TUPLE, 0);
+            w.tuple(0);
+            w.dict(1);
+            w.str(b"me");
+            w.reference(0);
+        });
+        assert!(events(&b).is_ok());
+    }
+
+    #[test]
+    fn malformed_new_records_name_the_record_and_offset() {
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (
+                body(|w| {
+                    w.class_new(DERIVED, b"m.D", 1, std::iter::empty());
+                    w.derived_base(0, 0);
+                }),
+                "DERIVED record at byte 0: unknown builtin base code 0",
+            ),
+            (
+                body(|w| {
+                    w.class_new(DERIVED, b"m.D", 1, std::iter::empty());
+                    w.derived_base(base::LAST + 1, 0);
+                }),
+                "DERIVED record at byte 0: unknown builtin base code 10",
+            ),
+            (
+                body(|w| w.class_new(CLASS, b"m.D", 1, [&b"x"[..]].into_iter())),
+                "CLASS record at byte 0: the class entry of this record has no fields",
+            ),
+            (
+                body(|w| {
+                    w.class_new(DERIVED, b"m.D", 1, [&b"x"[..]].into_iter());
+                    w.derived_base(base::LIST, 0);
+                    w.dict(0);
+                }),
+                "DERIVED record at byte 0: the class entry of this record has no fields",
+            ),
+            (
+                vec![BUILTIN, 0],
+                "BUILTIN record at byte 0: the name is empty or not UTF-8",
+            ),
+            (
+                vec![EXCEPTION, 1, 0xff],
+                "EXCEPTION record at byte 0: the class name is empty or not UTF-8",
+            ),
+            (
+                vec![CLASS, 1],
+                "CLASS record at byte 0: reference to undefined class #0",
+            ),
+        ];
+        for (b, message) in cases {
+            let err = events(&b).unwrap_err();
+            assert!(err.message.contains(message), "{err} lacks {message:?}");
+            assert_eq!(
+                Reader::new(&b, Limits::default()).validate().unwrap_err(),
+                err
+            );
+        }
+        // A lying item count is refused before anything is allocated for it.
+        let b = body(|w| {
+            w.class_new(DERIVED, b"m.D", 1, std::iter::empty());
+            w.derived_base(base::DICT, 1 << 40);
+        });
+        assert!(events(&b).is_err());
+        // Every tag past the last is reserved.
+        for tag in LAST + 1..=0xff {
+            let err = events(&[tag]).unwrap_err();
+            assert!(err.message.contains("unknown tag"), "{err}");
+        }
+        // Depth counts the two frames of an exception.
+        let mut deep = Vec::new();
+        for _ in 0..100 {
+            deep.extend_from_slice(&[EXCEPTION, 1, b'E']);
+        }
+        let limits = Limits {
+            max_depth: 50,
+            ..Limits::default()
+        };
+        let mut r = Reader::new(&deep, limits);
+        let err = loop {
+            match r.next_event() {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("depth not limited"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err.kind, crate::ErrorKind::Limit);
     }
 
     #[test]

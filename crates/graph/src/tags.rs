@@ -52,8 +52,40 @@ pub const DEQUE: u8 = 0xae;
 pub const STD: u8 = 0xaf;
 pub const OBJECT: u8 = 0xb0;
 pub const ENUM: u8 = 0xb1;
+/// A registered class itself, as a value: a class ref (an entry of no fields).
+pub const CLASS: u8 = 0xb2;
+/// A value of the fixed builtins table (builtin types, exception classes,
+/// `NotImplemented`): varint length, then its ASCII name.
+pub const BUILTIN: u8 = 0xb3;
+/// A builtin exception instance: its class's name (as `BUILTIN`), then two children: the
+/// argument tuple and the state `(attributes, cause, context, suppress_context)`.
+pub const EXCEPTION: u8 = 0xb4;
+/// An instance of a registered subclass of a builtin type: a class ref (an entry of no
+/// fields), a [`base`] code, then the base's items or value, then the state dict.
+pub const DERIVED: u8 = 0xb5;
 /// Highest defined tag; everything above is reserved and rejected.
-pub const LAST: u8 = ENUM;
+pub const LAST: u8 = DERIVED;
+
+/// The builtin base of a `DERIVED` record. The mutable ones (dict, list, set) are
+/// followed by an item count and the items, the others by one value of the base type.
+pub mod base {
+    pub const DICT: u8 = 1;
+    pub const LIST: u8 = 2;
+    pub const SET: u8 = 3;
+    pub const FROZENSET: u8 = 4;
+    pub const TUPLE: u8 = 5;
+    pub const STR: u8 = 6;
+    pub const BYTES: u8 = 7;
+    pub const INT: u8 = 8;
+    pub const FLOAT: u8 = 9;
+    /// The highest code.
+    pub const LAST: u8 = FLOAT;
+
+    /// Whether the instance exists before its items (so its items may refer to it).
+    pub const fn is_mutable(code: u8) -> bool {
+        matches!(code, DICT | LIST | SET)
+    }
+}
 
 /// The encoded length (tag included) of a fixed-size atom; 0 for every other tag.
 #[inline(always)]

@@ -297,13 +297,13 @@ impl Writer {
         n
     }
 
-    /// `tag` (`OBJECT` or `ENUM`) with a class defined earlier in this record.
+    /// `tag` (`OBJECT`, `ENUM`, `CLASS` or `DERIVED`) with a class defined earlier in this record.
     #[inline]
     pub fn class_ref(&mut self, tag: u8, index: u32) {
         self.tag_len(tag, u64::from(index) + 1);
     }
 
-    /// `tag` (`OBJECT` or `ENUM`) with a new class definition.
+    /// `tag` (`OBJECT`, `ENUM`, `CLASS` or `DERIVED`) with a new class definition.
     pub fn class_new<'f>(
         &mut self,
         tag: u8,
@@ -322,6 +322,28 @@ impl Writer {
         self.buf.push(tag);
         self.buf.push(0);
         self.buf.extend_from_slice(&definition.0);
+    }
+
+    /// A value of the builtins table (`BUILTIN`), by name.
+    pub fn builtin(&mut self, name: &[u8]) {
+        self.tag_len(BUILTIN, name.len() as u64);
+        self.buf.extend_from_slice(name);
+    }
+
+    /// Starts a builtin exception of the class `name`; its argument tuple and its state
+    /// follow.
+    pub fn exception(&mut self, name: &[u8]) {
+        self.tag_len(EXCEPTION, name.len() as u64);
+        self.buf.extend_from_slice(name);
+    }
+
+    /// After the class ref of a `DERIVED` record: the base code, and for a mutable base
+    /// the item count (`len` is ignored for the others).
+    pub fn derived_base(&mut self, code: u8, len: usize) {
+        self.buf.push(code);
+        if base::is_mutable(code) {
+            varint::put(&mut self.buf, len as u64);
+        }
     }
 
     /// A standard-library value of `kind`, followed by its argument tuple.

@@ -103,7 +103,9 @@ class ClassInfo:
         self.getstate = _hook(cls, "__getstate__", generated=False)
         self.restores = _hook(cls, "__setstate__", generated=False)
         # The builtin type it subclasses (dict, list, int, ...), or None: loads_pickle
-        # rebuilds such classes through their hooks; bytewright.pickle refuses them.
+        # rebuilds such classes through their hooks; bytewright.pickle writes DERIVED
+        # records for subclasses of dict, list, set, frozenset, tuple, str, bytes, int and
+        # float, and refuses the others.
         self.builtin_base: type | None = None
         self.slot_names: tuple[str, ...] = ()
         fields: tuple[str, ...] | None
@@ -216,6 +218,30 @@ class ClassInfo:
         if not state:
             return
         obj.__setstate__(state)
+
+    def derived_state(self, obj: Any) -> dict[str, Any]:
+        """The state a DERIVED record (an instance of a builtin subclass) holds beside its
+        items: what the class's `__getstate__` returns (`None`: nothing), else its instance
+        dict and slots."""
+        if self.getstate:
+            state = obj.__getstate__()
+            if state is None:
+                return {}
+            if type(state) is not dict:
+                raise TypeError(
+                    f"cannot pickle a {self.name}: its __getstate__ must return a dict of "
+                    "fields (or None)"
+                )
+            return state
+        out: dict[str, Any] = {}
+        if self.has_dict:
+            out.update(object.__getattribute__(obj, "__dict__"))
+        for name in self.slot_names:
+            try:
+                out[name] = object.__getattribute__(obj, name)
+            except AttributeError:
+                continue
+        return out
 
     def member(self, name: object) -> Any:
         """The enum member called `name`."""

@@ -104,6 +104,19 @@ _STD = {
 }
 
 
+_DERIVED_BASES = {
+    1: "dict",
+    2: "list",
+    3: "set",
+    4: "frozenset",
+    5: "tuple",
+    6: "str",
+    7: "bytes",
+    8: "int",
+    9: "float",
+}
+
+
 class _RecordWalk:
     """One record's values as nodes, by the record format's specification."""
 
@@ -232,6 +245,33 @@ class _RecordWalk:
             for f in fields:
                 p = self.value(n, f, p)
             return p
+        if tag in (0xB2, 0xB5):  # CLASS, DERIVED
+            p, cls, _ = self._class(n, p)
+            if tag == 0xB2:
+                self._set(n, "class", cls)
+                return p
+            code = self.byte(p)
+            base = _DERIVED_BASES.get(code)
+            if base is None:
+                raise _Malformed(f"DERIVED: unknown builtin base code {code}", p)
+            n.kind = f"{cls} ({base} subclass)"
+            if code <= 3:
+                count, p = self.varint(p + 1)
+                pairs = code == 1
+                for i in range(count * 2 if pairs else count):
+                    p = self.value(n, ("key" if i % 2 == 0 else "value") if pairs else i, p)
+            else:
+                p = self.value(n, "value", p + 1)
+            return self.value(n, "state", p)
+        if tag in (0xB3, 0xB4):  # BUILTIN, EXCEPTION
+            size, p = self.varint(p)
+            name = self.take(p, size).decode("utf-8", "replace")
+            if tag == 0xB3:
+                self._set(n, "builtin", name)
+                return p + size
+            n.kind = f"exception {name}"
+            p = self.value(n, "args", p + size)
+            return self.value(n, "state", p)
         raise _Malformed(f"reserved tag 0x{tag:02x}", at)
 
     def _items(self, n: ExplainNode, kind: str, p: int, count: int, pairs: bool) -> int:

@@ -8,6 +8,7 @@ constructors with the argument types they are documented to take.
 from __future__ import annotations
 
 import array
+import builtins
 import collections
 import datetime as _dt
 import decimal
@@ -250,3 +251,73 @@ DEFAULT_FACTORIES: tuple[Any, ...] = (
     complex,
     bytearray,
 )
+
+
+# ---------------------------------------------------------------- the builtins table
+
+# The values a BUILTIN record names (docs/format.md, "Builtins"): every class of
+# `builtins` (its types and its exception classes), the types of None, NotImplemented and
+# Ellipsis, and NotImplemented. Returning one runs nothing.
+BUILTINS: dict[str, Any] = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and not name.startswith("_")
+}
+BUILTINS.update(
+    {
+        "NoneType": type(None),
+        "NotImplementedType": type(NotImplemented),
+        "ellipsis": type(...),
+        "NotImplemented": NotImplemented,
+    }
+)
+# value -> name, for the encoder.
+BUILTIN_NAMES: dict[Any, str] = {value: name for name, value in BUILTINS.items()}
+
+
+def exception_state(exc: BaseException) -> tuple[Any, ...]:
+    """What an EXCEPTION record holds: `(args, (attributes, cause, context,
+    suppress_context))`. `args` and `attributes` are what the exception's own
+    `__reduce__` gives pickle (the attributes are the instance dict, `__notes__` included,
+    and the fields some classes add, such as ImportError's `name` and `path`)."""
+    reduced = exc.__reduce__()
+    if type(reduced) is not tuple or len(reduced) not in (2, 3) or reduced[0] is not type(exc):
+        raise TypeError(f"cannot pickle the {type(exc).__name__}: unexpected __reduce__ result")
+    args = reduced[1]
+    attributes = reduced[2] if len(reduced) == 3 else None
+    if type(args) is not tuple or (attributes is not None and type(attributes) is not dict):
+        raise TypeError(f"cannot pickle the {type(exc).__name__}: unexpected __reduce__ result")
+    return (
+        args,
+        (attributes or None, exc.__cause__, exc.__context__, exc.__suppress_context__),
+    )
+
+
+_EXCEPTION_STATE = ("attributes", "cause", "context", "suppress_context")
+
+
+def restore_exception(exc: BaseException, state: Any) -> None:
+    """Give a rebuilt builtin exception its state, checked first: attributes set as
+    `BaseException.__setstate__` sets them (non-dunder names and `__notes__`), then the
+    cause, the context and `__suppress_context__`. Only the builtin setters run."""
+    if type(state) is not tuple or len(state) != len(_EXCEPTION_STATE):
+        raise UnpicklingError("an exception's state must be a tuple of 4 values")
+    attributes, cause, context, suppress = state
+    if attributes is not None:
+        if type(attributes) is not dict:
+            raise UnpicklingError("an exception's attributes must be a dict or None")
+        for key in attributes:
+            if type(key) is not str or (
+                key != "__notes__" and key.startswith("__") and key.endswith("__")
+            ):
+                raise UnpicklingError(f"exception attribute {key!r} is not allowed")
+    for what, value in (("cause", cause), ("context", context)):
+        if value is not None and not isinstance(value, BaseException):
+            raise UnpicklingError(f"an exception's {what} must be an exception or None")
+    if type(suppress) is not bool:
+        raise UnpicklingError("an exception's suppress_context must be a bool")
+    for key, value in (attributes or {}).items():
+        setattr(exc, key, value)
+    exc.__cause__ = cause
+    exc.__context__ = context
+    exc.__suppress_context__ = suppress

@@ -14,9 +14,12 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use super::classes::AllowedClasses;
 use super::config::Config;
-use super::errors::{read_error, unpickling};
+use super::encoder::builtins::{base_code, base_type};
+use super::errors::{locate, read_error, unpickling};
 use super::infocache::{self, KIND_DICT, KIND_ENUM, KIND_TUPLE};
 use crate::cpython::{self, list_push};
+
+mod made;
 
 /// A new str from strict UTF-8 (NULL with an exception set on failure). ASCII text (the
 /// common case) is checked with a word-wide scan and then copied with one memcpy into a
@@ -336,6 +339,32 @@ enum Frame<'py> {
     Replace {
         target: usize,
     },
+    /// The first value of an exception (its arguments) or of an instance of an immutable
+    /// builtin subclass (its base value), from which it is made; the frame below is its
+    /// `Made`.
+    Seed {
+        value: Option<Bound<'py, PyAny>>,
+    },
+    /// An exception or an instance of a builtin subclass: its items (mutable bases), then
+    /// its state.
+    Made {
+        made: Made<'py>,
+        /// `None` until its `Seed` is complete.
+        obj: Option<Bound<'py, PyAny>>,
+        slot: Option<usize>,
+        /// Item values still to come (two per dict entry).
+        items: usize,
+        /// The state; while items come, a dict entry's key waiting for its value.
+        state: Option<Bound<'py, PyAny>>,
+    },
+}
+
+/// What a `Made` frame makes.
+enum Made<'py> {
+    /// A builtin exception of this class.
+    Exception(Bound<'py, PyType>),
+    /// An instance of the resolved class `class`, whose builtin base has the code `base`.
+    Derived { class: usize, base: u8 },
 }
 
 /// A payload class resolved against `classes=` (once per class definition per call).
@@ -351,7 +380,18 @@ struct Resolved<'py> {
     /// The class defines `__setstate__`: its instances get their state through it, once
     /// the whole record has been read.
     setstate: bool,
+    /// The builtin type it subclasses (its name), if any, and that type's `DERIVED` base
+    /// code (0: none a record can hold).
+    builtin_base: Option<String>,
+    base_code: u8,
+    /// The record its instances come in: [`RECORD_OBJECT`], [`RECORD_ENUM`] or
+    /// [`RECORD_DERIVED`].
+    record: u8,
 }
+
+const RECORD_OBJECT: u8 = 0;
+const RECORD_ENUM: u8 = 1;
+const RECORD_DERIVED: u8 = 2;
 
 /// A `__setstate__` call held back until the whole record has been read: the class's
 /// `ClassInfo`, the instance, its fields and the version they were written at.
@@ -483,18 +523,22 @@ impl<'py, 'a> Builder<'py, 'a> {
         if let Some(cause) = &cause {
             // Our own helpers already raise the right class with a full message, and
             // KeyboardInterrupt or SystemExit must never be disguised as bad input.
-            if cause.is_instance(self.py, self.cfg.unpickling_error.bind(self.py))
-                || !cause.is_instance_of::<pyo3::exceptions::PyException>(self.py)
-            {
+            if cause.is_instance(self.py, self.cfg.unpickling_error.bind(self.py)) {
+                locate(self.py, cause, self.reader.offset());
+                return cause.clone_ref(self.py);
+            }
+            if !cause.is_instance_of::<pyo3::exceptions::PyException>(self.py) {
                 return cause.clone_ref(self.py);
             }
         }
-        unpickling(
+        let err = unpickling(
             self.py,
             self.cfg,
             format!("{message} (at byte {})", self.reader.offset()),
             cause,
-        )
+        );
+        locate(self.py, &err, self.reader.offset());
+        err
     }
 
     fn wrap<T>(&self, what: &str, r: PyResult<T>) -> PyResult<T> {
@@ -800,6 +844,24 @@ impl<'py, 'a> Builder<'py, 'a> {
                     self.frames.push(Frame::Replace { target });
                     continue;
                 }
+                Event::Class { class } => {
+                    let v = self.class_value(class)?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::Builtin(name) => {
+                    let v = self.builtin(name)?;
+                    self.share_now(&v);
+                    v
+                }
+                Event::Exception(name) => {
+                    self.start_exception(name)?;
+                    continue;
+                }
+                Event::Derived { class, base, len } => {
+                    self.start_derived(class, base, len)?;
+                    continue;
+                }
             };
             if let Some(v) = self.deliver(value)? {
                 root = Some(v);
@@ -951,7 +1013,63 @@ impl<'py, 'a> Builder<'py, 'a> {
         }
     }
 
+    #[inline]
     fn resolve(&mut self, class: usize, want_enum: bool) -> PyResult<()> {
+        self.resolve_any(class)?;
+        let Some(r) = &self.resolved[class] else {
+            unreachable!()
+        };
+        let want = if want_enum {
+            RECORD_ENUM
+        } else {
+            RECORD_OBJECT
+        };
+        if r.record != want {
+            return Err(self.wrong_record(class, want_enum));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn wrong_record(&self, class: usize, want_enum: bool) -> PyErr {
+        let Some(r) = &self.resolved[class] else {
+            unreachable!()
+        };
+        if let (false, Some(base)) = (want_enum, &r.builtin_base) {
+            return self.fail(
+                format!(
+                    "record of class '{}' cannot be rebuilt from an OBJECT record: the class subclasses the built-in type '{base}'",
+                    r.name
+                ),
+                None,
+            );
+        }
+        let what = if want_enum {
+            "an enum member"
+        } else {
+            "an object"
+        };
+        self.fail(
+            format!(
+                "record of class '{}' is {what}, but the class is not",
+                r.name
+            ),
+            None,
+        )
+    }
+
+    /// Resolves the class defined with index `class` against `classes=`, once.
+    #[inline]
+    fn resolve_any(&mut self, class: usize) -> PyResult<()> {
+        if self.resolved.get(class).is_some_and(Option::is_some) {
+            return Ok(());
+        }
+        self.resolve_new(class)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resolve_new(&mut self, class: usize) -> PyResult<()> {
         if self.resolved.len() <= class {
             self.resolved.resize_with(class + 1, || None);
         }
@@ -963,23 +1081,6 @@ impl<'py, 'a> Builder<'py, 'a> {
                 .ok_or_else(|| self.fail(format!("undefined class #{class}"), None))?;
             let r = self.resolve_def(&def)?;
             self.resolved[class] = Some(r);
-        }
-        let Some(r) = &self.resolved[class] else {
-            unreachable!()
-        };
-        if (r.kind == KIND_ENUM) != want_enum {
-            let what = if want_enum {
-                "an enum member"
-            } else {
-                "an object"
-            };
-            return Err(self.fail(
-                format!(
-                    "record of class '{}' is {what}, but the class is not",
-                    r.name
-                ),
-                None,
-            ));
         }
         Ok(())
     }
@@ -1013,14 +1114,12 @@ impl<'py, 'a> Builder<'py, 'a> {
             restores: setstate,
             ..
         } = described;
-        if let Some(base) = builtin_base {
-            return Err(self.fail(
-                format!(
-                    "record of class '{name}' cannot be rebuilt: the class subclasses the built-in type '{base}'"
-                ),
-                None,
-            ));
-        }
+        let base_code = if builtin_base.is_some() {
+            let code = base_code(&info);
+            self.wrap(&format!("class '{name}'"), code)?
+        } else {
+            0
+        };
         // Reuse the class's own (interned) field names when the record's match them.
         let same_fields = declared.as_ref().is_none_or(|declared| {
             declared.len() == def.fields.len()
@@ -1051,6 +1150,15 @@ impl<'py, 'a> Builder<'py, 'a> {
             names,
             fast,
             setstate: setstate && kind != KIND_TUPLE && kind != KIND_ENUM,
+            record: if kind == KIND_ENUM {
+                RECORD_ENUM
+            } else if builtin_base.is_some() {
+                RECORD_DERIVED
+            } else {
+                RECORD_OBJECT
+            },
+            builtin_base,
+            base_code,
         })
     }
 
@@ -1171,6 +1279,10 @@ impl<'py, 'a> Builder<'py, 'a> {
                 slot,
                 ..
             } => self.finish_object(class, obj, values, slot)?,
+            Frame::Seed { value } => self.made_from(value)?,
+            Frame::Made {
+                made, obj, state, ..
+            } => self.finish_made(made, obj, state)?,
             Frame::Replace { target } => match self.memo.get(target) {
                 Some(Some(v)) => v.clone(),
                 _ => {
@@ -1353,6 +1465,12 @@ impl<'py, 'a> Builder<'py, 'a> {
             }
             Frame::Collect { values, .. } | Frame::Object { values, .. } => values.push(value),
             Frame::Replace { .. } => drop(value),
+            Frame::Seed { value: seed } => {
+                if seed.replace(value).is_some() {
+                    return Err(self.fail("a record takes one value to be made from".into(), None));
+                }
+            }
+            Frame::Made { .. } => self.deliver_to_made(value)?,
         }
         Ok(None)
     }

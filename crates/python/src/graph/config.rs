@@ -28,6 +28,13 @@ pub struct Config {
     pub counter: Py<PyType>,
     pub default_dict: Py<PyType>,
     pub deque: Py<PyType>,
+    /// The builtins table (`name -> value`) of BUILTIN and EXCEPTION records, and its
+    /// inverse (`value -> name`).
+    pub builtins: Py<PyDict>,
+    pub builtin_names: Py<PyDict>,
+    /// `exception_state(exc) -> (args, state)` and `restore_exception(exc, state)`.
+    pub exception_state: Py<PyAny>,
+    pub restore_exception: Py<PyAny>,
     /// `pickle.Limits`.
     pub limits_type: Py<PyType>,
     /// `class_map(classes) -> dict[str, type]`, for `classes=` that is not a dict, list or tuple.
@@ -71,6 +78,13 @@ fn import(py: Python<'_>) -> PyResult<Config> {
             .getattr("DEFAULT_FACTORIES")?
             .cast_into::<PyTuple>()?
             .unbind(),
+        builtins: stdlib.getattr("BUILTINS")?.cast_into::<PyDict>()?.unbind(),
+        builtin_names: stdlib
+            .getattr("BUILTIN_NAMES")?
+            .cast_into::<PyDict>()?
+            .unbind(),
+        exception_state: get(&stdlib, "exception_state")?,
+        restore_exception: get(&stdlib, "restore_exception")?,
         ordered_dict: ty(&collections, "OrderedDict")?,
         counter: ty(&collections, "Counter")?,
         default_dict: ty(&collections, "defaultdict")?,

@@ -22,6 +22,8 @@ use super::memo::Memo;
 use super::ptrmap::PtrMap;
 use crate::cpython;
 
+pub(super) mod builtins;
+
 /// Deepest nesting the encoder writes; well inside the decoder's default `max_depth`.
 pub const MAX_DEPTH: u32 = 1000;
 
@@ -49,9 +51,14 @@ struct Shape<'py> {
 struct ClassEntry<'py> {
     /// Held so that its address (the key of the entry) is not reused during the call.
     ty: Bound<'py, PyAny>,
+    /// How its instances are written: `facts.kind`, or [`KIND_DERIVED`].
+    kind: u8,
     facts: Rc<Facts>,
     shapes: Vec<Shape<'py>>,
 }
+
+/// The writer kind of a class of yours that subclasses a builtin type (a DERIVED record).
+const KIND_DERIVED: u8 = u8::MAX;
 
 /// Up to this many classes a record's class lookup scans a list; beyond, a map.
 const FEW_CLASSES: usize = 8;
@@ -675,6 +682,9 @@ impl<'py> Encoder<'py> {
         if let Some(index) = self.known_class(unsafe { ffi::Py_TYPE(obj) }.cast()) {
             return self.class_instance(&bound, index);
         }
+        if let Some(r) = self.builtin_value(&bound) {
+            return r;
+        }
         let ty = bound.get_type();
         if ty.is(cfg.ordered_dict.bind(py)) || ty.is(cfg.counter.bind(py)) {
             let tag = if ty.is(cfg.ordered_dict.bind(py)) {
@@ -718,8 +728,9 @@ impl<'py> Encoder<'py> {
     /// Writes an instance of the class `classes[index]`.
     fn class_instance(&mut self, bound: &Bound<'py, PyAny>, index: usize) -> R {
         let obj = bound.as_ptr();
-        match self.classes[index].facts.kind {
+        match self.classes[index].kind {
             KIND_DICT | KIND_SLOTS => self.instance(bound, index),
+            KIND_DERIVED => self.derived(bound, index),
             KIND_TUPLE => self.named_tuple(bound, index),
             KIND_ENUM => self.enum_member(bound, index),
             _ => Err(EncodeError::new(format!(
@@ -827,14 +838,13 @@ impl<'py> Encoder<'py> {
             EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
         };
         let facts = infocache::facts(self.cfg, ty).map_err(cannot)?;
-        if let Some(base) = &facts.builtin_base {
-            return Err(EncodeError::new(format!(
-                "cannot pickle '{}' object: it subclasses the built-in type '{base}', whose state bytewright.pickle cannot capture (loads_pickle reads pickle's own)",
-                facts.name
-            )));
-        }
+        let kind = match facts.kind {
+            KIND_DICT | KIND_SLOTS if facts.builtin_base.is_some() => KIND_DERIVED,
+            kind => kind,
+        };
         self.classes.push(ClassEntry {
             ty: ty.clone().into_any(),
+            kind,
             facts,
             shapes: Vec::new(),
         });
