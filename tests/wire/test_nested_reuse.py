@@ -49,9 +49,8 @@ def test_nested_codecs_are_reused_and_equal_a_full_compile():
         tail=7,
     )
     wire = value.pack()
-    assert wire == (
-        b"\x00\x02" + b"\x02ab\x00\x01" + b"\x00\xbe\xef" + b"\x03xyz\x00\x02" + b"\x01q\x00\x03"
-    ) + b"\x00\x00\x00\x07"
+    pairs = b"\x02ab\x00\x01" + b"\x00\xbe\xef" + b"\x03xyz\x00\x02" + b"\x01q\x00\x03"
+    assert wire == b"\x00\x02" + pairs + b"\x00\x00\x00\x07"
     full = rebuilt(Items)
     assert full.pack(value) == wire
     assert Items.unpack(wire) == full.unpack(wire) == value
@@ -101,7 +100,9 @@ def test_recursive_and_registry_classes_compile_as_before():
         root: Node
         leaf: Node
 
-    tree = Tree(root=Node(value=1, children=[Node(value=2, children=[])]), leaf=Node(value=3, children=[]))
+    tree = Tree(
+        root=Node(value=1, children=[Node(value=2, children=[])]), leaf=Node(value=3, children=[])
+    )
     wire = tree.pack()
     assert wire == b"\x01\x01\x02\x00\x03\x00"
     assert Tree.unpack(wire) == rebuilt(Tree).unpack(wire) == tree
