@@ -45,7 +45,7 @@ FORMATS: dict[str, type[bw.Struct]] = {
 
 
 def render(cls: type[bw.Struct]) -> str:
-    text, _ = describe(cls, typed=False, limits=cls.__bw__.limits)  # type: ignore[attr-defined]
+    text, _, _ = describe(cls, typed=False, limits=cls.__bw__.limits)  # type: ignore[attr-defined]
     return json.dumps(json.loads(text), separators=(",", ":"), sort_keys=True) + "\n"
 
 

@@ -114,7 +114,7 @@ class StructInfo:
         localns: dict[str, Any] | None,
         codec: Pending,
     ) -> None:
-        bases = tuple(i for b in cls.__mro__[1:] if (i := info_of(b)) is not None)
+        bases = tuple([i for b in cls.__mro__[1:] if (i := info_of(b)) is not None])
         base = bases[0] if bases else None
         # Through the slot descriptors: the class's own __setattr__ refuses every write.
         for setter, value in zip(
@@ -164,8 +164,12 @@ class StructInfo:
 
     def _resolve(self) -> tuple[StructField, ...]:
         cls = self.cls
-        if not self._bases and not any(isinstance(d.annotation, str) for d in self.declared):
-            return self.declared  # the common case: nothing inherited, nothing to evaluate
+        if not self._bases:
+            for d in self.declared:
+                if isinstance(d.annotation, str):
+                    break
+            else:
+                return self.declared  # the common case: nothing inherited, nothing to evaluate
         fields: list[StructField] = []
         for info in reversed(self._bases):
             names = {f.name for f in fields}

@@ -61,7 +61,14 @@ class Codec(Generic[_T]):
     (2, False)
     """
 
-    def __new__(cls, schema: str, structs: list[Any], typed: bool = False) -> Codec[Any]: ...
+    def __new__(
+        cls,
+        schema: str,
+        structs: list[Any],
+        typed: bool = False,
+        *,
+        parts: tuple[str, Sequence[tuple[Codec[Any], int]]] | None = None,
+    ) -> Codec[Any]: ...
     def __class_getitem__(cls, item: Any) -> GenericAlias: ...
     def __reduce__(self) -> tuple[type[Codec[Any]], tuple[Any, ...]]: ...
     @property

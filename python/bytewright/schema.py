@@ -12,7 +12,7 @@ from keyword import iskeyword
 
 from bytewright import types as t
 from bytewright._info import StructField, StructInfo, info_of
-from bytewright._native import check_align
+from bytewright._native import Codec, check_align
 from bytewright._value import MISSING, json_dumps, json_value
 from bytewright.errors import SchemaError, schema_error, unknown
 from bytewright.fields import PLAIN, FieldSpec, Limits, digest_size, normalize_byteorder
@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     AdapterInfo: TypeAlias = tuple[
         type | None, list[str], list[Any], list[Any] | None, list[Any] | None
     ]
-    # JSON text pieces, with struct ids as ints (renumbered when a cached part is reused).
-    Pieces: TypeAlias = list[str | int]
+    # JSON text pieces, and where struct ids are among them (renumbered when a cached part
+    # is reused).
+    Pieces: TypeAlias = list[str]
 
 __all__ = ["describe"]
 
@@ -47,6 +48,7 @@ _INT_OR_STR = (int, str)
 _BOOL_OR_INT = (bool, int)
 _BYTES = (bytes, bytearray)
 _TEXT_TYPES = (t.Str, t.CStr)
+_GENERIC_ALIAS = type(list[int])
 
 
 def _text(s: str) -> str:
@@ -172,9 +174,12 @@ def _converter(
 
 
 class _Builder:
-    def __init__(self, typed: bool) -> None:
+    def __init__(self, typed: bool, limits: Limits | None) -> None:
         self.typed = typed
+        self.limits = limits
         self.out: Pieces = []
+        # The indices in ``out`` of the pieces that are struct ids.
+        self.ids: list[int] = []
         # Adapter info by struct id, each with its decoders and encoders (dropped at the end
         # for dict codecs).
         self.infos: list[AdapterInfo] = []
@@ -184,6 +189,13 @@ class _Builder:
         self.registries: list[type] = []
         # Struct ids referred to by "ref" (recursion), so far.
         self.refs: list[int] = []
+        # The byte order the fields of the struct being written inherit.
+        self.order = "big"
+        # Nested structs whose compiled codec the core copies rather than compiles again:
+        # each codec with its struct id, and each one's pieces in ``out`` (start, end), its
+        # index in ``parts`` and its struct id.
+        self.parts: list[tuple[Codec[Any], int]] = []
+        self.spliced: list[tuple[int, int, int, int]] = []
 
     def emit(self, *pieces: str) -> None:
         self.out.extend(pieces)
@@ -195,7 +207,8 @@ class _Builder:
         for active, sid in self.active:
             if active is cls:
                 # Recursion; a registry variant included (its tag is its class's).
-                out += ('{"t":"ref","id":', sid, "}")
+                self.ids.append(len(out) + 1)
+                out += ('{"t":"ref","id":', str(sid), "}")
                 self.refs.append(sid)
                 return
         if tag is MISSING:
@@ -204,7 +217,19 @@ class _Builder:
                 return
             cached = info._cache.get(order)
             if cached is not None:
+                start = len(out)
+                sid = len(self.infos)
                 self.reuse(*cached)
+                # Its codec's program is this part's when compiled in the same context: the
+                # same limits, and the same byte order for fields that do not say theirs.
+                codec = info.codec
+                if (
+                    isinstance(codec, Codec)
+                    and (info.byteorder or order or self.order) == (info.byteorder or "big")
+                    and (info.limits is self.limits or info.limits == self.limits)
+                ):
+                    self.spliced.append((start, len(out), len(self.parts), sid))
+                    self.parts.append((codec, sid))
                 return
             tag = info.tag
             cacheable = True
@@ -212,12 +237,14 @@ class _Builder:
             cacheable = False
         sid = len(self.infos)
         start = len(out)
+        ids = len(self.ids)
         refs = len(self.refs)
         registries = len(self.registries)
         self.active.append((cls, sid))
         self.infos.append((None, [], [], None, None))
         o = info.byteorder or order
-        out += ('{"t":"struct","id":', sid)
+        self.ids.append(len(out) + 1)
+        out += ('{"t":"struct","id":', str(sid))
         # Text since the last piece, so a run of plain scalars becomes one piece.
         text = (
             f',"name":{_text(cls.__name__)},"order":{_text(o) if o else "null"},'
@@ -229,15 +256,19 @@ class _Builder:
         convs: dict[int, tuple[Any, Any]] = {}  # by field index, the few with converters
         owner = self.owner
         self.owner = cls
+        inherited = self.order
+        self.order = o or inherited
+        tag_field = info.tag_field
         for f in info.fields():
             spec = f.spec
-            if spec is PLAIN and f.name != info.tag_field:
+            if spec is PLAIN and f.name != tag_field:
                 # The common case: a plain scalar (no options, no converter).
                 metadata = getattr(f.annotation, "__metadata__", None)
                 if metadata and isinstance(metadata[0], t.Scalar):
-                    text += f'{sep}{{"name":"{f.name}","type":{metadata[0].describe(None)}}}'
+                    name = f.name
+                    text += f'{sep}{{"name":"{name}","type":{metadata[0].describe(None)}}}'
                     sep = ","
-                    names.append(f.name)
+                    names.append(name)
                     defaults.append(None)
                     continue
             if spec.is_pad:
@@ -264,6 +295,7 @@ class _Builder:
             names.append(f.name)
             defaults.append(default)
         self.owner = owner
+        self.order = inherited
         out.append(text + (f'],"align":{info.align}}}' if info.align else "]}"))
         if convs:
             decoders = [convs[i][0] if i in convs else None for i in range(len(names))]
@@ -279,15 +311,20 @@ class _Builder:
             and len(self.registries) == registries
             and all(r >= sid for r in self.refs[refs:])
         ):
-            info._cache[order] = (out[start:], sid, self.infos[sid:])
+            at = [i - start for i in self.ids[ids:]]
+            info._cache[order] = (out[start:], at, sid, self.infos[sid:])
 
-    def reuse(self, pieces: Pieces, sid: int, infos: list[AdapterInfo]) -> None:
-        """A struct's part of another schema, its struct ids moved to follow this one's."""
+    def reuse(self, pieces: Pieces, at: list[int], sid: int, infos: list[AdapterInfo]) -> None:
+        """A struct's part of another schema (``at``: where its ids are among ``pieces``),
+        its struct ids moved to follow this one's."""
         shift = len(self.infos) - sid
         if shift:
-            self.out += [p + shift if p.__class__ is int else p for p in pieces]
-        else:
-            self.out += pieces
+            pieces = pieces.copy()
+            for i in at:
+                pieces[i] = str(int(pieces[i]) + shift)
+        base = len(self.out)
+        self.ids += [base + i for i in at]
+        self.out += pieces
         self.infos += infos
 
     def registry(self, cls: type, info: StructInfo, where: str, order: str | None) -> None:
@@ -377,7 +414,13 @@ class _Builder:
             self.union(spec, where)
             return
         order = normalize_byteorder(spec.byteorder, where)
-        metadata = getattr(ann, "__metadata__", None)
+        # Only Annotated[...] has metadata (a failed lookup on a class or list[...] would
+        # build an AttributeError).
+        metadata = (
+            None
+            if isinstance(ann, type) or ann.__class__ is _GENERIC_ALIAS
+            else getattr(ann, "__metadata__", None)
+        )
         if isinstance(metadata, tuple):  # Annotated[...]
             for meta in metadata:
                 if isinstance(meta, t.Scalar):
@@ -502,15 +545,16 @@ def _is_union(ann: Any) -> bool:
 
 def describe(
     cls: type, *, typed: bool, limits: Limits | None, registries: list[type] | None = None
-) -> tuple[str, list[AdapterInfo]]:
-    """The schema JSON of ``cls`` and the adapter info of each struct, by struct id.
+) -> tuple[str, list[AdapterInfo], tuple[str, list[tuple[Codec[Any], int]]] | None]:
+    """The schema JSON of ``cls``, the adapter info of each struct (by struct id), and the
+    ``parts=`` argument of ``Codec`` when nested structs have compiled codecs to reuse.
 
     ``registries``, when given, receives the registry bases the schema embeds.
     """
     info = info_of(cls)
     if info is None:
         raise SchemaError(f"{cls!r} is not a bw.Struct subclass with fields")
-    b = _Builder(typed)
+    b = _Builder(typed, limits)
     b.owner = cls
     b.emit('{"root":')
     b.struct(cls, info, cls.__name__, None)
@@ -522,9 +566,20 @@ def describe(
     b.emit("}")
     if registries is not None:
         registries.extend(b.registries)
-    schema = "".join(map(str, b.out))
+    schema = "".join(b.out)
+    parts = None
+    if b.spliced:
+        # The same text with each reused struct as a reference to its codec.
+        pieces: list[str] = []
+        last = 0
+        for start, end, part, sid in b.spliced:
+            pieces += b.out[last:start]
+            pieces.append(f'{{"t":"part","part":{part},"id":{sid}}}')
+            last = end
+        pieces += b.out[last:]
+        parts = ("".join(pieces), b.parts)
     if typed:
         infos = b.infos
     else:
         infos = [(None, names, defaults, None, None) for _, names, defaults, _, _ in b.infos]
-    return schema, infos
+    return schema, infos, parts

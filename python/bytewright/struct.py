@@ -79,8 +79,8 @@ class StructMeta(SchemaMeta):
         order = normalize_byteorder(byteorder, name)
         if align is not None:
             align = check_align(align, name)
-        declared = _declare(name, ns)
-        localns = _caller_locals(declared, sys._getframe(1))
+        declared, strings = _declare(name, ns)
+        localns = _caller_locals(strings, sys._getframe(1))
         cls = super().__new__(mcls, name, bases, ns)
         if not declared and not any(isinstance(b, StructMeta) for b in bases):
             type.__setattr__(cls, "__bw__", None)
@@ -120,10 +120,11 @@ def _check_keywords(
         raise schema_error(name, "registry= names the tag field")
 
 
-def _declare(name: str, ns: dict[str, Any]) -> tuple[StructField, ...]:
-    """The fields of a class body's annotations; their values (options or defaults) leave
-    the namespace, which gets their ``__slots__``."""
+def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bool]:
+    """The fields of a class body's annotations, and whether any annotation is a string;
+    their values (options or defaults) leave the namespace, which gets their ``__slots__``."""
     declared: list[StructField] = []
+    strings = False
     slots: list[str] = []
     # A ClassVar annotation means typing is loaded already.
     typing = sys.modules.get("typing")
@@ -132,9 +133,10 @@ def _declare(name: str, ns: dict[str, Any]) -> tuple[StructField, ...]:
         if ann.__class__ is str:
             if ann.startswith("ClassVar"):
                 continue
+            strings = True
         elif (
             class_var is not None
-            and ann.__class__ is not type
+            and not isinstance(ann, type)  # a class has no __origin__: no failed lookup
             and getattr(ann, "__origin__", None) is class_var
         ):
             continue
@@ -151,12 +153,12 @@ def _declare(name: str, ns: dict[str, Any]) -> tuple[StructField, ...]:
         declared.append(StructField(fname, ann, spec))
         slots.append(fname)
     ns["__slots__"] = tuple(slots)
-    return tuple(declared)
+    return tuple(declared), strings
 
 
-def _caller_locals(declared: tuple[StructField, ...], caller: Any) -> dict[str, Any] | None:
+def _caller_locals(strings: bool, caller: Any) -> dict[str, Any] | None:
     """String annotations of a class defined in a function may name its local classes."""
-    if any(isinstance(d.annotation, str) for d in declared):
+    if strings:
         if caller.f_locals is not caller.f_globals:
             return dict(caller.f_locals)
     return None
@@ -230,8 +232,8 @@ def _compile(info: StructInfo) -> Codec[Any]:
     from bytewright.schema import describe
 
     used: list[type] = []
-    schema, infos = describe(info.cls, typed=True, limits=info.limits, registries=used)
-    codec: Codec[Any] = Codec(schema, infos, True)
+    schema, infos, parts = describe(info.cls, typed=True, limits=info.limits, registries=used)
+    codec: Codec[Any] = Codec(schema, infos, True, parts=parts)
     for base in used:
         base_info = info_of(base)
         if base_info is not None and base_info.registry is not None:
@@ -583,5 +585,5 @@ def compile(cls: type[Struct], *, limits: Limits | None = None) -> Codec[dict[st
         raise SchemaError(f"compile() needs a bw.Struct subclass, got {cls!r}")
     from bytewright.schema import describe
 
-    schema, infos = describe(cls, typed=False, limits=limits or info.limits)
-    return Codec(schema, infos, False)
+    schema, infos, parts = describe(cls, typed=False, limits=limits or info.limits)
+    return Codec(schema, infos, False, parts=parts)

@@ -46,7 +46,9 @@ struct Frame {
     steps: Vec<FieldStep>,
 }
 
-struct Compiler {
+struct Compiler<'a> {
+    /// Compiled programs whose root struct a `part` description reuses whole.
+    parts: &'a [&'a Program],
     frames: Vec<Frame>,
     structs: Vec<Option<StructProg>>,
     /// (description id, struct index) of structs being compiled, for recursive references.
@@ -67,12 +69,21 @@ struct BitPlace {
 
 /// Compiles a schema into a program.
 pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
+    compile_with(schema, &[])
+}
+
+/// Compiles a schema whose `{"t": "part", "part": i, "id": n}` types reuse the root struct of
+/// `parts[i]`, an already compiled program, with its struct ids renumbered from `n`: a nested
+/// struct costs a copy instead of a second compile. The result is the program of the schema
+/// with each part written out in full (same limits).
+pub fn compile_with(schema: &Schema, parts: &[&Program]) -> Result<Program, SchemaError> {
     let limits = Limits {
         max_count: schema.limits.max_count,
         max_len: schema.limits.max_len,
         max_depth: schema.limits.max_depth.min(crate::schema::HARD_MAX_DEPTH),
     };
     let mut c = Compiler {
+        parts,
         frames: Vec::new(),
         structs: Vec::new(),
         in_progress: Vec::new(),
@@ -96,7 +107,7 @@ pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
     })
 }
 
-impl Compiler {
+impl Compiler<'_> {
     /// The dotted path of `field` in the struct being compiled.
     fn path(&self, field: &str) -> String {
         let mut path: Vec<&str> = self.frames.iter().map(|f| f.name.as_str()).collect();
@@ -270,6 +281,7 @@ impl Compiler {
                 enc: *encoding,
             },
             TypeDesc::Struct(s) => Node::Struct(self.structure(s, order)?),
+            TypeDesc::Part { part, id } => Node::Struct(self.splice(field, *part, *id)?),
             TypeDesc::Array { item, count, max } => {
                 let count = self.len(field, count)?;
                 let item = self.node(item, order, field)?;
@@ -613,6 +625,37 @@ impl Compiler {
         Ok(index as u32)
     }
 
+    /// Copies the structs of compiled part `part` after those compiled so far, its struct
+    /// ids starting at `id`; the index of its root struct.
+    fn splice(&mut self, field: &str, part: u32, id: u32) -> Result<u32, SchemaError> {
+        let parts = self.parts;
+        let Some(p) = parts.get(part as usize) else {
+            return Err(self.err(field, format!("reference to unknown part {part}")));
+        };
+        let Node::Struct(root) = p.root else {
+            return Err(self.err(field, "a part must be a compiled struct"));
+        };
+        if p.limits != self.limits {
+            return Err(self.err(field, "a part must be compiled with the same limits"));
+        }
+        let base =
+            u32::try_from(self.structs.len()).map_err(|_| self.err(field, "too many structs"))?;
+        let first = p.structs[root as usize].sink_id;
+        for s in &p.structs {
+            let mut s = s.clone();
+            s.sink_id = (s.sink_id.checked_sub(first))
+                .and_then(|k| k.checked_add(id))
+                .ok_or_else(|| self.err(field, "a part's struct ids are out of order"))?;
+            for step in &mut s.steps {
+                if let Step::Field(f) = step {
+                    renumber(&mut f.node, base);
+                }
+            }
+            self.structs.push(Some(s));
+        }
+        Ok(base + root)
+    }
+
     fn align_step(&mut self, n: u64, field: &str) -> Result<(), SchemaError> {
         check_align(Some(i128::from(n)), &n.to_string()).map_err(|m| self.err(field, m))?;
         let frame = self.frames.last_mut().expect("inside a struct");
@@ -809,6 +852,36 @@ impl Compiler {
             });
         }
         Ok(())
+    }
+}
+
+/// Moves the struct indices of `node` up by `base` (a spliced part's structs follow others).
+fn renumber(node: &mut Node, base: u32) {
+    match node {
+        Node::Struct(i) => *i += base,
+        Node::Array { item, .. } => renumber(item, base),
+        Node::Union { cases, default, .. } => {
+            for (_, n) in cases {
+                renumber(n, base);
+            }
+            if let Some(d) = default {
+                renumber(d, base);
+            }
+        }
+        Node::Registry { cases, default, .. } => {
+            for (_, n, _) in cases {
+                renumber(n, base);
+            }
+            if let Some(d) = default {
+                renumber(d, base);
+            }
+        }
+        Node::Scalar(_)
+        | Node::Bytes { .. }
+        | Node::Str { .. }
+        | Node::Cstr { .. }
+        | Node::Kind(_)
+        | Node::Varint { .. } => {}
     }
 }
 
@@ -1168,6 +1241,48 @@ mod tests {
             e.message,
             "S.a: align= must be an int between 1 and 4096, got 0"
         );
+    }
+
+    #[test]
+    fn a_part_compiles_to_the_program_written_out_in_full() {
+        use serde_json::json;
+        let u8t = json!({"t": "int", "width": 1, "signed": false});
+        // A struct with a derived length and a nested struct of its own (ids 0 and 1).
+        let inner = json!({"t": "struct", "id": 0, "name": "Rec", "fields": [
+            field("n", u8t.clone()),
+            field("data", json!({"t": "bytes", "len": {"expr": ["name", "n"]}})),
+            field("pt", json!({"t": "struct", "id": 1, "name": "Pt", "fields": [
+                field("x", json!({"t": "int", "width": 2, "signed": true})),
+            ]})),
+        ]});
+        let renumbered = |v: &serde_json::Value, by: u64| {
+            let text = v.to_string();
+            let text = text
+                .replace("\"id\":1", "\"id\":X")
+                .replace("\"id\":0", &format!("\"id\":{by}"));
+            serde_json::from_str::<serde_json::Value>(
+                &text.replace("\"id\":X", &format!("\"id\":{}", by + 1)),
+            )
+            .unwrap()
+        };
+        let outer = |rec: serde_json::Value| {
+            json!({"t": "struct", "id": 0, "name": "Outer", "fields": [
+                field("count", u8t.clone()),
+                field("recs", json!({"t": "array", "item": rec, "count": {"expr": ["name", "count"]}})),
+                field("tail", u8t.clone()),
+            ]})
+        };
+        let full = compile_json(outer(renumbered(&inner, 1))).unwrap();
+        let part = compile_json(inner).unwrap();
+        let text = json!({"root": outer(json!({"t": "part", "part": 0, "id": 1}))}).to_string();
+        let spliced = compile_with(&Schema::from_json(&text).unwrap(), &[&part]).unwrap();
+        assert_eq!(spliced, full);
+        // A part compiled under other limits, or a missing one, is a typed error.
+        let e = compile_with(&Schema::from_json(&text).unwrap(), &[]).unwrap_err();
+        assert!(e.message.contains("unknown part 0"), "{e}");
+        let limited = json!({"root": outer(json!({"t": "part", "part": 0, "id": 1})), "limits": {"max_len": 5}}).to_string();
+        let e = compile_with(&Schema::from_json(&limited).unwrap(), &[&part]).unwrap_err();
+        assert!(e.message.contains("same limits"), "{e}");
     }
 
     #[test]

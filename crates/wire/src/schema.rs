@@ -104,6 +104,12 @@ pub enum TypeDesc {
     Ref {
         id: u32,
     },
+    /// The root struct of an already compiled program given alongside the schema
+    /// ([`crate::compile::compile_with`]), its struct ids renumbered from `id`.
+    Part {
+        part: u32,
+        id: u32,
+    },
     /// Subclass dispatch: every case is a struct that starts with the same fields, `field`
     /// among them at a fixed offset; its value selects the case.
     Registry {

@@ -14,9 +14,10 @@ use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple, PyType};
+use pyo3::types::{PyList, PyString, PyTuple, PyType};
 
 use bytewright_columns::{Columnar, Request};
+use bytewright_wire::compile::compile_with;
 use bytewright_wire::host::{Output, SliceOutput};
 use bytewright_wire::{compile, pack, unpack, Program, Schema, Scratch};
 
@@ -42,11 +43,15 @@ fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
 /// defaults, decoders, encoders).
 type StructArg<'py> = (
     Option<Bound<'py, PyType>>,
-    Vec<String>,
+    Vec<Bound<'py, PyString>>,
     Vec<Py<PyAny>>,
     Converters,
     Converters,
 );
+
+/// Reused compiled structs as the frontend passes them: the schema text that refers to them,
+/// and each codec with the struct id its structs start at.
+type PartsArg<'py> = (String, Vec<(Bound<'py, Codec>, usize)>);
 
 /// A compiled codec: immutable, thread-safe, picklable.
 #[pyclass(frozen, module = "bytewright._native", name = "Codec")]
@@ -98,13 +103,19 @@ impl Codec {
 
 #[pymethods]
 impl Codec {
+    /// `parts`, when given, is the same schema with nested structs that are compiled already
+    /// written as `{"t": "part", "part": i, "id": n}` references to those codecs (its text,
+    /// and each codec with the struct id `n` its structs start at): their programs and struct
+    /// infos are copied instead of built again. `schema` stays the description a codec is
+    /// rebuilt from.
     #[new]
-    #[pyo3(signature = (schema, structs, typed=false))]
+    #[pyo3(signature = (schema, structs, typed=false, *, parts=None))]
     fn new(
         py: Python<'_>,
         schema: &str,
         structs: &Bound<'_, PyAny>,
         typed: bool,
+        parts: Option<PartsArg<'_>>,
     ) -> PyResult<Self> {
         let args = PyTuple::new(
             py,
@@ -115,13 +126,40 @@ impl Codec {
             ],
         )?
         .unbind();
-        let structs: Vec<StructArg<'_>> = structs.extract()?;
-        let parsed = Schema::from_json(schema).map_err(|m| errors::schema_error(py, m))?;
-        let prog = compile(&parsed).map_err(|e| errors::compile_error(py, e))?;
-        let infos = structs
-            .into_iter()
-            .map(|(cls, names, defaults, dec, enc)| {
-                StructInfo::new(py, cls, names, defaults, (dec, enc), typed)
+        let items: Vec<Bound<'_, PyAny>> = structs.extract()?;
+        // The structs of reused parts take their codec's info as it is.
+        let mut given: Vec<Option<StructInfo>> = items.iter().map(|_| None).collect();
+        for (codec, first) in parts.iter().flat_map(|(_, codecs)| codecs) {
+            let c = codec.get();
+            if c.typed == typed {
+                for (j, info) in c.structs.iter().enumerate() {
+                    if let Some(slot) = given.get_mut(first + j) {
+                        *slot = Some(info.clone_ref(py));
+                    }
+                }
+            }
+        }
+        let prog = match &parts {
+            None => {
+                let parsed = Schema::from_json(schema).map_err(|m| errors::schema_error(py, m))?;
+                compile(&parsed)
+            }
+            Some((text, codecs)) => {
+                let parsed = Schema::from_json(text).map_err(|m| errors::schema_error(py, m))?;
+                let programs: Vec<&Program> = codecs.iter().map(|(c, _)| &*c.get().prog).collect();
+                compile_with(&parsed, &programs)
+            }
+        }
+        .map_err(|e| errors::compile_error(py, e))?;
+        let infos = items
+            .iter()
+            .zip(given)
+            .map(|(item, given)| match given {
+                Some(info) => Ok(info),
+                None => {
+                    let (cls, names, defaults, dec, enc): StructArg<'_> = item.extract()?;
+                    StructInfo::new(cls, names, defaults, (dec, enc), typed)
+                }
             })
             .collect::<PyResult<Vec<_>>>()?;
         for s in &prog.structs {
@@ -181,7 +219,7 @@ impl Codec {
             .call1((data,))
             .map_err(|e| errors::schema_error(py, e.to_string()))?;
         let (schema, structs): (String, Bound<'_, PyAny>) = r.extract()?;
-        Codec::new(py, &schema, &structs, false)
+        Codec::new(py, &schema, &structs, false, None)
     }
 
     /// The packed size when every message has the same size, else None.

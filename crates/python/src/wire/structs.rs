@@ -27,7 +27,7 @@ const T_OBJECT_EX: i32 = 16;
 const READONLY: i32 = 1;
 
 /// The offset of the member slot `name` of `cls`, which must be a writable object slot.
-fn member_offset(cls: &Bound<'_, PyType>, name: &str) -> PyResult<isize> {
+fn member_offset(cls: &Bound<'_, PyType>, name: &Bound<'_, PyString>) -> PyResult<isize> {
     let descr = cls.getattr(name)?;
     // SAFETY: we only read PyMemberDescrObject fields after checking the descriptor's type.
     unsafe {
@@ -56,11 +56,39 @@ fn member_offset(cls: &Bound<'_, PyType>, name: &str) -> PyResult<isize> {
     }
 }
 
+/// `name`, interned (field names usually are already: then this is a flag check).
+fn interned(name: Bound<'_, PyString>) -> Bound<'_, PyString> {
+    let py = name.py();
+    let mut ptr = name.into_ptr();
+    // SAFETY: `ptr` is an owned reference to a str; PyUnicode_InternInPlace leaves an owned
+    // reference in it (the interned string, or the same one).
+    unsafe {
+        ffi::PyUnicode_InternInPlace(&mut ptr);
+        Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
+    }
+}
+
 impl StructInfo {
+    /// The same info (a struct of a compiled part, in a codec that reuses it).
+    pub fn clone_ref(&self, py: Python<'_>) -> Self {
+        let all = |v: &[Option<Py<PyAny>>]| -> Vec<Option<Py<PyAny>>> {
+            v.iter()
+                .map(|c| c.as_ref().map(|c| c.clone_ref(py)))
+                .collect()
+        };
+        StructInfo {
+            keys: self.keys.iter().map(|k| k.clone_ref(py)).collect(),
+            defaults: self.defaults.iter().map(|d| d.clone_ref(py)).collect(),
+            class: self.class.as_ref().map(|c| c.clone_ref(py)),
+            offsets: self.offsets.clone(),
+            decoders: all(&self.decoders),
+            encoders: all(&self.encoders),
+        }
+    }
+
     pub fn new(
-        py: Python<'_>,
         class: Option<Bound<'_, PyType>>,
-        names: Vec<String>,
+        names: Vec<Bound<'_, PyString>>,
         defaults: Vec<Py<PyAny>>,
         converters: (Converters, Converters),
         typed: bool,
@@ -68,18 +96,16 @@ impl StructInfo {
         if defaults.len() != names.len() {
             return Err(PyTypeError::new_err("one default per field is required"));
         }
+        let keys: Vec<Bound<'_, PyString>> = names.into_iter().map(interned).collect();
         let offsets = match (&class, typed) {
-            (Some(cls), true) => names
+            (Some(cls), true) => keys
                 .iter()
                 .map(|n| member_offset(cls, n))
                 .collect::<PyResult<_>>()?,
             _ => Vec::new(),
         };
         Ok(StructInfo {
-            keys: names
-                .iter()
-                .map(|n| PyString::intern(py, n).unbind())
-                .collect(),
+            keys: keys.into_iter().map(Bound::unbind).collect(),
             defaults,
             class: class.map(Bound::unbind),
             offsets,
