@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use arrow_array::{make_array, ArrayRef};
-use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBufferBuilder};
+use arrow_buffer::{
+    BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, NullBufferBuilder,
+};
 use arrow_data::ArrayData;
 use arrow_schema::DataType;
 
@@ -158,6 +160,8 @@ impl Col {
 /// The columns of one chunk of rows, one per layout node.
 pub struct Cols {
     pub cols: Vec<Col>,
+    /// Zeroed memory the columns no row reached share (see [`Cols::finish`]).
+    zeros: Buffer,
 }
 
 impl Cols {
@@ -168,21 +172,22 @@ impl Cols {
                 .iter()
                 .map(|n| Col::new(&n.shape, cap))
                 .collect(),
+            zeros: Buffer::from_vec(Vec::<u8>::new()),
         }
     }
 
     /// Appends a null row to `id`. What a struct, union or fixed-size list holds gets its
-    /// null rows later, in bulk, from [`Cols::catch_up`]: a row touches the columns of the
-    /// variants it holds, not those of every variant of every union (a pcap's frame has
-    /// hundreds).
+    /// null rows later, in bulk, from [`Cols::catch_up`] and [`Cols::pad`]: a row touches
+    /// the columns of the variants it holds, not those of every variant of every union (a
+    /// pcap's frame has hundreds).
     pub fn push_null(&mut self, id: NodeId) {
         self.cols[id as usize].push_null();
     }
 
     /// Pads the children of `id` with null rows up to the rows `id` holds (`k` items per
     /// row for a fixed-size list of `k`). Called when `id` gets a row's value (before its
-    /// children are filled) and before it is finished; a child's own children are padded
-    /// the same way when their turn comes.
+    /// children are filled); a child's own children are padded the same way when their turn
+    /// comes, and [`Cols::finish`] pads what is left.
     #[inline]
     pub fn catch_up(&mut self, layout: &Layout, id: NodeId) {
         let node = layout.node(id);
@@ -200,6 +205,15 @@ impl Cols {
         }
     }
 
+    /// Pads column `id` with null rows up to `rows` rows.
+    #[inline]
+    pub fn pad(&mut self, id: NodeId, rows: usize) {
+        let col = &mut self.cols[id as usize];
+        if col.len < rows {
+            col.push_nulls(rows - col.len);
+        }
+    }
+
     /// Which variable-size nodes need 64-bit offsets.
     pub fn large(&self) -> Vec<bool> {
         self.cols
@@ -208,14 +222,16 @@ impl Cols {
             .collect()
     }
 
-    /// The finished Arrow array of node `id` (consumes the buffers of it and its children).
+    /// The finished Arrow array of node `id` with `rows` rows, nulls past the rows it got
+    /// (consumes the buffers of it and its children).
     pub fn finish(
         &mut self,
         layout: &Layout,
         id: NodeId,
         large: &[bool],
+        rows: usize,
     ) -> Result<ArrayRef, arrow_schema::ArrowError> {
-        Ok(make_array(self.finish_data(layout, id, large)?))
+        Ok(make_array(self.finish_data(layout, id, large, rows)?))
     }
 
     fn finish_data(
@@ -223,11 +239,17 @@ impl Cols {
         layout: &Layout,
         id: NodeId,
         large: &[bool],
+        rows: usize,
     ) -> Result<ArrayData, arrow_schema::ArrowError> {
-        self.catch_up(layout, id);
+        if self.cols[id as usize].len == 0 && rows > 0 {
+            return self.null_data(layout, id, large, rows);
+        }
         let node = layout.node(id);
         let dt = layout.data_type(id, large);
         let col = &mut self.cols[id as usize];
+        if col.len < rows {
+            col.push_nulls(rows - col.len);
+        }
         let len = col.len;
         let nulls = col.valid.finish();
         let buf = std::mem::replace(&mut col.buf, Buf::Rows);
@@ -249,26 +271,28 @@ impl Cols {
                 .add_buffer(offsets_buffer(offsets, large[id as usize]))
                 .add_buffer(Buffer::from_vec(data)),
             Buf::List { offsets } => {
-                let child = self.finish_data(layout, node.children[0], large)?;
+                let items = *offsets.last().unwrap_or(&0) as usize;
+                let child = self.finish_data(layout, node.children[0], large, items)?;
                 b.add_buffer(offsets_buffer(offsets, large[id as usize]))
                     .add_child_data(child)
             }
             Buf::Rows => match &node.shape {
-                Shape::List { item, .. } => {
-                    b.add_child_data(self.finish_data(layout, *item, large)?)
+                Shape::List { item, fixed } => {
+                    let items = len * fixed.unwrap_or(1);
+                    b.add_child_data(self.finish_data(layout, *item, large, items)?)
                 }
                 Shape::Union { names } => {
-                    let variant = self.variant_data(layout, node.children[0], names)?;
+                    let variant = self.variant_data(node.children[0], names, len)?;
                     let mut b = b.add_child_data(variant);
                     for &c in &node.children[1..] {
-                        b = b.add_child_data(self.finish_data(layout, c, large)?);
+                        b = b.add_child_data(self.finish_data(layout, c, large, len)?);
                     }
                     b
                 }
                 _ => {
                     let mut b = b;
                     for &c in &node.children {
-                        b = b.add_child_data(self.finish_data(layout, c, large)?);
+                        b = b.add_child_data(self.finish_data(layout, c, large, len)?);
                     }
                     b
                 }
@@ -277,57 +301,135 @@ impl Cols {
         b.build()
     }
 
-    /// The finished variant column of the union `union` (its case of each row, by name).
+    /// `len` null rows of node `id`, for a column no row reached (a variant no packet of a
+    /// capture holds): every buffer is a slice of one zeroed block, so hundreds of such
+    /// columns cost neither memory nor time per row.
+    fn null_data(
+        &mut self,
+        layout: &Layout,
+        id: NodeId,
+        large: &[bool],
+        len: usize,
+    ) -> Result<ArrayData, arrow_schema::ArrowError> {
+        let node = layout.node(id);
+        let dt = layout.data_type(id, large);
+        let nulls = self.null_bits(len);
+        let b = ArrayData::builder(dt.clone()).len(len).nulls(Some(nulls));
+        let offsets = |z: &mut Self| z.zeros((len + 1) * if large[id as usize] { 8 } else { 4 });
+        let b = match &node.shape {
+            Shape::Int { .. } | Shape::Float { .. } => {
+                let width = dt.primitive_width().unwrap_or(8);
+                b.add_buffer(self.zeros(len * width))
+            }
+            Shape::Bool => b.add_buffer(self.zeros(len.div_ceil(8))),
+            Shape::FixedBinary(n) => b.add_buffer(self.zeros(len * n)),
+            Shape::Binary | Shape::Text | Shape::Raw => b
+                .add_buffer(offsets(self))
+                .add_buffer(Buffer::from_vec(Vec::<u8>::new())),
+            Shape::List { item, fixed: None } => b
+                .add_buffer(offsets(self))
+                .add_child_data(self.null_data(layout, *item, large, 0)?),
+            Shape::List {
+                item,
+                fixed: Some(k),
+            } => b.add_child_data(self.null_data(layout, *item, large, len * k)?),
+            Shape::Union { names } => {
+                let keys = self.zeros(len);
+                let nulls = self.null_bits(len);
+                let mut b = b.add_child_data(dictionary(names, keys, Some(nulls), len)?);
+                for &c in &node.children[1..] {
+                    b = b.add_child_data(self.null_data(layout, c, large, len)?);
+                }
+                b
+            }
+            Shape::Struct { .. } => {
+                let mut b = b;
+                for &c in &node.children {
+                    b = b.add_child_data(self.null_data(layout, c, large, len)?);
+                }
+                b
+            }
+        };
+        b.build()
+    }
+
+    /// A validity bitmap of `len` nulls.
+    fn null_bits(&mut self, len: usize) -> NullBuffer {
+        NullBuffer::new(BooleanBuffer::new(self.zeros(len.div_ceil(8)), 0, len))
+    }
+
+    /// `n` zero bytes, sliced from the block shared by every null column.
+    fn zeros(&mut self, n: usize) -> Buffer {
+        if self.zeros.len() < n {
+            self.zeros = Buffer::from(MutableBuffer::from_len_zeroed(n.next_power_of_two()));
+        }
+        self.zeros.slice_with_length(0, n)
+    }
+
+    /// The finished variant column of the union `union` with `rows` rows.
     pub fn finish_variant(
         &mut self,
         layout: &Layout,
         union: NodeId,
+        rows: usize,
     ) -> Result<ArrayRef, arrow_schema::ArrowError> {
-        self.catch_up(layout, union);
         let node = layout.node(union);
         let Shape::Union { names } = &node.shape else {
             unreachable!("only unions have a variant column")
         };
         Ok(make_array(self.variant_data(
-            layout,
             node.children[0],
             names,
+            rows,
         )?))
     }
 
-    /// A union's variant column: the case index of each row, as a dictionary of case names.
+    /// A union's variant column of `rows` rows: the case index of each row, as a dictionary
+    /// of case names.
     fn variant_data(
         &mut self,
-        layout: &Layout,
         id: NodeId,
         names: &[Arc<str>],
+        rows: usize,
     ) -> Result<ArrayData, arrow_schema::ArrowError> {
-        let _ = layout;
         let col = &mut self.cols[id as usize];
+        if col.len < rows {
+            col.push_nulls(rows - col.len);
+        }
         let len = col.len;
         let nulls = col.valid.finish();
         let keys = match std::mem::replace(&mut col.buf, Buf::Rows) {
             Buf::I8(v) => v,
             _ => unreachable!("a variant column holds i8 keys"),
         };
-        let mut offsets = vec![0i32];
-        let mut text = Vec::new();
-        for n in names {
-            text.extend_from_slice(n.as_bytes());
-            offsets.push(text.len() as i32);
-        }
-        let values = ArrayData::builder(DataType::Utf8)
-            .len(names.len())
-            .add_buffer(Buffer::from_vec(offsets))
-            .add_buffer(Buffer::from_vec(text))
-            .build()?;
-        ArrayData::builder(crate::layout::variant_type())
-            .len(len)
-            .nulls(nulls)
-            .add_buffer(Buffer::from_vec(keys))
-            .add_child_data(values)
-            .build()
+        dictionary(names, Buffer::from_vec(keys), nulls, len)
     }
+}
+
+/// A variant column: `keys` index the case `names`.
+fn dictionary(
+    names: &[Arc<str>],
+    keys: Buffer,
+    nulls: Option<NullBuffer>,
+    len: usize,
+) -> Result<ArrayData, arrow_schema::ArrowError> {
+    let mut offsets = vec![0i32];
+    let mut text = Vec::new();
+    for n in names {
+        text.extend_from_slice(n.as_bytes());
+        offsets.push(text.len() as i32);
+    }
+    let values = ArrayData::builder(DataType::Utf8)
+        .len(names.len())
+        .add_buffer(Buffer::from_vec(offsets))
+        .add_buffer(Buffer::from_vec(text))
+        .build()?;
+    ArrayData::builder(crate::layout::variant_type())
+        .len(len)
+        .nulls(nulls)
+        .add_buffer(keys)
+        .add_child_data(values)
+        .build()
 }
 
 fn offsets_buffer(offsets: Vec<i64>, large: bool) -> Buffer {

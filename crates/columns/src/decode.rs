@@ -4,8 +4,9 @@
 //! Rows are split across threads. Messages of one size split at row boundaries. Messages
 //! of varying size split at byte positions, and no thread scans for the boundaries first:
 //! thread 0 decodes from the real start up to the first message that starts at or after
-//! its region's end; every other thread guesses that its region's first byte starts a
-//! message and decodes from there, keeping where each row starts. Then the boundaries are
+//! its region's end; every other thread guesses where a message starts in its region (the
+//! first position from which several messages decode in a row) and decodes from there,
+//! keeping where each row starts. Then the boundaries are
 //! followed in order: where the previous region ended is a real boundary, and if it is one
 //! of the guessed row starts, the guess decoded the real messages from that row on (the
 //! decode of a message depends only on where it starts), so the rows before it are
@@ -50,6 +51,13 @@ impl From<ArrowError> for Failure {
 
 type DecodeResult<T> = Result<T, Failure>;
 
+/// Messages that must decode in a row from a guessed position before a thread decodes its
+/// rows from there.
+const SYNC_MESSAGES: usize = 8;
+/// Bytes a thread may go through looking for a boundary (at least; an eighth of its region
+/// for large regions) before it leaves its region to the real boundaries.
+const SYNC_BUDGET: usize = 1 << 20;
+
 /// Rows decoded from a position guessed to be a message boundary.
 struct Guess {
     cols: Cols,
@@ -58,6 +66,14 @@ struct Guess {
     /// Where the last row ends (or the message that did not decode starts).
     end: usize,
     failed: bool,
+}
+
+/// What one thread of a variable-size decode gives.
+enum Part {
+    /// Thread 0's rows, from the real start: its columns, rows and where they end.
+    First { cols: Cols, rows: usize, end: usize },
+    /// A later thread's rows, from where it guessed a message starts.
+    Guessed(Guess),
 }
 
 /// A decoded table: its schema and its rows, in one batch per thread that decoded them.
@@ -304,26 +320,35 @@ impl Columnar {
         }
         let split = |t: usize| req.offset + span / threads * t;
         let region_end = |t: usize| if t + 1 == threads { stop } else { split(t + 1) };
-        // Thread 0 starts on a boundary; the others guess that their split is one.
-        let first = std::sync::Mutex::new(None);
-        let guesses = run_threads(threads, |t| {
+        // Thread 0 starts on a boundary; the others guess where messages start after
+        // their split.
+        let mut decoded = run_threads(threads, |t| {
             if t == 0 {
-                let got = self.decode_rows(input, req.offset, region_end(0), None, 0);
-                *first.lock().unwrap_or_else(|e| e.into_inner()) = Some(got);
-                Ok(None)
+                let (cols, rows, end) =
+                    self.decode_rows(input, req.offset, region_end(0), None, 0)?;
+                Ok(Part::First { cols, rows, end })
             } else {
-                Ok(Some(self.decode_guess(input, split(t), region_end(t))))
+                Ok(Part::Guessed(self.decode_guess(
+                    input,
+                    split(t),
+                    region_end(t),
+                )))
             }
-        })?;
-        let (cols, rows, mut pos) = first
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
-            .ok_or_else(|| Failure::Bug("the first decoding thread did not run".into()))??;
+        })?
+        .into_iter();
+        let Some(Part::First { cols, rows, end }) = decoded.next() else {
+            return Err(Failure::Bug(
+                "the first thread did not decode from the start".into(),
+            ));
+        };
+        let mut pos = end;
         let mut row = rows;
         let mut parts = vec![(cols, rows, 0)];
         let mut scratch = Scratch::new();
-        for (t, guess) in guesses.into_iter().enumerate().skip(1) {
-            let Some(guess) = guess else { continue };
+        for (t, part) in (1..).zip(decoded) {
+            let Part::Guessed(guess) = part else {
+                return Err(Failure::Bug("a later thread decoded from the start".into()));
+            };
             // Follow the true boundaries from `pos` until one is where a guessed row
             // starts (from there on the guess decoded the real messages) or the region
             // ends (the guess never met them: its rows are dropped).
@@ -364,12 +389,48 @@ impl Columnar {
         self.table(parts)
     }
 
-    /// Decodes messages from `start`, a position that may not be a message boundary, while
-    /// they start before `stop_at`, keeping where each row starts. A message that does not
-    /// decode ends the run: whether that is an error depends on whether the run turns out
-    /// to follow the real boundaries (and then its columns are never used).
-    fn decode_guess(&self, input: &[u8], start: usize, stop_at: usize) -> Guess {
+    /// The first position from `split` on where [`SYNC_MESSAGES`] messages in a row decode
+    /// (or the input ends after at least one): likely a message boundary. A split inside a
+    /// message usually fails within a few bytes of it (a length past the input, a bad
+    /// constant), so the probe moves on byte by byte, within a budget of work; `None` when
+    /// the budget runs out (the region is then decoded from the real boundaries).
+    fn sync(&self, input: &[u8], split: usize, stop: usize) -> Option<usize> {
+        let mut scratch = Scratch::new();
+        let mut budget = SYNC_BUDGET.max(stop.saturating_sub(split) / 8);
+        for cand in split..stop {
+            let mut pos = cand;
+            let mut good = 0;
+            while good < SYNC_MESSAGES && pos < input.len() {
+                match unpack_with(&self.prog, &mut scratch, &mut Discard::<true>, input, pos) {
+                    Ok((_, end)) if end > pos => pos = end,
+                    _ => break,
+                }
+                good += 1;
+            }
+            if good == SYNC_MESSAGES || (good > 0 && pos == input.len()) {
+                return Some(cand);
+            }
+            // The bytes the failed probe went through, and one for the probe itself.
+            budget = budget.checked_sub(pos - cand + 1)?;
+        }
+        None
+    }
+
+    /// Decodes messages from where they seem to start after `split` (see [`Self::sync`]),
+    /// which may not be a message boundary, while they start before `stop_at`, keeping
+    /// where each row starts. A message that does not decode ends the run: whether that is
+    /// an error depends on whether the run turns out to follow the real boundaries (and
+    /// then its columns are never used).
+    fn decode_guess(&self, input: &[u8], split: usize, stop_at: usize) -> Guess {
         let stop = stop_at.min(input.len());
+        let Some(start) = self.sync(input, split, stop) else {
+            return Guess {
+                cols: Cols::new(&self.layout, 0),
+                starts: Vec::new(),
+                end: split,
+                failed: false,
+            };
+        };
         let cap = (stop.saturating_sub(start) / self.prog.min_size.max(1) / 4).min(1 << 20);
         let mut sink = ColumnSink::new(&self.layout, input, cap);
         let mut scratch = Scratch::new();
@@ -445,20 +506,19 @@ impl Columnar {
         let schema = self.schema(&large);
         let (_, roots) = self.layout.columns();
         let mut batches = Vec::with_capacity(parts.len());
+        let union = matches!(
+            self.layout.node(self.layout.root).shape,
+            crate::layout::Shape::Union { .. }
+        );
         for (cols, rows, skip) in parts.iter_mut() {
-            cols.catch_up(&self.layout, self.layout.root);
-            let union = matches!(
-                self.layout.node(self.layout.root).shape,
-                crate::layout::Shape::Union { .. }
-            );
             let arrays = roots
                 .iter()
                 .enumerate()
                 .map(|(i, &c)| {
                     if union && i == 0 {
-                        cols.finish_variant(&self.layout, self.layout.root)
+                        cols.finish_variant(&self.layout, self.layout.root, *rows)
                     } else {
-                        cols.finish(&self.layout, c, &large)
+                        cols.finish(&self.layout, c, &large, *rows)
                     }
                 })
                 .collect::<Result<Vec<ArrayRef>, _>>()?;

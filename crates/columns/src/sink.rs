@@ -348,21 +348,13 @@ impl Sink for ColumnSink<'_> {
         if self.raw.is_some() {
             return true;
         }
-        // Runs of plain numbers, bools and fixed bytes only (bit fields, 24-bit and half
-        // floats go field by field through the VM).
-        let plain = |s: &Scalar| {
-            matches!(
-                s,
-                Scalar::Int {
-                    width: 1 | 2 | 4 | 8,
-                    ..
-                } | Scalar::Float { width: 4 | 8, .. }
-                    | Scalar::Bool
-                    | Scalar::Bytes(_)
-                    | Scalar::Pad(_)
-            )
-        };
-        if !run.items.iter().all(|it| plain(&it.scalar)) {
+        // Half floats go field by field through the VM (their column holds what the VM's
+        // f64 rounds back to, NaN payloads included).
+        if run
+            .items
+            .iter()
+            .any(|it| matches!(it.scalar, Scalar::Float { width: 2, .. }))
+        {
             return false;
         }
         let children = &self.layout.nodes[*s as usize].children;
@@ -408,9 +400,14 @@ impl Sink for ColumnSink<'_> {
     fn choose(&mut self, case: usize, at: usize) {
         if self.raw.is_none() {
             let u = self.target;
-            self.cols.catch_up(self.layout, u);
+            // Only the variant column and the chosen case: the other cases catch up in
+            // bulk when they are next chosen, or when the table is finished.
+            let rows = self.cols.cols[u as usize].len;
+            let children = &self.layout.nodes[u as usize].children;
+            let c = children[1 + case];
+            self.cols.pad(children[0], rows);
+            self.cols.pad(c, rows);
             self.chosen[u as usize] = case;
-            let c = self.layout.nodes[u as usize].children[1 + case];
             self.aim(c, at);
         }
     }
@@ -445,9 +442,81 @@ fn push_scalar(col: &mut crate::builders::Col, s: &Scalar, b: &[u8]) -> bool {
         (Buf::Fixed { size, data }, Scalar::Bytes(n)) if *size == n => {
             data.extend_from_slice(&b[..n])
         }
+        // Odd widths (24-bit and the like) and bit fields: the VM's value, in the column's
+        // width.
+        (buf, Scalar::Int { width, signed, big }) if width < 8 => {
+            let g = &b[..width as usize];
+            let u = if big {
+                g.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))
+            } else {
+                g.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x))
+            };
+            let shift = 64 - u32::from(width) * 8;
+            let v = if signed {
+                ((u << shift) as i64 >> shift) as u64
+            } else {
+                u
+            };
+            if !push_int(buf, v) {
+                return false;
+            }
+        }
+        (
+            buf,
+            Scalar::Bits {
+                group,
+                shift,
+                width,
+                signed,
+                lsb,
+                boolean,
+                ..
+            },
+        ) => {
+            let g = &b[..group as usize];
+            let bits = if lsb {
+                g.iter().rev().fold(0u128, |a, &x| (a << 8) | u128::from(x))
+            } else {
+                g.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x))
+            };
+            let v = (bits >> shift) & ((1u128 << width) - 1);
+            match buf {
+                Buf::Bool(c) if boolean => c.append(v != 0),
+                _ if boolean => return false,
+                _ => {
+                    let v = if signed {
+                        let s = 128 - u32::from(width);
+                        (((v << s) as i128) >> s) as i64 as u64
+                    } else {
+                        v as u64
+                    };
+                    if !push_int(buf, v) {
+                        return false;
+                    }
+                }
+            }
+        }
         _ => return false,
     }
     col.valid.append_non_null();
     col.len += 1;
+    true
+}
+
+/// Appends an integer (its two's complement bits) to an integer column, truncated to the
+/// column's width as the VM's values are; false for any other column.
+#[inline]
+fn push_int(buf: &mut Buf, v: u64) -> bool {
+    match buf {
+        Buf::I8(c) => c.push(v as i8),
+        Buf::I16(c) => c.push(v as i16),
+        Buf::I32(c) => c.push(v as i32),
+        Buf::I64(c) => c.push(v as i64),
+        Buf::U8(c) => c.push(v as u8),
+        Buf::U16(c) => c.push(v as u16),
+        Buf::U32(c) => c.push(v as u32),
+        Buf::U64(c) => c.push(v),
+        _ => return false,
+    }
     true
 }

@@ -199,6 +199,40 @@ fn varying_records_unions_conditionals_and_lists() {
 }
 
 #[test]
+fn variants_no_row_holds_are_null_columns_of_every_row() {
+    let c = columnar(VARYING);
+    // Only `kind` 1: the `Pair` and `default` variants (and `Pair`'s fields) get no value.
+    let data: Vec<u8> = (0..60_000)
+        .filter(|i| i % 3 == 0)
+        .flat_map(varying_msg)
+        .collect();
+    for threads in [1, 2] {
+        let t = decode(&c, &data, threads);
+        for b in &t.batches {
+            let body = b.column(4).as_struct();
+            assert_eq!(body.len(), b.num_rows());
+            assert_eq!(body.column(1).null_count(), 0);
+            for k in [2, 3] {
+                let v = body.column(k);
+                assert_eq!((v.len(), v.null_count()), (b.num_rows(), b.num_rows()));
+                v.to_data()
+                    .validate_full()
+                    .expect("a valid all-null column");
+            }
+            let pair = body.column(2).as_struct();
+            for f in pair.columns() {
+                assert_eq!(f.len(), b.num_rows());
+                assert_eq!(f.null_count(), b.num_rows());
+            }
+            b.column(4)
+                .to_data()
+                .validate_full()
+                .expect("a valid union column");
+        }
+    }
+}
+
+#[test]
 fn every_thread_count_gives_the_same_rows() {
     let c = columnar(VARYING);
     let data: Vec<u8> = (0..20_000).flat_map(varying_msg).collect();
