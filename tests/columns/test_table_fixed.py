@@ -99,7 +99,9 @@ def test_pack_table_from_numpy_columns_is_struct_pack() -> None:
     wire = b"".join(struct.pack("<IHHQ", *r) for r in rows)
     cols: dict[str, Any] = {
         k: np.array(c, dtype=t)
-        for k, c, t in zip("abcd", zip(*rows, strict=True), ("<u4", "<u2", "<u2", "<u8"), strict=True)
+        for k, c, t in zip(
+            "abcd", zip(*rows, strict=True), ("<u4", "<u2", "<u2", "<u8"), strict=True
+        )
     }
     assert Lab.pack_table(cols) == wire
     # Other widths and byte orders take the checked path, to the same bytes.
@@ -124,9 +126,7 @@ def test_a_bad_value_after_written_columns_is_a_pack_error() -> None:
         Lab.pack_table(cols)
     assert e.value.path == "[3000].c"
     cols["c"][3000] = 5
-    want = b"".join(
-        Lab(a=i, b=0, c=5 if i == 3000 else 0, d=0).pack() for i in range(ROWS)
-    )
+    want = b"".join(Lab(a=i, b=0, c=5 if i == 3000 else 0, d=0).pack() for i in range(ROWS))
     assert Lab.pack_table(cols) == want
     buf = bytearray(len(want) + 3)
     assert Lab.pack_table_into(buf, 3, cols) == len(buf)

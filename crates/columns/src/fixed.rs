@@ -210,7 +210,10 @@ pub fn run(
         .collect();
     // Columns are left unwritten until the threads fill them: no pass of zeros before the
     // copy, and each thread is the first to touch its own rows' pages.
-    let mut bufs: Vec<MutableBuffer> = lens.iter().map(|&n| MutableBuffer::with_capacity(n)).collect();
+    let mut bufs: Vec<MutableBuffer> = lens
+        .iter()
+        .map(|&n| MutableBuffer::with_capacity(n))
+        .collect();
     let threads = threads.clamp(1, rows.div_ceil(64).max(1));
     let per = rows.div_ceil(threads).div_ceil(64) * 64;
     // Each thread gets its rows' part of every column.
@@ -284,7 +287,7 @@ impl Spare for MutableBuffer {
 
 /// The first `n` bytes of `dst`, zeroed, for the kernels that set bits or write through
 /// slices (the plain copies write every byte themselves).
-fn zeroed<'a>(dst: &'a mut [MaybeUninit<u8>], n: usize) -> &'a mut [u8] {
+fn zeroed(dst: &mut [MaybeUninit<u8>], n: usize) -> &mut [u8] {
     let d = &mut dst[..n];
     d.fill(MaybeUninit::new(0));
     // SAFETY: every byte of `d` was just written; `MaybeUninit<u8>` has the layout of `u8`.
@@ -581,7 +584,9 @@ impl Plan {
     /// caller then packs through the VM, which reports the first bad row with its message.
     pub fn pack(&self, inputs: &[PackInput<'_>], rows: usize, out: &mut [u8]) -> Result<(), usize> {
         let stride = self.size;
-        if inputs.len() != self.leaves.len() || rows.checked_mul(stride).is_none_or(|n| out.len() < n) {
+        if inputs.len() != self.leaves.len()
+            || rows.checked_mul(stride).is_none_or(|n| out.len() < n)
+        {
             return Err(0);
         }
         let cols = self
@@ -609,7 +614,11 @@ impl Plan {
 enum LeafInput<'a> {
     /// A column of exactly the field's integer type: its values' bytes, moved as they are
     /// (reversed for the other byte order).
-    Plain { values: Buffer, w: usize, swap: bool },
+    Plain {
+        values: Buffer,
+        w: usize,
+        swap: bool,
+    },
     Other(&'a PackInput<'a>),
 }
 
