@@ -6,8 +6,10 @@
 //! (reversing them for the other byte order), with no VM and no per-row dispatch. Rows are
 //! split across threads in blocks of 64, so bool bitmaps never share a byte.
 
+use std::mem::MaybeUninit;
+
 use arrow_array::{make_array, ArrayRef};
-use arrow_buffer::Buffer;
+use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_data::ArrayData;
 
 use bytewright_wire::program::{Konst, Node, Program, Scalar, Step, StructProg};
@@ -32,6 +34,9 @@ struct Leaf {
 pub struct Plan {
     pub size: usize,
     leaves: Vec<Leaf>,
+    /// Whether packing the leaves writes every byte of a message (no padding, no bit
+    /// groups to merge into), so the output needs no zeros first.
+    writes_all: bool,
 }
 
 impl Plan {
@@ -52,8 +57,33 @@ impl Plan {
             &mut Vec::new(),
             &mut leaves,
         )?;
-        Some(Plan { size, leaves })
+        let writes_all = writes_all(size, &leaves);
+        Some(Plan {
+            size,
+            leaves,
+            writes_all,
+        })
     }
+
+    /// Whether [`Plan::pack`] writes every byte of its output: when it does not, the output
+    /// must be zeroed first (padding, and the bits of a group no field sets).
+    pub fn writes_every_byte(&self) -> bool {
+        self.writes_all
+    }
+}
+
+/// Whether the leaves, packed, cover every byte of a `size`-byte message by themselves.
+/// Bit fields merge into their group's bytes, so those count as not written.
+fn writes_all(size: usize, leaves: &[Leaf]) -> bool {
+    let mut hit = vec![false; size];
+    for l in leaves {
+        if matches!(l.scalar, Scalar::Bits { .. }) {
+            continue;
+        }
+        let end = (l.off + l.scalar.size()).min(size);
+        hit[l.off.min(end)..end].fill(true);
+    }
+    hit.iter().all(|&h| h)
 }
 
 fn walk(
@@ -150,13 +180,6 @@ fn col_width(s: &Scalar) -> usize {
 
 const HOST_BIG: bool = cfg!(target_endian = "big");
 
-/// The bytes of a column of words.
-fn words_as_bytes(words: &mut [u64]) -> &mut [u8] {
-    // SAFETY: any u64 is 8 initialised bytes; the byte slice covers exactly the words and
-    // borrows them mutably for its lifetime.
-    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) }
-}
-
 /// Why the strided copy stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -164,6 +187,9 @@ pub enum Stop {
     BadRow(usize),
     Panicked,
 }
+
+/// Bytes of a column not yet written.
+type Raw<'a> = &'a mut [MaybeUninit<u8>];
 
 /// Decodes `rows` messages at `start` into per-leaf column buffers, using `threads`
 /// threads. Returns the buffers, or the index of the first row that holds a bad value.
@@ -174,26 +200,27 @@ pub fn run(
     rows: usize,
     threads: usize,
 ) -> Result<Vec<Buffer>, Stop> {
-    // Columns as 8-byte words: aligned for every value type, and zeroed by calloc (fresh
-    // pages for large columns, so no separate pass writes zeros).
-    let mut bufs: Vec<Vec<u64>> = plan
+    let lens: Vec<usize> = plan
         .leaves
         .iter()
-        .map(|l| {
-            let bytes = match col_width(&l.scalar) {
-                0 => rows.div_ceil(8),
-                w => rows * w,
-            };
-            vec![0u64; bytes.div_ceil(8)]
+        .map(|l| match col_width(&l.scalar) {
+            0 => rows.div_ceil(8),
+            w => rows * w,
         })
+        .collect();
+    // Columns are left unwritten until the threads fill them: no pass of zeros before the
+    // copy, and each thread is the first to touch its own rows' pages.
+    let mut bufs: Vec<MutableBuffer> = lens
+        .iter()
+        .map(|&n| MutableBuffer::with_capacity(n))
         .collect();
     let threads = threads.clamp(1, rows.div_ceil(64).max(1));
     let per = rows.div_ceil(threads).div_ceil(64) * 64;
     // Each thread gets its rows' part of every column.
-    let mut parts: Vec<Vec<&mut [u8]>> = (0..threads).map(|_| Vec::new()).collect();
-    for (leaf, buf) in plan.leaves.iter().zip(bufs.iter_mut()) {
+    let mut parts: Vec<Vec<Raw<'_>>> = (0..threads).map(|_| Vec::new()).collect();
+    for ((leaf, buf), &len) in plan.leaves.iter().zip(bufs.iter_mut()).zip(&lens) {
         let w = col_width(&leaf.scalar);
-        let mut rest: &mut [u8] = words_as_bytes(buf);
+        let mut rest: Raw<'_> = &mut buf.spare()[..len];
         for part in parts.iter_mut() {
             let take = match w {
                 0 => (per / 8).min(rest.len()),
@@ -231,8 +258,40 @@ pub fn run(
     };
     match bad {
         Some(row) => Err(Stop::BadRow(row)),
-        None => Ok(bufs.into_iter().map(Buffer::from_vec).collect()),
+        None => Ok(bufs
+            .into_iter()
+            .zip(lens)
+            .map(|(mut b, len)| {
+                // SAFETY: without a bad row every thread wrote all of its part of every
+                // column, and the parts cover the first `len` bytes.
+                unsafe { b.set_len(len) };
+                Buffer::from(b)
+            })
+            .collect()),
     }
+}
+
+/// A fresh buffer's capacity, not yet written.
+trait Spare {
+    fn spare(&mut self) -> Raw<'_>;
+}
+
+impl Spare for MutableBuffer {
+    fn spare(&mut self) -> Raw<'_> {
+        let cap = self.capacity();
+        // SAFETY: the allocation holds `capacity` bytes, borrowed mutably with `self`;
+        // `MaybeUninit` asks nothing of their contents.
+        unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr().cast(), cap) }
+    }
+}
+
+/// The first `n` bytes of `dst`, zeroed, for the kernels that set bits or write through
+/// slices (the plain copies write every byte themselves).
+fn zeroed(dst: &mut [MaybeUninit<u8>], n: usize) -> &mut [u8] {
+    let d = &mut dst[..n];
+    d.fill(MaybeUninit::new(0));
+    // SAFETY: every byte of `d` was just written; `MaybeUninit<u8>` has the layout of `u8`.
+    unsafe { &mut *(d as *mut [MaybeUninit<u8>] as *mut [u8]) }
 }
 
 /// Rows decoded leaf by leaf at a time: their input stays in cache while every leaf reads
@@ -247,7 +306,7 @@ fn block(
     start: usize,
     first: usize,
     n: usize,
-    mut out: Vec<&mut [u8]>,
+    mut out: Vec<Raw<'_>>,
 ) -> Option<usize> {
     let stride = plan.size;
     let mut done = 0;
@@ -274,15 +333,15 @@ fn block(
     None
 }
 
-/// Decodes `n` rows of one leaf from `at` (the first row's field) into `dst`; returns the
-/// first row holding a bad value.
+/// Decodes `n` rows of one leaf from `at` (the first row's field) into `dst`, writing
+/// every byte of their part of the column; returns the first row holding a bad value.
 fn leaf_rows(
     leaf: &Leaf,
     input: &[u8],
     at: usize,
     stride: usize,
     n: usize,
-    dst: &mut [u8],
+    dst: Raw<'_>,
 ) -> Option<usize> {
     let found = match leaf.scalar {
         Scalar::Int { width: 1, .. } => copy::<1>(input, at, stride, n, dst, false),
@@ -300,22 +359,31 @@ fn leaf_rows(
             big,
             signed,
         } => {
-            int24(input, at, stride, n, dst, big, signed);
+            int24(input, at, stride, n, zeroed(dst, n * 4), big, signed);
             None
         }
         Scalar::Bytes(w) => {
+            let dst = zeroed(dst, n * w);
             for r in 0..n {
                 let s = at + r * stride;
                 dst[r * w..(r + 1) * w].copy_from_slice(&input[s..s + w]);
             }
             None
         }
-        Scalar::Bool => bools(input, at, stride, n, dst),
+        Scalar::Bool => bools(input, at, stride, n, zeroed(dst, n.div_ceil(8))),
         Scalar::Bits { .. } => {
-            bits(input, at, stride, n, dst, &leaf.scalar);
+            let len = match col_width(&leaf.scalar) {
+                0 => n.div_ceil(8),
+                w => n * w,
+            };
+            bits(input, at, stride, n, zeroed(dst, len), &leaf.scalar);
             None
         }
-        _ => None,
+        _ => {
+            let len = n * col_width(&leaf.scalar);
+            zeroed(dst, len);
+            None
+        }
     };
     let konst = leaf.konst.as_ref().and_then(|k| {
         (0..n).find(|r| {
@@ -338,7 +406,7 @@ fn copy<const W: usize>(
     at: usize,
     stride: usize,
     n: usize,
-    dst: &mut [u8],
+    dst: Raw<'_>,
     swap: bool,
 ) -> Option<usize> {
     if n == 0 {
@@ -350,7 +418,7 @@ fn copy<const W: usize>(
     );
     assert!(dst.len() >= n * W, "room for the rows");
     let src = input.as_ptr();
-    let out = dst.as_mut_ptr();
+    let out = dst.as_mut_ptr().cast::<u8>();
     if swap {
         for r in 0..n {
             // SAFETY: row r reads input[at + r*stride .. + W] and writes dst[r*W .. + W], both
@@ -510,155 +578,217 @@ impl Plan {
         self.leaves[i].konst.as_deref()
     }
 
-    /// Packs `rows` messages into `out` (`rows * size` bytes, zeroed: padding stays zero),
-    /// each leaf from its input. `Err(row)` names the first row the fast path cannot write
-    /// (a value out of range, a null, a type it does not take): the caller then packs
-    /// through the VM, which reports the same row with its message.
+    /// Packs `rows` messages into `out` (`rows * size` bytes, zeroed first unless
+    /// [`Plan::writes_every_byte`]), each leaf from its input. `Err(row)` names a row the
+    /// fast path cannot write (a value out of range, a null, a type it does not take): the
+    /// caller then packs through the VM, which reports the first bad row with its message.
     pub fn pack(&self, inputs: &[PackInput<'_>], rows: usize, out: &mut [u8]) -> Result<(), usize> {
-        use arrow_array::cast::AsArray;
-        use arrow_array::types::*;
-        use arrow_schema::DataType;
-        use bytewright_wire::pack::{encode_int, f64_to_f16};
-
         let stride = self.size;
-        if out.len() < rows * stride {
+        if inputs.len() != self.leaves.len()
+            || rows.checked_mul(stride).is_none_or(|n| out.len() < n)
+        {
             return Err(0);
         }
-        for (leaf, input) in self.leaves.iter().zip(inputs) {
-            let s = leaf.scalar;
-            let slot = |r: usize| -> std::ops::Range<usize> {
-                let at = r * stride + leaf.off;
-                at..at + s.span()
-            };
-            match (s, input) {
-                (Scalar::Int { .. } | Scalar::Bool | Scalar::Bits { .. }, PackInput::Array(a)) => {
-                    if a.null_count() > 0 {
-                        return Err((0..rows).find(|&r| a.is_null(r)).unwrap_or(0));
-                    }
-                    if let Some(w) = same_int(&s, a.data_type()) {
-                        // The column already has the field's width and signedness: no range
-                        // to check, only bytes to move.
-                        let big = matches!(s, Scalar::Int { big: true, .. });
-                        let data = a.to_data();
-                        let src = &data.buffers()[0].as_slice()[data.offset() * w..];
-                        scatter(src, w, rows, out, stride, leaf.off, big != HOST_BIG);
-                        konst_rows(leaf, rows, stride, out)?;
-                        continue;
-                    }
-                    macro_rules! ints {
-                        ($t:ty) => {{
-                            let v = a.as_primitive::<$t>().values();
-                            for r in 0..rows {
-                                let at = slot(r);
-                                encode_int(&mut out[at], &s, i128::from(v[r])).map_err(|_| r)?;
-                            }
-                        }};
-                    }
-                    match a.data_type() {
-                        DataType::Int8 => ints!(Int8Type),
-                        DataType::Int16 => ints!(Int16Type),
-                        DataType::Int32 => ints!(Int32Type),
-                        DataType::Int64 => ints!(Int64Type),
-                        DataType::UInt8 => ints!(UInt8Type),
-                        DataType::UInt16 => ints!(UInt16Type),
-                        DataType::UInt32 => ints!(UInt32Type),
-                        DataType::UInt64 => ints!(UInt64Type),
-                        DataType::Boolean => {
-                            let b = a.as_boolean();
-                            for r in 0..rows {
-                                let at = slot(r);
-                                encode_int(&mut out[at], &s, i128::from(b.value(r)))
-                                    .map_err(|_| r)?;
-                            }
-                        }
-                        _ => return Err(0),
-                    }
-                }
-                (Scalar::Int { .. }, PackInput::Bytes(k)) if k.len() == s.size() => {
-                    // A constant's own wire bytes.
-                    for r in 0..rows {
-                        let at = r * stride + leaf.off;
-                        out[at..at + k.len()].copy_from_slice(k);
-                    }
-                }
-                (Scalar::Int { .. } | Scalar::Bool | Scalar::Bits { .. }, PackInput::Int(v)) => {
-                    for r in 0..rows {
-                        let at = slot(r);
-                        encode_int(&mut out[at], &s, *v).map_err(|_| r)?;
-                    }
-                }
-                (Scalar::Float { width, big }, input) => {
-                    let value = |r: usize| -> Option<f64> {
-                        match input {
-                            PackInput::Float(f) => Some(*f),
-                            PackInput::Int(i) => Some(*i as f64),
-                            PackInput::Array(a) if a.is_valid(r) => match a.data_type() {
-                                DataType::Float16 => {
-                                    Some(a.as_primitive::<Float16Type>().value(r).into())
-                                }
-                                DataType::Float32 => {
-                                    Some(a.as_primitive::<Float32Type>().value(r).into())
-                                }
-                                DataType::Float64 => Some(a.as_primitive::<Float64Type>().value(r)),
-                                _ => None,
-                            },
-                            _ => None,
-                        }
-                    };
-                    for r in 0..rows {
-                        let f = value(r).ok_or(r)?;
-                        let bits: u64 = match width {
-                            2 => u64::from(f64_to_f16(f).ok_or(r)?),
-                            4 => {
-                                let g = f as f32;
-                                if g.is_infinite() && f.is_finite() {
-                                    return Err(r);
-                                }
-                                u64::from(g.to_bits())
-                            }
-                            _ => f.to_bits(),
-                        };
-                        let w = width as usize;
-                        let at = r * stride + leaf.off;
-                        let bytes = bits.to_le_bytes();
-                        let dst = &mut out[at..at + w];
-                        dst.copy_from_slice(&bytes[..w]);
-                        if big {
-                            dst.reverse();
-                        }
-                    }
-                }
-                (Scalar::Bytes(n), input) => {
-                    for r in 0..rows {
-                        let b: &[u8] = match input {
-                            PackInput::Bytes(b) => b,
-                            PackInput::Array(a) if a.is_valid(r) => match a.data_type() {
-                                DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().value(r),
-                                DataType::Binary => a.as_binary::<i32>().value(r),
-                                DataType::LargeBinary => a.as_binary::<i64>().value(r),
-                                _ => return Err(r),
-                            },
-                            _ => return Err(r),
-                        };
-                        if b.len() != n {
-                            return Err(r);
-                        }
-                        let at = r * stride + leaf.off;
-                        out[at..at + n].copy_from_slice(b);
-                    }
-                }
-                _ => return Err(0),
+        let cols = self
+            .leaves
+            .iter()
+            .zip(inputs)
+            .map(|(leaf, input)| LeafInput::new(leaf, input, rows))
+            .collect::<Result<Vec<_>, usize>>()?;
+        // A block of rows at a time, every leaf in turn: the block's messages stay in cache
+        // while each leaf writes its field into them.
+        let mut lo = 0;
+        while lo < rows {
+            let hi = (lo + CACHE_ROWS).min(rows);
+            for (leaf, col) in self.leaves.iter().zip(&cols) {
+                pack_rows(leaf, col, stride, lo, hi, out)?;
+                konst_rows(leaf, lo, hi, stride, out)?;
             }
-            konst_rows(leaf, rows, stride, out)?;
+            lo = hi;
         }
         Ok(())
     }
 }
 
+/// One leaf's input as [`Plan::pack`] reads it.
+enum LeafInput<'a> {
+    /// A column of exactly the field's integer type: its values' bytes, moved as they are
+    /// (reversed for the other byte order).
+    Plain {
+        values: Buffer,
+        w: usize,
+        swap: bool,
+    },
+    Other(&'a PackInput<'a>),
+}
+
+impl<'a> LeafInput<'a> {
+    /// Refuses integer columns with nulls (their first null row), and finds plain ones.
+    fn new(leaf: &Leaf, input: &'a PackInput<'a>, rows: usize) -> Result<Self, usize> {
+        let s = leaf.scalar;
+        if let (Scalar::Int { .. } | Scalar::Bool | Scalar::Bits { .. }, PackInput::Array(a)) =
+            (s, input)
+        {
+            if a.len() < rows {
+                return Err(a.len());
+            }
+            if a.null_count() > 0 {
+                return Err((0..rows).find(|&r| a.is_null(r)).unwrap_or(0));
+            }
+            if let Some(w) = same_int(&s, a.data_type()) {
+                let data = a.to_data();
+                let values = data.buffers()[0].slice(data.offset() * w);
+                if values.len() < rows * w {
+                    return Err(0);
+                }
+                let big = matches!(s, Scalar::Int { big: true, .. });
+                return Ok(LeafInput::Plain {
+                    values,
+                    w,
+                    swap: big != HOST_BIG,
+                });
+            }
+        }
+        Ok(LeafInput::Other(input))
+    }
+}
+
+/// Packs one leaf of rows `lo..hi` into `out` (the messages from row 0).
+fn pack_rows(
+    leaf: &Leaf,
+    col: &LeafInput<'_>,
+    stride: usize,
+    lo: usize,
+    hi: usize,
+    out: &mut [u8],
+) -> Result<(), usize> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::DataType;
+    use bytewright_wire::pack::{encode_int, f64_to_f16};
+
+    let input = match col {
+        LeafInput::Plain { values, w, swap } => {
+            let (w, n) = (*w, hi - lo);
+            let src = &values.as_slice()[lo * w..hi * w];
+            scatter(src, w, n, &mut out[lo * stride..], stride, leaf.off, *swap);
+            return Ok(());
+        }
+        LeafInput::Other(input) => *input,
+    };
+    let s = leaf.scalar;
+    let slot = |r: usize| -> std::ops::Range<usize> {
+        let at = r * stride + leaf.off;
+        at..at + s.span()
+    };
+    match (s, input) {
+        (Scalar::Int { .. } | Scalar::Bool | Scalar::Bits { .. }, PackInput::Array(a)) => {
+            macro_rules! ints {
+                ($t:ty) => {{
+                    let v = a.as_primitive::<$t>().values();
+                    for r in lo..hi {
+                        let at = slot(r);
+                        encode_int(&mut out[at], &s, i128::from(v[r])).map_err(|_| r)?;
+                    }
+                }};
+            }
+            match a.data_type() {
+                DataType::Int8 => ints!(Int8Type),
+                DataType::Int16 => ints!(Int16Type),
+                DataType::Int32 => ints!(Int32Type),
+                DataType::Int64 => ints!(Int64Type),
+                DataType::UInt8 => ints!(UInt8Type),
+                DataType::UInt16 => ints!(UInt16Type),
+                DataType::UInt32 => ints!(UInt32Type),
+                DataType::UInt64 => ints!(UInt64Type),
+                DataType::Boolean => {
+                    let b = a.as_boolean();
+                    for r in lo..hi {
+                        let at = slot(r);
+                        encode_int(&mut out[at], &s, i128::from(b.value(r))).map_err(|_| r)?;
+                    }
+                }
+                _ => return Err(lo),
+            }
+        }
+        (Scalar::Int { .. }, PackInput::Bytes(k)) if k.len() == s.size() => {
+            // A constant's own wire bytes.
+            for r in lo..hi {
+                let at = r * stride + leaf.off;
+                out[at..at + k.len()].copy_from_slice(k);
+            }
+        }
+        (Scalar::Int { .. } | Scalar::Bool | Scalar::Bits { .. }, PackInput::Int(v)) => {
+            for r in lo..hi {
+                let at = slot(r);
+                encode_int(&mut out[at], &s, *v).map_err(|_| r)?;
+            }
+        }
+        (Scalar::Float { width, big }, input) => {
+            let value = |r: usize| -> Option<f64> {
+                match input {
+                    PackInput::Float(f) => Some(*f),
+                    PackInput::Int(i) => Some(*i as f64),
+                    PackInput::Array(a) if a.is_valid(r) => match a.data_type() {
+                        DataType::Float16 => Some(a.as_primitive::<Float16Type>().value(r).into()),
+                        DataType::Float32 => Some(a.as_primitive::<Float32Type>().value(r).into()),
+                        DataType::Float64 => Some(a.as_primitive::<Float64Type>().value(r)),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            };
+            for r in lo..hi {
+                let f = value(r).ok_or(r)?;
+                let bits: u64 = match width {
+                    2 => u64::from(f64_to_f16(f).ok_or(r)?),
+                    4 => {
+                        let g = f as f32;
+                        if g.is_infinite() && f.is_finite() {
+                            return Err(r);
+                        }
+                        u64::from(g.to_bits())
+                    }
+                    _ => f.to_bits(),
+                };
+                let w = width as usize;
+                let at = r * stride + leaf.off;
+                let bytes = bits.to_le_bytes();
+                let dst = &mut out[at..at + w];
+                dst.copy_from_slice(&bytes[..w]);
+                if big {
+                    dst.reverse();
+                }
+            }
+        }
+        (Scalar::Bytes(n), input) => {
+            for r in lo..hi {
+                let b: &[u8] = match input {
+                    PackInput::Bytes(b) => b,
+                    PackInput::Array(a) if a.is_valid(r) => match a.data_type() {
+                        DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().value(r),
+                        DataType::Binary => a.as_binary::<i32>().value(r),
+                        DataType::LargeBinary => a.as_binary::<i64>().value(r),
+                        _ => return Err(r),
+                    },
+                    _ => return Err(r),
+                };
+                if b.len() != n {
+                    return Err(r);
+                }
+                let at = r * stride + leaf.off;
+                out[at..at + n].copy_from_slice(b);
+            }
+        }
+        _ => return Err(lo),
+    }
+    Ok(())
+}
+
 /// A constant field must hold its constant in every row written.
-fn konst_rows(leaf: &Leaf, rows: usize, stride: usize, out: &[u8]) -> Result<(), usize> {
+fn konst_rows(leaf: &Leaf, lo: usize, hi: usize, stride: usize, out: &[u8]) -> Result<(), usize> {
     if let Some(k) = &leaf.konst {
-        if let Some(r) = (0..rows).find(|r| {
+        if let Some(r) = (lo..hi).find(|r| {
             let at = r * stride + leaf.off;
             out[at..at + k.len()] != k[..]
         }) {

@@ -12,7 +12,7 @@ mod pack;
 mod reader;
 pub mod source;
 
-pub use pack::pack_table;
+pub use pack::{pack_table, pack_table_bytes};
 
 use std::os::raw::c_int;
 use std::sync::Arc;

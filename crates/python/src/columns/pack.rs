@@ -2,6 +2,7 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use bytewright_wire::host::Output;
 use bytewright_wire::pack::pack_with;
@@ -10,6 +11,7 @@ use bytewright_wire::{Scratch, Seg};
 
 use super::input::{read, Input};
 use super::source::{needs_python, plan_struct, Column, Lit, Plan, TableSource, V};
+use crate::wire::buffer::BytesOut;
 use crate::wire::errors::{raise, Mode};
 use crate::wire::source::PySource;
 use crate::wire::structs::StructInfo;
@@ -36,7 +38,9 @@ fn rows_of<O: Output>(
 /// Moves a value that holds no Python object across `detach`.
 struct NoPython<T>(T);
 // SAFETY: only built for plans without Python objects and sources without a Python source
-// (`needs_python` is false), so nothing in it touches the interpreter.
+// (`needs_python` is false), so nothing in it touches the interpreter. An output that is
+// a `bytes` object is a bounded `BytesOut`, which never resizes, so filling it only
+// writes the object's storage.
 unsafe impl<T> Send for NoPython<T> {}
 
 /// The root struct's field names, to refuse columns that are not fields.
@@ -66,8 +70,39 @@ fn check_columns(py: Python<'_>, prog: &Program, given: &[String]) -> PyResult<(
     Ok(())
 }
 
+/// Packs every row of `table` into a new `bytes` object. Messages of one size are written
+/// straight into it (its size is known from the row count); others grow a buffer that is
+/// copied once at the end.
+pub fn pack_table_bytes(
+    py: Python<'_>,
+    columnar: &Columnar,
+    prog: &Program,
+    structs: &[StructInfo],
+    table: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let input = read(table)?;
+    if let Some(size) = prog.static_size {
+        let rows = match &input {
+            Input::Batches(b) => b.iter().map(|b| b.num_rows()).sum(),
+            Input::Columns { rows, .. } => *rows,
+        };
+        let len = rows.checked_mul(size).ok_or_else(|| {
+            pyo3::exceptions::PyMemoryError::new_err(format!(
+                "{rows} messages of {size} bytes do not fit in memory"
+            ))
+        })?;
+        // Every message takes exactly `size` bytes, so the object never needs to grow.
+        let mut out = BytesOut::bounded(py, len)?;
+        pack_input(py, columnar, prog, structs, input, &mut out, Mode::Pack)?;
+        return out.finish(py);
+    }
+    let mut out: Vec<u8> = Vec::new();
+    pack_input(py, columnar, prog, structs, input, &mut out, Mode::Pack)?;
+    Ok(PyBytes::new(py, &out).into_any().unbind())
+}
+
 /// Packs every row of `table` into `out`. Rows are numbered in errors (`[row].field`).
-pub fn pack_table<O: Output + Send>(
+pub fn pack_table<O: Output>(
     py: Python<'_>,
     columnar: &Columnar,
     prog: &Program,
@@ -76,7 +111,18 @@ pub fn pack_table<O: Output + Send>(
     out: &mut O,
     mode: Mode,
 ) -> PyResult<()> {
-    let input = read(table)?;
+    pack_input(py, columnar, prog, structs, read(table)?, out, mode)
+}
+
+fn pack_input<O: Output>(
+    py: Python<'_>,
+    columnar: &Columnar,
+    prog: &Program,
+    structs: &[StructInfo],
+    input: Input<'_>,
+    out: &mut O,
+    mode: Mode,
+) -> PyResult<()> {
     let root = match &prog.root {
         Node::Struct(i) => *i,
         _ => {
@@ -98,7 +144,9 @@ pub fn pack_table<O: Output + Send>(
                             let job = job;
                             let (fixed, inputs, out) = job.0;
                             let slot = out.slot(p, n);
-                            slot.fill(0);
+                            if !fixed.writes_every_byte() {
+                                slot.fill(0);
+                            }
                             NoPython(fixed.pack(inputs, rows, slot).is_ok())
                         })
                         .0;

@@ -86,6 +86,8 @@ pub struct BytesOut {
     obj: *mut ffi::PyObject,
     len: usize,
     cap: usize,
+    /// Never resized: `grow` past `cap` fails instead (see [`BytesOut::bounded`]).
+    bounded: bool,
 }
 
 impl BytesOut {
@@ -97,7 +99,21 @@ impl BytesOut {
         if obj.is_null() {
             return Err(PyErr::fetch(py));
         }
-        Ok(BytesOut { obj, len: 0, cap })
+        Ok(BytesOut {
+            obj,
+            len: 0,
+            cap,
+            bounded: false,
+        })
+    }
+
+    /// A bytes object of exactly `cap` bytes that never grows (growing past it is `Full`).
+    /// Resizing calls the interpreter's allocator; without it, filling the object only
+    /// writes its storage, so this one may be filled with the GIL released.
+    pub fn bounded(py: Python<'_>, cap: usize) -> PyResult<Self> {
+        let mut out = BytesOut::new(py, cap)?;
+        out.bounded = true;
+        Ok(out)
     }
 
     /// Shrinks to the written length and hands the object over.
@@ -140,6 +156,12 @@ impl Output for BytesOut {
     #[inline]
     fn grow(&mut self, n: usize) -> Result<usize, Full> {
         if self.len + n > self.cap {
+            if self.bounded {
+                return Err(Full {
+                    need: n,
+                    cap: self.cap - self.len,
+                });
+            }
             let new_cap = (self.cap * 2).max(self.len + n);
             // SAFETY: resizing our own unshared bytes object.
             if unsafe { _PyBytes_Resize(&mut self.obj, new_cap as ffi::Py_ssize_t) } != 0 {

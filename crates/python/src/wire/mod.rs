@@ -539,17 +539,7 @@ impl Codec {
     /// Packs every row of a table back to back: the bytes that packing each row alone
     /// gives, concatenated.
     fn pack_table(&self, py: Python<'_>, table: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let mut out: Vec<u8> = Vec::new();
-        crate::columns::pack_table(
-            py,
-            self.columnar(),
-            &self.prog,
-            &self.structs,
-            table,
-            &mut out,
-            Mode::Pack,
-        )?;
-        Ok(pyo3::types::PyBytes::new(py, &out).into_any().unbind())
+        crate::columns::pack_table_bytes(py, self.columnar(), &self.prog, &self.structs, table)
     }
 
     /// Packs every row of a table into a writable buffer at `offset`; returns the end offset.
