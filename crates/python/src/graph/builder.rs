@@ -5,17 +5,19 @@
 //! frozensets and the like are made after, and their memo slot is empty until then.
 
 use std::ptr::addr_of_mut;
+use std::rc::Rc;
 
 use bytewright_graph::reader::{FloatRun, IntRun};
 use bytewright_graph::{ClassDef, Event, Limits, Reader, ReaderBuffers};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 use super::classes::AllowedClasses;
 use super::config::Config;
 use super::errors::{read_error, unpickling};
 use super::infocache::{self, KIND_DICT, KIND_ENUM, KIND_TUPLE};
+use super::resolved::{self, Resolved};
 use crate::cpython::{self, list_push};
 
 /// A new str from strict UTF-8 (NULL with an exception set on failure). ASCII text (the
@@ -338,21 +340,6 @@ enum Frame<'py> {
     },
 }
 
-/// A payload class resolved against `classes=` (once per class definition per call).
-struct Resolved<'py> {
-    info: Bound<'py, PyAny>,
-    cls: Bound<'py, PyType>,
-    kind: u8,
-    name: String,
-    version: u64,
-    names: Vec<Bound<'py, PyString>>,
-    /// Same version and exactly the declared fields: set them directly.
-    fast: bool,
-    /// The class defines `__setstate__`: its instances get their state through it, once
-    /// the whole record has been read.
-    setstate: bool,
-}
-
 /// A `__setstate__` call held back until the whole record has been read: the class's
 /// `ClassInfo`, the instance, its fields and the version they were written at.
 type Restore<'py> = (
@@ -368,6 +355,7 @@ struct Scratch {
     reader: ReaderBuffers,
     frames: Vec<Frame<'static>>,
     memo: Vec<Option<Bound<'static, PyAny>>>,
+    resolved: Vec<Option<Rc<Resolved>>>,
 }
 
 /// Storage beyond this (after an unusually large record) is freed rather than kept.
@@ -385,7 +373,8 @@ pub struct Builder<'py, 'a> {
     memo: Vec<Option<Bound<'py, PyAny>>>,
     pending_share: bool,
     frames: Vec<Frame<'py>>,
-    resolved: Vec<Option<Resolved<'py>>>,
+    /// Per class index of the record: its class, once a record of it was met.
+    resolved: Vec<Option<Rc<Resolved>>>,
     empty_tuple: Bound<'py, PyTuple>,
     /// Lists are filled in place ([`cpython::internals`], read once per call).
     in_place: bool,
@@ -409,12 +398,13 @@ impl<'py, 'a> Builder<'py, 'a> {
     ) -> Self {
         // A nested call (a migration that loads) finds the slot empty and allocates anew.
         let scratch = SCRATCH.with(std::cell::Cell::take);
-        let (reader, frames, memo) = match scratch {
+        let (reader, frames, memo, resolved) = match scratch {
             Some(s) => {
                 let Scratch {
                     reader,
                     frames,
                     memo,
+                    resolved,
                 } = s;
                 // SAFETY: both vectors are empty (cleared before they were stored), and
                 // lifetimes do not change a type's layout: only capacity is carried over.
@@ -427,9 +417,14 @@ impl<'py, 'a> Builder<'py, 'a> {
                         >(memo),
                     )
                 };
-                (reader, frames, memo)
+                (reader, frames, memo, resolved)
             }
-            None => (ReaderBuffers::default(), Vec::with_capacity(8), Vec::new()),
+            None => (
+                ReaderBuffers::default(),
+                Vec::with_capacity(8),
+                Vec::new(),
+                Vec::new(),
+            ),
         };
         Self {
             py,
@@ -439,7 +434,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             memo,
             pending_share: false,
             frames,
-            resolved: Vec::new(),
+            resolved,
             empty_tuple: PyTuple::empty(py),
             in_place: cpython::internals(),
             restores: Vec::new(),
@@ -451,12 +446,15 @@ impl<'py, 'a> Builder<'py, 'a> {
     fn recycle(&mut self) {
         let mut frames = std::mem::take(&mut self.frames);
         let mut memo = std::mem::take(&mut self.memo);
+        let mut resolved = std::mem::take(&mut self.resolved);
         frames.clear();
         memo.clear();
+        resolved.clear();
         let reader = self.reader.take_buffers();
         let held = reader.held_bytes()
             + frames.capacity() * std::mem::size_of::<Frame<'py>>()
-            + memo.capacity() * std::mem::size_of::<Option<Bound<'py, PyAny>>>();
+            + memo.capacity() * std::mem::size_of::<Option<Bound<'py, PyAny>>>()
+            + resolved.capacity() * std::mem::size_of::<Option<Rc<Resolved>>>();
         if held > SCRATCH_KEEP_BYTES {
             return;
         }
@@ -474,6 +472,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             reader,
             frames,
             memo,
+            resolved,
         };
         // At thread exit the slot may already be gone; then the storage is simply freed.
         let _ = SCRATCH.try_with(|slot| slot.set(Some(scratch)));
@@ -929,7 +928,8 @@ impl<'py, 'a> Builder<'py, 'a> {
                     if rc < 0 {
                         let e = PyErr::fetch(py);
                         let what = format!(
-                            "cannot set field '{name}' of class '{}': {}",
+                            "cannot set field '{}' of class '{}': {}",
+                            name.bind(py),
                             r.name,
                             e.value(py)
                         );
@@ -959,9 +959,25 @@ impl<'py, 'a> Builder<'py, 'a> {
             let def = self
                 .reader
                 .class(class)
-                .cloned()
                 .ok_or_else(|| self.fail(format!("undefined class #{class}"), None))?;
-            let r = self.resolve_def(&def)?;
+            let encoded = def.encoded;
+            let keyable = resolved::keyable(self.classes.given());
+            let kept = if keyable {
+                resolved::get(self.classes.given(), encoded)
+            } else {
+                None
+            };
+            let r = match kept {
+                Some(r) => r,
+                None => {
+                    let def = def.clone();
+                    let r = Rc::new(self.resolve_def(&def)?);
+                    if keyable {
+                        resolved::put(self.classes.given(), encoded, &r);
+                    }
+                    r
+                }
+            };
             self.resolved[class] = Some(r);
         }
         let Some(r) = &self.resolved[class] else {
@@ -984,7 +1000,7 @@ impl<'py, 'a> Builder<'py, 'a> {
         Ok(())
     }
 
-    fn resolve_def(&mut self, def: &ClassDef<'_>) -> PyResult<Resolved<'py>> {
+    fn resolve_def(&mut self, def: &ClassDef<'_>) -> PyResult<Resolved> {
         let py = self.py;
         let name = String::from_utf8_lossy(def.name).into_owned();
         let found = self.classes.get(self.cfg, &name)?;
@@ -1043,12 +1059,12 @@ impl<'py, 'a> Builder<'py, 'a> {
             && kind != KIND_ENUM
             && !setstate;
         Ok(Resolved {
-            info,
-            cls,
+            info: info.unbind(),
+            cls: cls.unbind(),
             kind,
             name,
             version: def.version,
-            names,
+            names: names.into_iter().map(Bound::unbind).collect(),
             fast,
             setstate: setstate && kind != KIND_TUPLE && kind != KIND_ENUM,
         })
@@ -1136,20 +1152,23 @@ impl<'py, 'a> Builder<'py, 'a> {
         }
         let state = PyDict::new(py);
         for (name, value) in r.names.iter().zip(values) {
-            state.set_item(name, value)?;
+            state.set_item(name.bind(py), value)?;
         }
         if let (true, Some(obj)) = (r.setstate, &obj) {
             // Its slot was filled when the instance was made (not a tuple-like class).
             let obj = obj.clone().into_any();
             self.restores
-                .push((r.info.clone(), obj.clone(), state, r.version));
+                .push((r.info.bind(py).clone(), obj.clone(), state, r.version));
             return Ok(obj);
         }
         let target = obj
             .map(Bound::into_any)
             .unwrap_or_else(|| py.None().into_bound(py));
         let what = format!("an instance of '{}'", r.name);
-        let result = r.info.call_method1("build", (target, state, r.version));
+        let result = r
+            .info
+            .bind(py)
+            .call_method1("build", (target, state, r.version));
         let result = self.wrap(&what, result)?;
         self.fill(slot, &result);
         Ok(result)
@@ -1231,7 +1250,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                         let Some(r) = &self.resolved[class] else {
                             unreachable!()
                         };
-                        let member = r.info.call_method1("member", (&values[0],));
+                        let member = r.info.bind(py).call_method1("member", (&values[0],));
                         self.wrap(&format!("a member of '{}'", r.name), member)?
                     }
                 };
@@ -1341,7 +1360,8 @@ impl<'py, 'a> Builder<'py, 'a> {
                         if rc < 0 {
                             let e = PyErr::fetch(self.py);
                             let what = format!(
-                                "cannot set field '{name}' of class '{}': {}",
+                                "cannot set field '{}' of class '{}': {}",
+                                name.bind(self.py),
                                 r.name,
                                 e.value(self.py)
                             );

@@ -42,15 +42,32 @@ type R = Result<(), EncodeError>;
 /// One layout of a class's records: the field names in the order values are written.
 struct Shape<'py> {
     index: u32,
-    /// `None`: exactly the class's declared fields, in order.
-    names: Option<Vec<Bound<'py, PyString>>>,
+    names: Vec<Bound<'py, PyString>>,
 }
 
 struct ClassEntry<'py> {
     /// Held so that its address (the key of the entry) is not reused during the call.
     ty: Bound<'py, PyAny>,
     facts: Rc<Facts>,
+    /// The class index of the shape of exactly the declared fields (the commonest, so
+    /// kept apart from `shapes`, which then need no allocation).
+    declared_shape: Option<u32>,
+    /// Any other shapes.
     shapes: Vec<Shape<'py>>,
+}
+
+/// What an encoder allocates, kept per thread between calls so that writing a small
+/// graph of class instances allocates nothing but its result. Always empty while stored.
+struct Scratch {
+    classes: Vec<ClassEntry<'static>>,
+    fields: Vec<(*mut ffi::PyObject, *mut ffi::PyObject)>,
+}
+
+/// Storage beyond this many entries (after an unusual graph) is freed rather than kept.
+const SCRATCH_KEEP: usize = 256;
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
 }
 
 /// Up to this many classes a record's class lookup scans a list; beyond, a map.
@@ -121,6 +138,18 @@ fn key_step(key: *mut ffi::PyObject) -> Step {
 impl<'py> Encoder<'py> {
     /// An encoder writing into `w`.
     pub fn new(py: Python<'py>, cfg: &'static Config, deterministic: bool, w: Writer) -> Self {
+        // A nested call (a `__getstate__` that pickles) finds the slot empty and allocates.
+        let (classes, fields) = match SCRATCH.with(std::cell::Cell::take) {
+            // SAFETY: the vector is empty (cleared before it was stored), and lifetimes do
+            // not change a type's layout: only capacity is carried over.
+            Some(s) => (
+                unsafe {
+                    std::mem::transmute::<Vec<ClassEntry<'static>>, Vec<ClassEntry<'py>>>(s.classes)
+                },
+                s.fields,
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
         Self {
             py,
             cfg,
@@ -128,7 +157,7 @@ impl<'py> Encoder<'py> {
             memo: Memo::default(),
             next_slot: 0,
             class_index: PtrMap::default(),
-            classes: Vec::new(),
+            classes,
             next_class: 0,
             deterministic,
             use_memo: true,
@@ -137,7 +166,7 @@ impl<'py> Encoder<'py> {
             chunks: Vec::new(),
             defer: true,
             depth: 0,
-            fields: Vec::new(),
+            fields,
         }
     }
 
@@ -148,8 +177,22 @@ impl<'py> Encoder<'py> {
             w,
             chunks,
             seen_twice,
+            mut classes,
+            mut fields,
             ..
         } = self;
+        // Releasing the classes may run code (a weakref callback) that pickles: it finds
+        // the slot empty, and whatever it stores there is simply replaced.
+        classes.clear();
+        // Plain pointers: each entry's references were released when its instance was done.
+        fields.clear();
+        if classes.capacity() <= SCRATCH_KEEP && fields.capacity() <= SCRATCH_KEEP {
+            // SAFETY: the vector was just cleared; only its capacity is kept (see `new`).
+            let classes = unsafe {
+                std::mem::transmute::<Vec<ClassEntry<'py>>, Vec<ClassEntry<'static>>>(classes)
+            };
+            let _ = SCRATCH.try_with(|slot| slot.set(Some(Scratch { classes, fields })));
+        }
         (w, chunks, seen_twice)
     }
 
@@ -836,6 +879,7 @@ impl<'py> Encoder<'py> {
         self.classes.push(ClassEntry {
             ty: ty.clone().into_any(),
             facts,
+            declared_shape: None,
             shapes: Vec::new(),
         });
         let index = self.classes.len() - 1;
@@ -878,17 +922,19 @@ impl<'py> Encoder<'py> {
                         .all(|(a, b)| same(a.as_ptr(), b))
             })
         };
+        if let Some(index) = entry.declared_shape {
+            if declared() {
+                self.w.class_ref(tag, index);
+                return Ok(());
+            }
+        }
         for shape in &entry.shapes {
-            let matches = match &shape.names {
-                None => declared(),
-                Some(own) => {
-                    own.len() == names.len()
-                        && own
-                            .iter()
-                            .zip(names.clone())
-                            .all(|(a, b)| same(a.as_ptr(), b))
-                }
-            };
+            let own = &shape.names;
+            let matches = own.len() == names.len()
+                && own
+                    .iter()
+                    .zip(names.clone())
+                    .all(|(a, b)| same(a.as_ptr(), b));
             if matches {
                 self.w.class_ref(tag, shape.index);
                 return Ok(());
@@ -898,10 +944,7 @@ impl<'py> Encoder<'py> {
         if let Some(definition) = &facts.definition {
             if declared() {
                 self.w.class_new_defined(tag, definition);
-                entry.shapes.push(Shape {
-                    index: self.next_class,
-                    names: None,
-                });
+                entry.declared_shape = Some(self.next_class);
                 self.next_class += 1;
                 return Ok(());
             }
@@ -931,7 +974,7 @@ impl<'py> Encoder<'py> {
             .class_new(tag, facts.name.as_bytes(), facts.version, utf8.into_iter());
         entry.shapes.push(Shape {
             index: self.next_class,
-            names: Some(kept),
+            names: kept,
         });
         self.next_class += 1;
         Ok(())
