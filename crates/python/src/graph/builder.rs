@@ -389,6 +389,7 @@ impl Drop for Builder<'_, '_> {
 }
 
 impl<'py, 'a> Builder<'py, 'a> {
+    #[inline(always)]
     pub fn new(
         py: Python<'py>,
         cfg: &'static Config,

@@ -137,19 +137,8 @@ fn key_step(key: *mut ffi::PyObject) -> Step {
 
 impl<'py> Encoder<'py> {
     /// An encoder writing into `w`.
+    #[inline(always)]
     pub fn new(py: Python<'py>, cfg: &'static Config, deterministic: bool, w: Writer) -> Self {
-        // A nested call (a `__getstate__` that pickles) finds the slot empty and allocates.
-        let (classes, fields) = match SCRATCH.with(std::cell::Cell::take) {
-            // SAFETY: the vector is empty (cleared before it was stored), and lifetimes do
-            // not change a type's layout: only capacity is carried over.
-            Some(s) => (
-                unsafe {
-                    std::mem::transmute::<Vec<ClassEntry<'static>>, Vec<ClassEntry<'py>>>(s.classes)
-                },
-                s.fields,
-            ),
-            None => (Vec::new(), Vec::new()),
-        };
         Self {
             py,
             cfg,
@@ -157,7 +146,7 @@ impl<'py> Encoder<'py> {
             memo: Memo::default(),
             next_slot: 0,
             class_index: PtrMap::default(),
-            classes,
+            classes: Vec::new(),
             next_class: 0,
             deterministic,
             use_memo: true,
@@ -166,7 +155,24 @@ impl<'py> Encoder<'py> {
             chunks: Vec::new(),
             defer: true,
             depth: 0,
-            fields,
+            fields: Vec::new(),
+        }
+    }
+
+    /// Takes this thread's kept class and field storage, when the graph meets its first
+    /// class (graphs of builtins never touch it). A nested call (a `__getstate__` that
+    /// pickles) finds the slot empty and allocates.
+    #[cold]
+    fn adopt_scratch(&mut self) {
+        if let Some(s) = SCRATCH.with(std::cell::Cell::take) {
+            // SAFETY: the vector is empty (cleared before it was stored), and lifetimes do
+            // not change a type's layout: only capacity is carried over.
+            self.classes = unsafe {
+                std::mem::transmute::<Vec<ClassEntry<'static>>, Vec<ClassEntry<'py>>>(s.classes)
+            };
+            if self.fields.capacity() == 0 {
+                self.fields = s.fields;
+            }
         }
     }
 
@@ -181,6 +187,9 @@ impl<'py> Encoder<'py> {
             mut fields,
             ..
         } = self;
+        if classes.capacity() == 0 && fields.capacity() == 0 {
+            return (w, chunks, seen_twice);
+        }
         // Releasing the classes may run code (a weakref callback) that pickles: it finds
         // the slot empty, and whatever it stores there is simply replaced.
         classes.clear();
@@ -875,6 +884,9 @@ impl<'py> Encoder<'py> {
                 "cannot pickle '{}' object: it subclasses the built-in type '{base}', whose state bytewright.pickle cannot capture (loads_pickle reads pickle's own)",
                 facts.name
             )));
+        }
+        if self.classes.capacity() == 0 {
+            self.adopt_scratch();
         }
         self.classes.push(ClassEntry {
             ty: ty.clone().into_any(),
