@@ -355,7 +355,6 @@ struct Scratch {
     reader: ReaderBuffers,
     frames: Vec<Frame<'static>>,
     memo: Vec<Option<Bound<'static, PyAny>>>,
-    resolved: Vec<Option<Rc<Resolved>>>,
 }
 
 /// Storage beyond this (after an unusually large record) is freed rather than kept.
@@ -363,6 +362,9 @@ const SCRATCH_KEEP_BYTES: usize = 64 * 1024;
 
 thread_local! {
     static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+    /// The `resolved` storage of a builder, kept apart: only records with classes use it.
+    static RESOLVED: std::cell::Cell<Vec<Option<Rc<Resolved>>>> =
+        const { std::cell::Cell::new(Vec::new()) };
 }
 
 pub struct Builder<'py, 'a> {
@@ -399,13 +401,12 @@ impl<'py, 'a> Builder<'py, 'a> {
     ) -> Self {
         // A nested call (a migration that loads) finds the slot empty and allocates anew.
         let scratch = SCRATCH.with(std::cell::Cell::take);
-        let (reader, frames, memo, resolved) = match scratch {
+        let (reader, frames, memo) = match scratch {
             Some(s) => {
                 let Scratch {
                     reader,
                     frames,
                     memo,
-                    resolved,
                 } = s;
                 // SAFETY: both vectors are empty (cleared before they were stored), and
                 // lifetimes do not change a type's layout: only capacity is carried over.
@@ -418,14 +419,9 @@ impl<'py, 'a> Builder<'py, 'a> {
                         >(memo),
                     )
                 };
-                (reader, frames, memo, resolved)
+                (reader, frames, memo)
             }
-            None => (
-                ReaderBuffers::default(),
-                Vec::with_capacity(8),
-                Vec::new(),
-                Vec::new(),
-            ),
+            None => (ReaderBuffers::default(), Vec::with_capacity(8), Vec::new()),
         };
         Self {
             py,
@@ -435,7 +431,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             memo,
             pending_share: false,
             frames,
-            resolved,
+            resolved: Vec::new(),
             empty_tuple: PyTuple::empty(py),
             in_place: cpython::internals(),
             restores: Vec::new(),
@@ -447,15 +443,19 @@ impl<'py, 'a> Builder<'py, 'a> {
     fn recycle(&mut self) {
         let mut frames = std::mem::take(&mut self.frames);
         let mut memo = std::mem::take(&mut self.memo);
-        let mut resolved = std::mem::take(&mut self.resolved);
         frames.clear();
         memo.clear();
-        resolved.clear();
+        if self.resolved.capacity() > 0 {
+            let mut resolved = std::mem::take(&mut self.resolved);
+            resolved.clear();
+            if resolved.capacity() <= 64 {
+                let _ = RESOLVED.try_with(|slot| slot.set(resolved));
+            }
+        }
         let reader = self.reader.take_buffers();
         let held = reader.held_bytes()
             + frames.capacity() * std::mem::size_of::<Frame<'py>>()
-            + memo.capacity() * std::mem::size_of::<Option<Bound<'py, PyAny>>>()
-            + resolved.capacity() * std::mem::size_of::<Option<Rc<Resolved>>>();
+            + memo.capacity() * std::mem::size_of::<Option<Bound<'py, PyAny>>>();
         if held > SCRATCH_KEEP_BYTES {
             return;
         }
@@ -473,7 +473,6 @@ impl<'py, 'a> Builder<'py, 'a> {
             reader,
             frames,
             memo,
-            resolved,
         };
         // At thread exit the slot may already be gone; then the storage is simply freed.
         let _ = SCRATCH.try_with(|slot| slot.set(Some(scratch)));
@@ -954,6 +953,10 @@ impl<'py, 'a> Builder<'py, 'a> {
 
     fn resolve(&mut self, class: usize, want_enum: bool) -> PyResult<()> {
         if self.resolved.len() <= class {
+            if self.resolved.capacity() == 0 {
+                // A nested call finds the slot empty and allocates.
+                self.resolved = RESOLVED.try_with(std::cell::Cell::take).unwrap_or_default();
+            }
             self.resolved.resize_with(class + 1, || None);
         }
         if self.resolved[class].is_none() {

@@ -178,6 +178,8 @@ impl<'py> Encoder<'py> {
 
     /// What was written: the record so far, its deferred chunks, and (deterministic mode)
     /// the objects met twice. The rest of the walker's state is released.
+    /// Inlined: taking a whole encoder by value would copy it.
+    #[inline(always)]
     pub fn into_output(self) -> (Writer, Vec<Chunk<'py>>, PtrMap<()>) {
         let Encoder {
             w,
