@@ -17,6 +17,9 @@ pub struct ClassDef<'a> {
     pub version: u64,
     /// Field names, UTF-8, never dunder names.
     pub fields: Vec<&'a [u8]>,
+    /// The definition as encoded (name, version and field names): equal bytes, equal
+    /// definition, so a caller may key what it derives from one by these.
+    pub encoded: &'a [u8],
 }
 
 /// One step of the body. A container event with a non-zero length is followed by that
@@ -633,6 +636,7 @@ impl<'a> Reader<'a> {
     fn class_ref(&mut self) -> Result<usize, ReadError> {
         let r = self.varint()?;
         if r == 0 {
+            let start = self.pos;
             let name = self.name("class name")?;
             let version = self.varint()?;
             let n = self.counted_len(1)?;
@@ -652,6 +656,7 @@ impl<'a> Reader<'a> {
                 name,
                 version,
                 fields,
+                encoded: &self.buf[start..self.pos],
             });
             Ok(self.classes.len() - 1)
         } else {

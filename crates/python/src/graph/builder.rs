@@ -5,6 +5,7 @@
 //! frozensets and the like are made after, and their memo slot is empty until then.
 
 use std::ptr::addr_of_mut;
+use std::rc::Rc;
 
 use bytewright_graph::reader::{FloatRun, IntRun};
 use bytewright_graph::{ClassDef, Event, Limits, Reader, ReaderBuffers};
@@ -17,6 +18,7 @@ use super::config::Config;
 use super::encoder::builtins::{base_code, base_type};
 use super::errors::{locate, read_error, unpickling};
 use super::infocache::{self, KIND_DICT, KIND_ENUM, KIND_TUPLE};
+use super::resolved::{self, Resolved};
 use crate::cpython::{self, list_push};
 
 mod made;
@@ -367,28 +369,6 @@ enum Made<'py> {
     Derived { class: usize, base: u8 },
 }
 
-/// A payload class resolved against `classes=` (once per class definition per call).
-struct Resolved<'py> {
-    info: Bound<'py, PyAny>,
-    cls: Bound<'py, PyType>,
-    kind: u8,
-    name: String,
-    version: u64,
-    names: Vec<Bound<'py, PyString>>,
-    /// Same version and exactly the declared fields: set them directly.
-    fast: bool,
-    /// The class defines `__setstate__`: its instances get their state through it, once
-    /// the whole record has been read.
-    setstate: bool,
-    /// The builtin type it subclasses (its name), if any, and that type's `DERIVED` base
-    /// code (0: none a record can hold).
-    builtin_base: Option<String>,
-    base_code: u8,
-    /// The record its instances come in: [`RECORD_OBJECT`], [`RECORD_ENUM`] or
-    /// [`RECORD_DERIVED`].
-    record: u8,
-}
-
 const RECORD_OBJECT: u8 = 0;
 const RECORD_ENUM: u8 = 1;
 const RECORD_DERIVED: u8 = 2;
@@ -415,6 +395,9 @@ const SCRATCH_KEEP_BYTES: usize = 64 * 1024;
 
 thread_local! {
     static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+    /// The `resolved` storage of a builder, kept apart: only records with classes use it.
+    static RESOLVED: std::cell::Cell<Vec<Option<Rc<Resolved>>>> =
+        const { std::cell::Cell::new(Vec::new()) };
 }
 
 pub struct Builder<'py, 'a> {
@@ -425,7 +408,8 @@ pub struct Builder<'py, 'a> {
     memo: Vec<Option<Bound<'py, PyAny>>>,
     pending_share: bool,
     frames: Vec<Frame<'py>>,
-    resolved: Vec<Option<Resolved<'py>>>,
+    /// Per class index of the record: its class, once a record of it was met.
+    resolved: Vec<Option<Rc<Resolved>>>,
     empty_tuple: Bound<'py, PyTuple>,
     /// Lists are filled in place ([`cpython::internals`], read once per call).
     in_place: bool,
@@ -440,6 +424,7 @@ impl Drop for Builder<'_, '_> {
 }
 
 impl<'py, 'a> Builder<'py, 'a> {
+    #[inline(always)]
     pub fn new(
         py: Python<'py>,
         cfg: &'static Config,
@@ -493,6 +478,13 @@ impl<'py, 'a> Builder<'py, 'a> {
         let mut memo = std::mem::take(&mut self.memo);
         frames.clear();
         memo.clear();
+        if self.resolved.capacity() > 0 {
+            let mut resolved = std::mem::take(&mut self.resolved);
+            resolved.clear();
+            if resolved.capacity() <= 64 {
+                let _ = RESOLVED.try_with(|slot| slot.set(resolved));
+            }
+        }
         let reader = self.reader.take_buffers();
         let held = reader.held_bytes()
             + frames.capacity() * std::mem::size_of::<Frame<'py>>()
@@ -991,7 +983,8 @@ impl<'py, 'a> Builder<'py, 'a> {
                     if rc < 0 {
                         let e = PyErr::fetch(py);
                         let what = format!(
-                            "cannot set field '{name}' of class '{}': {}",
+                            "cannot set field '{}' of class '{}': {}",
+                            name.bind(py),
                             r.name,
                             e.value(py)
                         );
@@ -1071,21 +1064,41 @@ impl<'py, 'a> Builder<'py, 'a> {
     #[inline(never)]
     fn resolve_new(&mut self, class: usize) -> PyResult<()> {
         if self.resolved.len() <= class {
+            if self.resolved.capacity() == 0 {
+                // A nested call finds the slot empty and allocates.
+                self.resolved = RESOLVED.try_with(std::cell::Cell::take).unwrap_or_default();
+            }
             self.resolved.resize_with(class + 1, || None);
         }
         if self.resolved[class].is_none() {
             let def = self
                 .reader
                 .class(class)
-                .cloned()
                 .ok_or_else(|| self.fail(format!("undefined class #{class}"), None))?;
-            let r = self.resolve_def(&def)?;
+            let encoded = def.encoded;
+            let keyable = resolved::keyable(self.classes.given());
+            let kept = if keyable {
+                resolved::get(self.classes.given(), encoded)
+            } else {
+                None
+            };
+            let r = match kept {
+                Some(r) => r,
+                None => {
+                    let def = def.clone();
+                    let r = Rc::new(self.resolve_def(&def)?);
+                    if keyable {
+                        resolved::put(self.classes.given(), encoded, &r);
+                    }
+                    r
+                }
+            };
             self.resolved[class] = Some(r);
         }
         Ok(())
     }
 
-    fn resolve_def(&mut self, def: &ClassDef<'_>) -> PyResult<Resolved<'py>> {
+    fn resolve_def(&mut self, def: &ClassDef<'_>) -> PyResult<Resolved> {
         let py = self.py;
         let name = String::from_utf8_lossy(def.name).into_owned();
         let found = self.classes.get(self.cfg, &name)?;
@@ -1142,12 +1155,12 @@ impl<'py, 'a> Builder<'py, 'a> {
             && kind != KIND_ENUM
             && !setstate;
         Ok(Resolved {
-            info,
-            cls,
+            info: info.unbind(),
+            cls: cls.unbind(),
             kind,
             name,
             version: def.version,
-            names,
+            names: names.into_iter().map(Bound::unbind).collect(),
             fast,
             setstate: setstate && kind != KIND_TUPLE && kind != KIND_ENUM,
             record: if kind == KIND_ENUM {
@@ -1244,20 +1257,23 @@ impl<'py, 'a> Builder<'py, 'a> {
         }
         let state = PyDict::new(py);
         for (name, value) in r.names.iter().zip(values) {
-            state.set_item(name, value)?;
+            state.set_item(name.bind(py), value)?;
         }
         if let (true, Some(obj)) = (r.setstate, &obj) {
             // Its slot was filled when the instance was made (not a tuple-like class).
             let obj = obj.clone().into_any();
             self.restores
-                .push((r.info.clone(), obj.clone(), state, r.version));
+                .push((r.info.bind(py).clone(), obj.clone(), state, r.version));
             return Ok(obj);
         }
         let target = obj
             .map(Bound::into_any)
             .unwrap_or_else(|| py.None().into_bound(py));
         let what = format!("an instance of '{}'", r.name);
-        let result = r.info.call_method1("build", (target, state, r.version));
+        let result = r
+            .info
+            .bind(py)
+            .call_method1("build", (target, state, r.version));
         let result = self.wrap(&what, result)?;
         self.fill(slot, &result);
         Ok(result)
@@ -1343,7 +1359,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                         let Some(r) = &self.resolved[class] else {
                             unreachable!()
                         };
-                        let member = r.info.call_method1("member", (&values[0],));
+                        let member = r.info.bind(py).call_method1("member", (&values[0],));
                         self.wrap(&format!("a member of '{}'", r.name), member)?
                     }
                 };
@@ -1453,7 +1469,8 @@ impl<'py, 'a> Builder<'py, 'a> {
                         if rc < 0 {
                             let e = PyErr::fetch(self.py);
                             let what = format!(
-                                "cannot set field '{name}' of class '{}': {}",
+                                "cannot set field '{}' of class '{}': {}",
+                                name.bind(self.py),
                                 r.name,
                                 e.value(self.py)
                             );

@@ -16,6 +16,11 @@ impl<'py> AllowedClasses<'py> {
         Self { given, map: None }
     }
 
+    /// The `classes=` argument as given.
+    pub fn given(&self) -> &Bound<'py, PyAny> {
+        &self.given
+    }
+
     fn map(&mut self, cfg: &Config) -> PyResult<&Bound<'py, PyDict>> {
         if self.map.is_none() {
             let py = self.given.py();

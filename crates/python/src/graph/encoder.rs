@@ -44,8 +44,7 @@ type R = Result<(), EncodeError>;
 /// One layout of a class's records: the field names in the order values are written.
 struct Shape<'py> {
     index: u32,
-    /// `None`: exactly the class's declared fields, in order.
-    names: Option<Vec<Bound<'py, PyString>>>,
+    names: Vec<Bound<'py, PyString>>,
 }
 
 struct ClassEntry<'py> {
@@ -54,11 +53,28 @@ struct ClassEntry<'py> {
     /// How its instances are written: `facts.kind`, or [`KIND_DERIVED`].
     kind: u8,
     facts: Rc<Facts>,
+    /// The class index of the shape of exactly the declared fields (the commonest, so
+    /// kept apart from `shapes`, which then need no allocation).
+    declared_shape: Option<u32>,
+    /// Any other shapes.
     shapes: Vec<Shape<'py>>,
 }
 
 /// The writer kind of a class of yours that subclasses a builtin type (a DERIVED record).
 const KIND_DERIVED: u8 = u8::MAX;
+/// What an encoder allocates, kept per thread between calls so that writing a small
+/// graph of class instances allocates nothing but its result. Always empty while stored.
+struct Scratch {
+    classes: Vec<ClassEntry<'static>>,
+    fields: Vec<(*mut ffi::PyObject, *mut ffi::PyObject)>,
+}
+
+/// Storage beyond this many entries (after an unusual graph) is freed rather than kept.
+const SCRATCH_KEEP: usize = 256;
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+}
 
 /// Up to this many classes a record's class lookup scans a list; beyond, a map.
 const FEW_CLASSES: usize = 8;
@@ -127,6 +143,7 @@ fn key_step(key: *mut ffi::PyObject) -> Step {
 
 impl<'py> Encoder<'py> {
     /// An encoder writing into `w`.
+    #[inline(always)]
     pub fn new(py: Python<'py>, cfg: &'static Config, deterministic: bool, w: Writer) -> Self {
         Self {
             py,
@@ -148,15 +165,51 @@ impl<'py> Encoder<'py> {
         }
     }
 
+    /// Takes this thread's kept class and field storage, when the graph meets its first
+    /// class (graphs of builtins never touch it). A nested call (a `__getstate__` that
+    /// pickles) finds the slot empty and allocates.
+    #[cold]
+    fn adopt_scratch(&mut self) {
+        if let Some(s) = SCRATCH.with(std::cell::Cell::take) {
+            // SAFETY: the vector is empty (cleared before it was stored), and lifetimes do
+            // not change a type's layout: only capacity is carried over.
+            self.classes = unsafe {
+                std::mem::transmute::<Vec<ClassEntry<'static>>, Vec<ClassEntry<'py>>>(s.classes)
+            };
+            if self.fields.capacity() == 0 {
+                self.fields = s.fields;
+            }
+        }
+    }
+
     /// What was written: the record so far, its deferred chunks, and (deterministic mode)
     /// the objects met twice. The rest of the walker's state is released.
+    /// Inlined: taking a whole encoder by value would copy it.
+    #[inline(always)]
     pub fn into_output(self) -> (Writer, Vec<Chunk<'py>>, PtrMap<()>) {
         let Encoder {
             w,
             chunks,
             seen_twice,
+            mut classes,
+            mut fields,
             ..
         } = self;
+        if classes.capacity() == 0 && fields.capacity() == 0 {
+            return (w, chunks, seen_twice);
+        }
+        // Releasing the classes may run code (a weakref callback) that pickles: it finds
+        // the slot empty, and whatever it stores there is simply replaced.
+        classes.clear();
+        // Plain pointers: each entry's references were released when its instance was done.
+        fields.clear();
+        if classes.capacity() <= SCRATCH_KEEP && fields.capacity() <= SCRATCH_KEEP {
+            // SAFETY: the vector was just cleared; only its capacity is kept (see `new`).
+            let classes = unsafe {
+                std::mem::transmute::<Vec<ClassEntry<'py>>, Vec<ClassEntry<'static>>>(classes)
+            };
+            let _ = SCRATCH.try_with(|slot| slot.set(Some(Scratch { classes, fields })));
+        }
         (w, chunks, seen_twice)
     }
 
@@ -842,10 +895,14 @@ impl<'py> Encoder<'py> {
             KIND_DICT | KIND_SLOTS if facts.builtin_base.is_some() => KIND_DERIVED,
             kind => kind,
         };
+        if self.classes.capacity() == 0 {
+            self.adopt_scratch();
+        }
         self.classes.push(ClassEntry {
             ty: ty.clone().into_any(),
             kind,
             facts,
+            declared_shape: None,
             shapes: Vec::new(),
         });
         let index = self.classes.len() - 1;
@@ -888,17 +945,19 @@ impl<'py> Encoder<'py> {
                         .all(|(a, b)| same(a.as_ptr(), b))
             })
         };
+        if let Some(index) = entry.declared_shape {
+            if declared() {
+                self.w.class_ref(tag, index);
+                return Ok(());
+            }
+        }
         for shape in &entry.shapes {
-            let matches = match &shape.names {
-                None => declared(),
-                Some(own) => {
-                    own.len() == names.len()
-                        && own
-                            .iter()
-                            .zip(names.clone())
-                            .all(|(a, b)| same(a.as_ptr(), b))
-                }
-            };
+            let own = &shape.names;
+            let matches = own.len() == names.len()
+                && own
+                    .iter()
+                    .zip(names.clone())
+                    .all(|(a, b)| same(a.as_ptr(), b));
             if matches {
                 self.w.class_ref(tag, shape.index);
                 return Ok(());
@@ -908,10 +967,7 @@ impl<'py> Encoder<'py> {
         if let Some(definition) = &facts.definition {
             if declared() {
                 self.w.class_new_defined(tag, definition);
-                entry.shapes.push(Shape {
-                    index: self.next_class,
-                    names: None,
-                });
+                entry.declared_shape = Some(self.next_class);
                 self.next_class += 1;
                 return Ok(());
             }
@@ -941,7 +997,7 @@ impl<'py> Encoder<'py> {
             .class_new(tag, facts.name.as_bytes(), facts.version, utf8.into_iter());
         entry.shapes.push(Shape {
             index: self.next_class,
-            names: Some(kept),
+            names: kept,
         });
         self.next_class += 1;
         Ok(())

@@ -8,6 +8,7 @@ pub(crate) mod errors;
 pub(crate) mod infocache;
 mod memo;
 mod ptrmap;
+mod resolved;
 
 use bytewright_graph::{integrity, record, Header, Limits, Reader, Writer};
 use pyo3::buffer::PyBuffer;

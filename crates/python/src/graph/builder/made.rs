@@ -36,7 +36,7 @@ impl<'py> Builder<'py, '_> {
         let Some(r) = &self.resolved[class] else {
             unreachable!()
         };
-        Ok(r.cls.clone().into_any())
+        Ok(r.cls.bind(self.py).clone().into_any())
     }
 
     /// The value of a BUILTIN record.
@@ -118,7 +118,7 @@ impl<'py> Builder<'py, '_> {
         let p = unsafe {
             match (*base_type(code)).tp_new {
                 Some(new) => new(
-                    r.cls.as_type_ptr(),
+                    r.cls.as_ptr().cast::<pyo3::ffi::PyTypeObject>(),
                     self.empty_tuple.as_ptr(),
                     std::ptr::null_mut(),
                 ),
@@ -192,7 +192,7 @@ impl<'py> Builder<'py, '_> {
                     ));
                 }
                 let what = format!("an instance of '{}'", r.name);
-                let cls = r.cls.clone();
+                let cls = r.cls.bind(self.py).clone();
                 let args = PyTuple::new(py, [value])?;
                 // SAFETY: the base type's own constructor, called as `base.__new__(cls,
                 // value)` with a value of exactly that type: it copies the value into a new
@@ -300,11 +300,18 @@ impl<'py> Builder<'py, '_> {
                 };
                 if r.setstate {
                     // As for OBJECT records: once the whole record has been read.
-                    self.restores
-                        .push((r.info.clone(), obj.clone(), state, r.version));
+                    self.restores.push((
+                        r.info.bind(self.py).clone(),
+                        obj.clone(),
+                        state,
+                        r.version,
+                    ));
                 } else {
                     let what = format!("an instance of '{}'", r.name);
-                    let built = r.info.call_method1("build", (&obj, state, r.version));
+                    let built = r
+                        .info
+                        .bind(self.py)
+                        .call_method1("build", (&obj, state, r.version));
                     self.wrap(&what, built)?;
                 }
             }
