@@ -7,6 +7,7 @@ import collections
 import dataclasses
 import enum
 import errno
+import io
 import pickle as std_pickle
 from typing import NamedTuple
 
@@ -104,7 +105,13 @@ def roundtrip(value, **kw):
 
 
 def std_roundtrip(value):
-    return std_pickle.loads(std_pickle.dumps(value, protocol=std_pickle.HIGHEST_PROTOCOL))
+    """pickle's round trip with its own reduction, whatever a library registered in copyreg
+    (distributed installs tblib's reducers for every exception class)."""
+    buf = io.BytesIO()
+    pickler = std_pickle.Pickler(buf, std_pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = {}
+    pickler.dump(value)
+    return std_pickle.loads(buf.getvalue())
 
 
 # ---------------------------------------------------------------- classes as values
