@@ -13,8 +13,12 @@
 //! whole 2 MiB pages inside a block are advised, so the advice never reaches memory of
 //! another allocation.
 //!
-//! Large blocks come from the C library directly (`posix_memalign`, `realloc`, `free`),
-//! which frees a block whichever of its functions made it; smaller ones from `System`.
+//! On Linux, large blocks are mapped by the allocator itself, in whole 2 MiB units, and a
+//! freed one is kept for reuse ([`big`]): a table decoded again and again, on one thread or
+//! several, then writes into pages that are already mapped instead of taking a fault per
+//! page every call (the faults of two threads also contend in the kernel, which was most of
+//! why two threads did not decode twice as fast). On other Unix systems large blocks come
+//! from the C library (`posix_memalign`, `realloc`, `free`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::{c_int, c_void};
@@ -24,9 +28,10 @@ const HUGE_FROM: usize = 4 << 20;
 /// The huge page size of x86-64 and of arm64 with 4 KiB pages.
 const HUGE_PAGE: usize = 2 << 20;
 /// The alignment `malloc` and `realloc` guarantee on 64-bit targets.
+#[cfg(all(unix, not(target_os = "linux")))]
 const MALLOC_ALIGN: usize = 16;
 
-#[cfg(unix)]
+#[cfg(all(unix, not(target_os = "linux")))]
 unsafe extern "C" {
     fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int;
     fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void;
@@ -34,11 +39,15 @@ unsafe extern "C" {
 }
 
 #[cfg(target_os = "linux")]
+const MADV_HUGEPAGE: c_int = 14;
+
+#[cfg(target_os = "linux")]
+unsafe extern "C" {
+    fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+}
+
+#[cfg(target_os = "linux")]
 fn advise(ptr: *mut u8, size: usize) {
-    const MADV_HUGEPAGE: c_int = 14;
-    unsafe extern "C" {
-        fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
-    }
     if ptr.is_null() || size < HUGE_FROM {
         return;
     }
@@ -53,11 +62,11 @@ fn advise(ptr: *mut u8, size: usize) {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 fn advise(_ptr: *mut u8, _size: usize) {}
 
 /// A large block on a huge-page boundary, advised.
-#[cfg(unix)]
+#[cfg(all(unix, not(target_os = "linux")))]
 fn alloc_large(size: usize, align: usize) -> *mut u8 {
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: the alignment is a power of two and a multiple of the pointer size.
@@ -83,11 +92,11 @@ unsafe impl GlobalAlloc for Allocator {
     }
 }
 
-// SAFETY: blocks below `HUGE_FROM` are `System`'s, unchanged. Large blocks come from the C
+// SAFETY (Unix other than Linux): blocks below `HUGE_FROM` are `System`'s, unchanged. Large blocks come from the C
 // allocator with at least the requested alignment (`posix_memalign`, or `realloc` only when
 // `malloc`'s own alignment suffices), and are freed by `free`, which takes any of them;
 // a block that moves between the two sizes is copied when its alignment needs it.
-#[cfg(unix)]
+#[cfg(all(unix, not(target_os = "linux")))]
 unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -141,5 +150,321 @@ unsafe impl GlobalAlloc for Allocator {
         } else {
             unsafe { System.dealloc(ptr, layout) }
         }
+    }
+}
+
+// SAFETY (Linux): blocks below `HUGE_FROM`, and blocks whose alignment is above a huge page,
+// are `System`'s, unchanged. The others are `big`'s; a block is `big`'s exactly when its
+// layout says so (`big::owns`), and a layout never changes between the calls that make a
+// block and the call that frees it. A block that moves between the two kinds is copied.
+#[cfg(target_os = "linux")]
+unsafe impl GlobalAlloc for Allocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if big::owns(layout.size(), layout.align()) {
+            return big::alloc(layout.size(), false);
+        }
+        unsafe { System.alloc(layout) }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if big::owns(layout.size(), layout.align()) {
+            return big::alloc(layout.size(), true);
+        }
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let (was, will) = (
+            big::owns(layout.size(), layout.align()),
+            big::owns(new_size, layout.align()),
+        );
+        match (was, will) {
+            (false, false) => unsafe { System.realloc(ptr, layout, new_size) },
+            // SAFETY: `ptr` is a live block of `big` of `layout.size()` bytes.
+            (true, true) => unsafe { big::realloc(ptr, layout.size(), new_size) },
+            _ => {
+                // SAFETY: the new layout is valid (same alignment, a size the caller asked
+                // for); both blocks hold at least the smaller size and do not overlap.
+                unsafe {
+                    let new =
+                        self.alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
+                    if !new.is_null() {
+                        std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                        self.dealloc(ptr, layout);
+                    }
+                    new
+                }
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if big::owns(layout.size(), layout.align()) {
+            // SAFETY: a live block of `big` of this size.
+            unsafe { big::free(ptr, layout.size()) }
+        } else {
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+}
+
+/// Large blocks, mapped whole from the kernel on a 2 MiB boundary and advised for huge
+/// pages, and a bounded cache of freed ones.
+///
+/// A block of `size` bytes is `span(size)` bytes of its own mapping, so freeing it needs
+/// only its size. A freed block goes into the cache unless the cache would then hold more
+/// than [`CACHE_BYTES`]; it is marked `MADV_FREE` there, so under memory pressure the kernel
+/// takes its pages back without writing them anywhere (a page it took is a fresh zeroed
+/// page when the block is used again; one it did not take is reused without a fault). An
+/// allocation takes the smallest cached block that is large enough, split to the size it
+/// needs (the rest stays cached). The cache is behind a try-lock: a thread that finds it
+/// taken maps or unmaps directly, so no thread ever waits for another, and a child process
+/// forked while the lock was held only loses the cache.
+#[cfg(target_os = "linux")]
+mod big {
+    use std::cell::UnsafeCell;
+    use std::ffi::{c_int, c_void};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::{advise, madvise, HUGE_FROM, HUGE_PAGE};
+
+    /// The most bytes of freed blocks kept for reuse.
+    pub const CACHE_BYTES: usize = 256 << 20;
+    /// Cached blocks at most.
+    const SLOTS: usize = 32;
+
+    const PROT_READ: c_int = 1;
+    const PROT_WRITE: c_int = 2;
+    const MAP_PRIVATE: c_int = 2;
+    const MAP_ANONYMOUS: c_int = 0x20;
+    const MADV_FREE: c_int = 8;
+
+    unsafe extern "C" {
+        fn mmap(
+            addr: *mut c_void,
+            len: usize,
+            prot: c_int,
+            flags: c_int,
+            fd: c_int,
+            off: i64,
+        ) -> *mut c_void;
+        fn munmap(addr: *mut c_void, len: usize) -> c_int;
+        fn mremap(
+            old: *mut c_void,
+            old_len: usize,
+            new_len: usize,
+            flags: c_int,
+            ...
+        ) -> *mut c_void;
+    }
+
+    /// Whether a block of this layout is made here.
+    #[inline]
+    pub fn owns(size: usize, align: usize) -> bool {
+        size >= HUGE_FROM && align <= HUGE_PAGE
+    }
+
+    /// The bytes a block of `size` maps: whole huge pages.
+    #[inline]
+    fn span(size: usize) -> usize {
+        size.next_multiple_of(HUGE_PAGE)
+    }
+
+    struct Cache {
+        /// (start, length) of each cached block; length 0 marks a free slot.
+        slots: [(usize, usize); SLOTS],
+        bytes: usize,
+    }
+
+    struct Locked {
+        busy: AtomicBool,
+        cache: UnsafeCell<Cache>,
+    }
+
+    // SAFETY: `cache` is only reached while `busy` is held (see `with`).
+    unsafe impl Sync for Locked {}
+
+    static CACHE: Locked = Locked {
+        busy: AtomicBool::new(false),
+        cache: UnsafeCell::new(Cache {
+            slots: [(0, 0); SLOTS],
+            bytes: 0,
+        }),
+    };
+
+    /// Runs `f` on the cache if no other thread holds it; `None` if one does.
+    fn with<T>(f: impl FnOnce(&mut Cache) -> T) -> Option<T> {
+        if CACHE
+            .busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        // SAFETY: this thread holds `busy`, so no other reference to the cache exists.
+        let out = f(unsafe { &mut *CACHE.cache.get() });
+        CACHE.busy.store(false, Ordering::Release);
+        Some(out)
+    }
+
+    /// A cached block of exactly `len` bytes, if one large enough is cached.
+    fn take(len: usize) -> Option<usize> {
+        with(|c| {
+            let i = (0..SLOTS)
+                .filter(|&i| c.slots[i].1 >= len)
+                .min_by_key(|&i| c.slots[i].1)?;
+            let (start, have) = c.slots[i];
+            c.slots[i] = if have > len {
+                (start + len, have - len)
+            } else {
+                (0, 0)
+            };
+            c.bytes -= len;
+            Some(start)
+        })
+        .flatten()
+    }
+
+    /// Caches a freed block; false if it does not fit (the caller unmaps it).
+    fn keep(start: usize, len: usize) -> bool {
+        with(|c| {
+            if c.bytes + len > CACHE_BYTES {
+                return false;
+            }
+            // Join the block to cached neighbours, so a block split by `take` is whole
+            // again once all of it is back.
+            let (mut start, mut len) = (start, len);
+            for i in 0..SLOTS {
+                let (s, l) = c.slots[i];
+                if l > 0 && (s + l == start || start + len == s) {
+                    start = start.min(s);
+                    len += l;
+                    c.slots[i] = (0, 0);
+                    c.bytes -= l;
+                }
+            }
+            let Some(slot) = c.slots.iter_mut().find(|s| s.1 == 0) else {
+                return false;
+            };
+            *slot = (start, len);
+            c.bytes += len;
+            true
+        })
+        .unwrap_or(false)
+    }
+
+    /// `len` fresh bytes (a multiple of the huge page) on a huge-page boundary.
+    fn map(len: usize) -> *mut u8 {
+        let Some(over) = len.checked_add(HUGE_PAGE) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: an anonymous private mapping touches no existing memory.
+        let p = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                over,
+                PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p as isize == -1 {
+            return std::ptr::null_mut();
+        }
+        let base = p as usize;
+        let start = base.next_multiple_of(HUGE_PAGE);
+        // SAFETY: both trimmed ranges are parts of the mapping just made, outside the block.
+        unsafe {
+            if start > base {
+                munmap(base as *mut c_void, start - base);
+            }
+            let tail = base + over - (start + len);
+            if tail > 0 {
+                munmap((start + len) as *mut c_void, tail);
+            }
+        }
+        advise(start as *mut u8, len);
+        start as *mut u8
+    }
+
+    /// Returns the pages of a block no longer in use to the cache or the kernel.
+    ///
+    /// # Safety
+    /// `start..start + len` is a whole block (or the tail of one) of this module, unused.
+    unsafe fn release(start: usize, len: usize) {
+        if len == 0 {
+            return;
+        }
+        // SAFETY: the caller's range is ours and unused; MADV_FREE keeps it mapped.
+        unsafe {
+            if len <= CACHE_BYTES
+                && madvise(start as *mut c_void, len, MADV_FREE) == 0
+                && keep(start, len)
+            {
+                return;
+            }
+            munmap(start as *mut c_void, len);
+        }
+    }
+
+    /// A block of `size` bytes; zeroed when asked.
+    pub fn alloc(size: usize, zeroed: bool) -> *mut u8 {
+        let len = span(size);
+        if let Some(start) = take(len) {
+            let p = start as *mut u8;
+            if zeroed {
+                // SAFETY: the block is `len >= size` bytes of ours.
+                unsafe { std::ptr::write_bytes(p, 0, size) };
+            }
+            return p;
+        }
+        // A fresh mapping is zeroed by the kernel.
+        map(len)
+    }
+
+    /// Frees a block of `size` bytes.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this module made for `size` bytes.
+    pub unsafe fn free(ptr: *mut u8, size: usize) {
+        unsafe { release(ptr as usize, span(size)) }
+    }
+
+    /// Resizes a block, in place when its mapping already covers the new size or can grow
+    /// where it is; otherwise the bytes move to a new block.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this module made for `old` bytes; `new` is a size it owns.
+    pub unsafe fn realloc(ptr: *mut u8, old: usize, new: usize) -> *mut u8 {
+        let (have, want) = (span(old), span(new));
+        let start = ptr as usize;
+        if want <= have {
+            // SAFETY: the tail past the new span is part of this block and unused now.
+            unsafe { release(start + want, have - want) };
+            return ptr;
+        }
+        // Grow where it is if the next pages are free (no MREMAP_MAYMOVE: the block keeps
+        // its address, and with it its huge-page alignment).
+        // SAFETY: the mapping is ours; without MAYMOVE nothing else can change.
+        let grown = unsafe { mremap(ptr.cast(), have, want, 0) };
+        if grown as usize == start {
+            advise(ptr, want);
+            return ptr;
+        }
+        let p = alloc(new, false);
+        if !p.is_null() {
+            // SAFETY: both blocks hold at least `old` bytes and do not overlap; the old
+            // block is ours and no longer used.
+            unsafe {
+                std::ptr::copy_nonoverlapping(ptr, p, old);
+                release(start, have);
+            }
+        }
+        p
     }
 }

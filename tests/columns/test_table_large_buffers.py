@@ -1,0 +1,74 @@
+"""Column buffers of 4 MiB and more are mapped by the extension itself, and a freed one is
+kept for reuse (docs/columns.md, "Memory"). Tables decoded again and again, on one thread and
+on two, into reused memory are the same tables; a buffer that must start zeroed is zeroed
+even when the memory it reuses held another table's values; and a buffer grown in place or
+moved keeps its bytes."""
+
+from __future__ import annotations
+
+import bytewright as bw
+import numpy as np
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+
+ROWS = 600_000  # big-endian, the default byte order; an 8-byte column of this many rows is 4.8 MB: a large block
+
+
+class Extra(bw.Struct):
+    a: bw.U64
+
+
+class Sample(bw.Struct):
+    kind: bw.U8
+    value: bw.U64
+    extra: Extra | None = bw.field(type=Extra, when="kind == 1", default=None)
+
+
+def wire(kind: int, seed: int) -> tuple[bytes, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    values = rng.integers(1, 2**63, ROWS, dtype=np.uint64)
+    extras = rng.integers(1, 2**63, ROWS, dtype=np.uint64)
+    fields = [("kind", "u1"), ("value", ">u8")] + ([("extra", ">u8")] if kind else [])
+    rec = np.empty(ROWS, dtype=np.dtype(fields))
+    rec["kind"], rec["value"] = kind, values
+    if kind:
+        rec["extra"] = extras
+    return rec.tobytes(), values, extras
+
+
+@pytest.fixture(scope="module")
+def full() -> tuple[bytes, np.ndarray, np.ndarray]:
+    return wire(1, 1)
+
+
+def test_repeated_decodes_into_reused_memory_agree(full: tuple) -> None:
+    data, values, extras = full
+    first = Sample.unpack_table(data, threads=1).to_arrow()
+    assert np.array_equal(first["value"].to_numpy(), values)
+    assert np.array_equal(first["extra"].combine_chunks().field("a").to_numpy(), extras)
+    for threads in (2, 1, 2, 3):
+        again = Sample.unpack_table(data, threads=threads).to_arrow()
+        assert again.equals(first)
+
+
+def test_a_zeroed_buffer_is_zero_in_reused_memory(full: tuple) -> None:
+    data, _, _ = full
+    for _ in range(3):  # fill the kept blocks with another table's nonzero values
+        Sample.unpack_table(data, threads=2).to_arrow()
+    bare, values, _ = wire(0, 2)
+    table = Sample.unpack_table(bare).to_arrow()
+    extra = table["extra"].combine_chunks()
+    assert extra.null_count == ROWS
+    assert np.array_equal(table["value"].to_numpy(), values)
+    # A column no row reached is a slice of one zeroed block (docs/columns.md, "Memory").
+    assert not np.frombuffer(extra.field("a").buffers()[1], dtype=np.uint8)[: ROWS * 8].any()
+
+
+def test_columns_that_grow_past_their_first_block_keep_their_bytes() -> None:
+    # Rows past the first estimate make every column grow (in place or by a move).
+    parts = [wire(1, 3)[0], wire(0, 4)[0], wire(1, 5)[0]]
+    whole = Sample.unpack_table(b"".join(parts)).to_arrow()
+    pieces = [Sample.unpack_table(p).to_arrow() for p in parts]
+    assert whole.equals(pa.concat_tables(pieces).combine_chunks())
+    assert len(whole) == 3 * ROWS
