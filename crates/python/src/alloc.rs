@@ -237,11 +237,14 @@ mod big {
     /// Cached blocks at most.
     const SLOTS: usize = 32;
 
+    const PROT_NONE: c_int = 0;
     const PROT_READ: c_int = 1;
     const PROT_WRITE: c_int = 2;
     const MAP_PRIVATE: c_int = 2;
     const MAP_ANONYMOUS: c_int = 0x20;
     const MADV_FREE: c_int = 8;
+    const MREMAP_MAYMOVE: c_int = 1;
+    const MREMAP_FIXED: c_int = 2;
 
     unsafe extern "C" {
         fn mmap(
@@ -435,8 +438,9 @@ mod big {
         unsafe { release(ptr as usize, span(size)) }
     }
 
-    /// Resizes a block, in place when its mapping already covers the new size or can grow
-    /// where it is; otherwise the bytes move to a new block.
+    /// Resizes a block: in place when its mapping already covers the new size or can grow
+    /// where it is; otherwise its pages move to a new place, and only if the kernel refuses
+    /// that are its bytes copied to a new block.
     ///
     /// # Safety
     /// `ptr` is a live block of this module made for `old` bytes; `new` is a size it owns.
@@ -456,6 +460,11 @@ mod big {
             advise(ptr, want);
             return ptr;
         }
+        // Otherwise move the pages (not their bytes) to a new place on a huge-page
+        // boundary: no copy, and the old and new blocks are never resident at once.
+        if let Some(p) = unsafe { relocate(ptr, have, want) } {
+            return p;
+        }
         let p = alloc(new, false);
         if !p.is_null() {
             // SAFETY: both blocks hold at least `old` bytes and do not overlap; the old
@@ -466,5 +475,58 @@ mod big {
             }
         }
         p
+    }
+
+    /// Moves a block's pages to a fresh `want`-byte place on a huge-page boundary, growing
+    /// it; `None` (and nothing changed) if the kernel refuses.
+    ///
+    /// # Safety
+    /// `ptr..ptr + have` is a live block of this module.
+    unsafe fn relocate(ptr: *mut u8, have: usize, want: usize) -> Option<*mut u8> {
+        let over = want.checked_add(HUGE_PAGE)?;
+        // SAFETY: a fresh inaccessible reservation touches no existing memory.
+        let base = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                over,
+                PROT_NONE,
+                MAP_PRIVATE | MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base as isize == -1 {
+            return None;
+        }
+        let base = base as usize;
+        let target = base.next_multiple_of(HUGE_PAGE);
+        // SAFETY: MREMAP_FIXED replaces only `target..target + want`, which lies inside the
+        // reservation just made; the block's pages move there whole.
+        let moved = unsafe {
+            mremap(
+                ptr.cast(),
+                have,
+                want,
+                MREMAP_MAYMOVE | MREMAP_FIXED,
+                target as *mut c_void,
+            )
+        };
+        // SAFETY: the parts of the reservation outside the target are ours and unused (the
+        // whole reservation when the move failed).
+        unsafe {
+            if moved as usize != target {
+                munmap(base as *mut c_void, over);
+                return None;
+            }
+            if target > base {
+                munmap(base as *mut c_void, target - base);
+            }
+            let tail = base + over - (target + want);
+            if tail > 0 {
+                munmap((target + want) as *mut c_void, tail);
+            }
+        }
+        advise(target as *mut u8, want);
+        Some(target as *mut u8)
     }
 }
