@@ -54,6 +54,8 @@ _RESERVED = frozenset(
     | {"unpack_table", "iter_tables", "pack_table", "pack_table_into", "table_schema"}
     | {n for n in dir(object)}
 )
+# Names that passed the check below (programs reuse field names: one set lookup then; bounded).
+_FIELD_NAMES: set[str] = set()
 
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(field, bits, flag, enum))
@@ -148,8 +150,16 @@ def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bo
         if spec.is_pad:
             declared.append(StructField(fname, ann, spec))
             continue
-        if fname in _RESERVED or fname[:2] == "__" or not fname.isidentifier() or iskeyword(fname):
-            raise schema_error(f"{name}.{fname}", "this name is reserved and cannot be a field")
+        if fname not in _FIELD_NAMES:
+            if (
+                fname in _RESERVED
+                or fname[:2] == "__"
+                or not fname.isidentifier()
+                or iskeyword(fname)
+            ):
+                raise schema_error(f"{name}.{fname}", "this name is reserved and cannot be a field")
+            if len(_FIELD_NAMES) < 4096:
+                _FIELD_NAMES.add(fname)
         declared.append(StructField(fname, ann, spec))
         slots.append(fname)
     ns["__slots__"] = tuple(slots)
