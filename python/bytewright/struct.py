@@ -85,7 +85,7 @@ class StructMeta(SchemaMeta):
         localns = _caller_locals(strings, sys._getframe(1))
         cls = super().__new__(mcls, name, bases, ns)
         if not declared and not any(isinstance(b, StructMeta) for b in bases):
-            type.__setattr__(cls, "__bw__", None)
+            cls.__bw__ = None
             return cls  # the Struct base itself: no schema of its own
         info = StructInfo(
             cls,
@@ -99,7 +99,7 @@ class StructMeta(SchemaMeta):
             localns=localns,
             codec=Pending(cls, codec_of),
         )
-        type.__setattr__(cls, "__bw__", info)
+        cls.__bw__ = info
         _register_variant(info, tag, default)
         _compile_or_defer(info)
         return cls
