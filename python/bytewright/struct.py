@@ -237,12 +237,25 @@ def _names_outer_field(info: StructInfo, e: SchemaError) -> bool:
     return all(f.name != e.name for f in info.fields())
 
 
+_schema: Any = None  # the bytewright.schema module, loaded on first use
+
+
+def _schema_module() -> Any:
+    # An import statement per class costs more than the rest of its bookkeeping: once here.
+    global _schema
+    if _schema is None:
+        import bytewright.schema
+
+        _schema = bytewright.schema
+    return _schema
+
+
 def _compile(info: StructInfo) -> Codec[Any]:
     """Compiles the typed codec of a class and generates its ``__init__`` and ``__eq__``."""
-    from bytewright.schema import describe
-
     used: list[type] = []
-    schema, infos, parts = describe(info.cls, typed=True, limits=info.limits, registries=used)
+    schema, infos, parts = (_schema or _schema_module()).describe(
+        info.cls, typed=True, limits=info.limits, registries=used
+    )
     codec: Codec[Any] = Codec(schema, infos, True, parts=parts)
     for base in used:
         base_info = info_of(base)
@@ -593,7 +606,7 @@ def compile(cls: type[Struct], *, limits: Limits | None = None) -> Codec[dict[st
     info = info_of(cls)
     if info is None:
         raise SchemaError(f"compile() needs a bw.Struct subclass, got {cls!r}")
-    from bytewright.schema import describe
-
-    schema, infos, parts = describe(cls, typed=False, limits=limits or info.limits)
+    schema, infos, parts = (_schema or _schema_module()).describe(
+        cls, typed=False, limits=limits or info.limits
+    )
     return Codec(schema, infos, False, parts=parts)
