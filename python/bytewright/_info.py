@@ -8,6 +8,8 @@ references may name classes defined later), the compiled codec and the derived f
 from __future__ import annotations
 
 import sys
+from _operator import call  # operator's C half: importing operator.py costs more
+from itertools import repeat
 
 from bytewright.errors import SchemaError
 
@@ -116,30 +118,33 @@ class StructInfo:
     ) -> None:
         bases = tuple([i for b in cls.__mro__[1:] if (i := info_of(b)) is not None])
         base = bases[0] if bases else None
-        # Through the slot descriptors: the class's own __setattr__ refuses every write.
-        for setter, value in zip(
-            _SETTERS,
-            (
-                cls,
-                cls.__name__,
-                declared,
-                byteorder or (base.byteorder if base else None),
-                bitorder or (base.bitorder if base else None),
-                align,
-                limits or (base.limits if base else None),
-                Registry(registry) if registry is not None else None,
-                registry or (base.tag_field if base else None),
-                tag,
-                localns,
-                codec,
-                _NOTHING,
-                None,
-                {},
-                bases,
-            ),
-            strict=True,
-        ):
-            setter(self, value)
+        # Through the slot descriptors (the class's own __setattr__ refuses every write), in
+        # one C-level pass.
+        any(
+            map(
+                call,
+                _SETTERS,
+                repeat(self),
+                (
+                    cls,
+                    cls.__name__,
+                    declared,
+                    byteorder or (base.byteorder if base else None),
+                    bitorder or (base.bitorder if base else None),
+                    align,
+                    limits or (base.limits if base else None),
+                    Registry(registry) if registry is not None else None,
+                    registry or (base.tag_field if base else None),
+                    tag,
+                    localns,
+                    codec,
+                    _NOTHING,
+                    None,
+                    {},
+                    bases,
+                ),
+            )
+        )
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"StructInfo is read-only ({name!r})")

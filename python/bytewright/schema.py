@@ -49,6 +49,8 @@ _BOOL_OR_INT = (bool, int)
 _BYTES = (bytes, bytearray)
 _TEXT_TYPES = (t.Str, t.CStr)
 _GENERIC_ALIAS = type(list[int])
+# Annotations that are classes but never an IntEnum (no converter to look for).
+_NEVER_ENUM = frozenset({bytes, str, bool})
 
 
 def _text(s: str) -> str:
@@ -158,8 +160,8 @@ def _converter(
 ) -> tuple[Callable[[Any], Any], Callable[[Any], Any]] | None:
     """The (decode, encode) callables of a field, or None."""
     conv = spec.convert
-    if conv is None and not isinstance(ann, type):
-        return None  # the common case: a scalar alias, a list...
+    if conv is None and (ann in _NEVER_ENUM or not isinstance(ann, type)):
+        return None  # the common case: a scalar alias, a list, bytes, str...
     is_enum_marker = isinstance(conv, tuple) and len(conv) == 2 and conv[0] == "enum"
     if is_enum_marker or (conv is None and _is_int_enum(ann)):
         if not _is_int_enum(ann):
@@ -408,17 +410,20 @@ class _Builder:
     def type(self, ann: Any, spec: FieldSpec, where: str) -> None:
         if spec.type is not None:
             ann = spec.type
-        if isinstance(ann, str) or _is_forward_ref(ann):
+        is_class = isinstance(ann, type)  # bytes, str, a Struct class (not a string or list[...])
+        if not is_class and (isinstance(ann, str) or _is_forward_ref(ann)):
             ann = self.resolve(ann, where)
+            is_class = isinstance(ann, type)
         if spec.cases is not None or spec.tag is not None:
             self.union(spec, where)
             return
-        order = normalize_byteorder(spec.byteorder, where)
+        byteorder = spec.byteorder
+        order = None if byteorder is None else normalize_byteorder(byteorder, where)
         # Only Annotated[...] has metadata (a failed lookup on a class or list[...] would
         # build an AttributeError).
         metadata = (
             None
-            if isinstance(ann, type) or ann.__class__ is _GENERIC_ALIAS
+            if is_class or ann.__class__ is _GENERIC_ALIAS
             else getattr(ann, "__metadata__", None)
         )
         if isinstance(metadata, tuple):  # Annotated[...]

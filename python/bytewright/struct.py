@@ -54,6 +54,8 @@ _RESERVED = frozenset(
     | {"unpack_table", "iter_tables", "pack_table", "pack_table_into", "table_schema"}
     | {n for n in dir(object)}
 )
+# Names that passed the check below (programs reuse field names: one set lookup then; bounded).
+_FIELD_NAMES: set[str] = set()
 
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(field, bits, flag, enum))
@@ -83,7 +85,7 @@ class StructMeta(SchemaMeta):
         localns = _caller_locals(strings, sys._getframe(1))
         cls = super().__new__(mcls, name, bases, ns)
         if not declared and not any(isinstance(b, StructMeta) for b in bases):
-            type.__setattr__(cls, "__bw__", None)
+            cls.__bw__ = None
             return cls  # the Struct base itself: no schema of its own
         info = StructInfo(
             cls,
@@ -97,7 +99,7 @@ class StructMeta(SchemaMeta):
             localns=localns,
             codec=Pending(cls, codec_of),
         )
-        type.__setattr__(cls, "__bw__", info)
+        cls.__bw__ = info
         _register_variant(info, tag, default)
         _compile_or_defer(info)
         return cls
@@ -148,8 +150,16 @@ def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bo
         if spec.is_pad:
             declared.append(StructField(fname, ann, spec))
             continue
-        if fname in _RESERVED or fname[:2] == "__" or not fname.isidentifier() or iskeyword(fname):
-            raise schema_error(f"{name}.{fname}", "this name is reserved and cannot be a field")
+        if fname not in _FIELD_NAMES:
+            if (
+                fname in _RESERVED
+                or fname[:2] == "__"
+                or not fname.isidentifier()
+                or iskeyword(fname)
+            ):
+                raise schema_error(f"{name}.{fname}", "this name is reserved and cannot be a field")
+            if len(_FIELD_NAMES) < 4096:
+                _FIELD_NAMES.add(fname)
         declared.append(StructField(fname, ann, spec))
         slots.append(fname)
     ns["__slots__"] = tuple(slots)
@@ -227,12 +237,25 @@ def _names_outer_field(info: StructInfo, e: SchemaError) -> bool:
     return all(f.name != e.name for f in info.fields())
 
 
+_schema: Any = None  # the bytewright.schema module, loaded on first use
+
+
+def _schema_module() -> Any:
+    # An import statement per class costs more than the rest of its bookkeeping: once here.
+    global _schema
+    if _schema is None:
+        import bytewright.schema
+
+        _schema = bytewright.schema
+    return _schema
+
+
 def _compile(info: StructInfo) -> Codec[Any]:
     """Compiles the typed codec of a class and generates its ``__init__`` and ``__eq__``."""
-    from bytewright.schema import describe
-
     used: list[type] = []
-    schema, infos, parts = describe(info.cls, typed=True, limits=info.limits, registries=used)
+    schema, infos, parts = (_schema or _schema_module()).describe(
+        info.cls, typed=True, limits=info.limits, registries=used
+    )
     codec: Codec[Any] = Codec(schema, infos, True, parts=parts)
     for base in used:
         base_info = info_of(base)
@@ -583,7 +606,7 @@ def compile(cls: type[Struct], *, limits: Limits | None = None) -> Codec[dict[st
     info = info_of(cls)
     if info is None:
         raise SchemaError(f"compile() needs a bw.Struct subclass, got {cls!r}")
-    from bytewright.schema import describe
-
-    schema, infos, parts = describe(cls, typed=False, limits=limits or info.limits)
+    schema, infos, parts = (_schema or _schema_module()).describe(
+        cls, typed=False, limits=limits or info.limits
+    )
     return Codec(schema, infos, False, parts=parts)
