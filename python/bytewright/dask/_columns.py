@@ -25,15 +25,16 @@ from pandas.core.arrays.arrow.array import ArrowExtensionArray
 # of its own, which costs more than copying a small one.
 MIN_CHUNK_BYTES = 64 * 1024
 
-# A chunk whose buffers hold more than this beyond its values (a slice) is joined, which
-# copies only its values.
+# A chunk whose buffers hold more than this (or 1/64 of its values, if more) beyond its
+# values, as a slice does, is joined: that copies only its values.
 MAX_SLACK_BYTES = 1024
 
 
 def tight(chunk: pa.Array) -> bool:
     """Whether `chunk`'s buffers hold its values and (almost) nothing else."""
-    used = chunk.nbytes
-    return chunk.get_total_buffer_size() <= used + max(MAX_SLACK_BYTES, used >> 6)
+    used: int = chunk.nbytes
+    held: int = chunk.get_total_buffer_size()
+    return held <= used + max(MAX_SLACK_BYTES, used >> 6)
 
 
 def _reduce(array: ArrowExtensionArray) -> tuple[Any, tuple[Any, ...]]:
