@@ -27,10 +27,14 @@ from fsspec.core import get_fs_token_paths
 from fsspec.utils import infer_compression
 
 import bytewright as bw
+from bytewright.dask import _columns
 from bytewright.dask._codec import FileDecodeError, Format, PortableCodec, codec_for, in_file
 
 Header = int | Callable[[IO[bytes]], int]
 UrlPath = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+# Partitions reach the client without their columns being copied once more (see _columns).
+_columns.register()
 
 # The scan reads files in pieces of this size (a message may span pieces).
 SCAN_PIECE = 8 << 20
