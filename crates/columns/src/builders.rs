@@ -236,12 +236,17 @@ pub struct Cols {
 }
 
 impl Cols {
+    /// Columns for about `cap` rows. Only the columns every row fills get that room up
+    /// front: a nullable column (a union's variant, a conditional field) may never get a
+    /// row, and reserving it anyway costs more than growing it (a capture's layout has
+    /// hundreds, and the first write to a large block has the kernel clear a whole huge
+    /// page, up to 2 MiB, per column).
     pub fn new(layout: &Layout, cap: usize) -> Cols {
         Cols {
             cols: layout
                 .nodes
                 .iter()
-                .map(|n| Col::new(&n.shape, cap))
+                .map(|n| Col::new(&n.shape, if n.nullable { 0 } else { cap }))
                 .collect(),
             zeros: Buffer::from_vec(Vec::<u8>::new()),
         }

@@ -359,8 +359,8 @@ impl Sink for ColumnSink<'_> {
         if self.half_floats
             && run
                 .items
-            .iter()
-            .any(|it| matches!(it.scalar, Scalar::Float { width: 2, .. }))
+                .iter()
+                .any(|it| matches!(it.scalar, Scalar::Float { width: 2, .. }))
         {
             return false;
         }
