@@ -177,16 +177,16 @@ impl Col {
     /// caller's business).
     pub fn push_nulls(&mut self, n: usize) {
         match &mut self.buf {
-            Buf::I8(v) => v.resize(v.len() + n, 0),
-            Buf::I16(v) => v.resize(v.len() + n, 0),
-            Buf::I32(v) => v.resize(v.len() + n, 0),
-            Buf::I64(v) => v.resize(v.len() + n, 0),
-            Buf::U8(v) => v.resize(v.len() + n, 0),
-            Buf::U16(v) | Buf::F16(v) => v.resize(v.len() + n, 0),
-            Buf::U32(v) => v.resize(v.len() + n, 0),
-            Buf::U64(v) => v.resize(v.len() + n, 0),
-            Buf::F32(v) => v.resize(v.len() + n, 0.0),
-            Buf::F64(v) => v.resize(v.len() + n, 0.0),
+            Buf::I8(v) => zeros(v, n),
+            Buf::I16(v) => zeros(v, n),
+            Buf::I32(v) => zeros(v, n),
+            Buf::I64(v) => zeros(v, n),
+            Buf::U8(v) => zeros(v, n),
+            Buf::U16(v) | Buf::F16(v) => zeros(v, n),
+            Buf::U32(v) => zeros(v, n),
+            Buf::U64(v) => zeros(v, n),
+            Buf::F32(v) => zeros(v, n),
+            Buf::F64(v) => zeros(v, n),
             Buf::Bool(b) => b.append_n(n, false),
             Buf::Fixed { size, data } => data.resize(data.len() + *size * n, 0),
             Buf::Var { offsets, .. } | Buf::List { offsets } => offsets.pad(n),
@@ -225,6 +225,19 @@ impl Col {
             Buf::Var { offsets, .. } | Buf::List { offsets } => offsets.is_large(),
             _ => false,
         }
+    }
+}
+
+/// Appends `n` zeros: most gaps a union's variant leaves are a row or two, where a
+/// `memset` call costs more than the stores.
+#[inline]
+fn zeros<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
+    if n <= 2 {
+        for _ in 0..n {
+            v.push(T::default());
+        }
+    } else {
+        v.resize(v.len() + n, T::default());
     }
 }
 
