@@ -567,3 +567,55 @@ fn utf8_values(offsets: &Offsets, data: &[u8]) -> bool {
             Offsets::Large(v) => !v.iter().any(|&o| inside(o as usize)),
         }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_stay_32_bit_up_to_i32_max_then_widen_once() {
+        let mut o = Offsets::new(4);
+        o.push(3);
+        o.push(i32::MAX as usize);
+        assert!(!o.is_large());
+        o.pad(1);
+        o.push(i32::MAX as usize + 5);
+        assert!(o.is_large());
+        assert_eq!(o.last(), i32::MAX as usize + 5);
+        let b = o.into_buffer(true);
+        let want: Vec<i64> = vec![
+            0,
+            3,
+            i32::MAX.into(),
+            i32::MAX.into(),
+            i64::from(i32::MAX) + 5,
+        ];
+        assert_eq!(b.typed_data::<i64>(), &want[..]);
+    }
+
+    #[test]
+    fn small_offsets_widen_when_another_batch_needs_64_bits() {
+        let mut o = Offsets::new(0);
+        o.push(7);
+        o.pad(2);
+        assert_eq!(o.into_buffer(true).typed_data::<i64>(), &[0, 7, 7, 7]);
+        let mut o = Offsets::new(0);
+        o.push(7);
+        assert_eq!(o.into_buffer(false).typed_data::<i32>(), &[0, 7]);
+    }
+
+    #[test]
+    fn text_values_must_not_split_a_character() {
+        let mut o = Offsets::new(2);
+        o.push(1);
+        o.push(3);
+        assert!(utf8_values(&o, "aé".as_bytes()));
+        let mut o = Offsets::new(2);
+        o.push(2);
+        o.push(3);
+        assert!(!utf8_values(&o, "aé".as_bytes()));
+        let mut o = Offsets::new(1);
+        o.push(2);
+        assert!(!utf8_values(&o, b"a\xff"));
+    }
+}
