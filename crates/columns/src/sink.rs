@@ -421,83 +421,65 @@ impl Sink for ColumnSink<'_> {
 }
 
 /// Appends the scalar at the start of `b` to its column; false when the column is not the
-/// scalar's (nothing appended then). Dispatches on the scalar first: an integer is read
-/// into a `u64` once and truncated to its column's width (the layout gives each width its
-/// own column, so no bits are lost), instead of matching every pair of column and scalar.
+/// scalar's (nothing appended then).
 #[inline]
 fn push_scalar(col: &mut crate::builders::Col, s: &Scalar, b: &[u8]) -> bool {
-    macro_rules! read {
-        ($t:ty, $w:expr, $big:expr) => {{
+    macro_rules! num {
+        ($v:expr, $t:ty, $w:expr, $big:expr) => {{
             let a: [u8; $w] = b[..$w].try_into().expect("width");
-            if $big {
+            $v.push(if $big {
                 <$t>::from_be_bytes(a)
             } else {
                 <$t>::from_le_bytes(a)
-            }
+            })
         }};
     }
-    let pushed = match *s {
-        Scalar::Int { width, signed, big } => {
-            let u = match width {
-                1 => u64::from(b[0]),
-                2 => u64::from(read!(u16, 2, big)),
-                4 => u64::from(read!(u32, 4, big)),
-                8 => read!(u64, 8, big),
-                // Odd widths (24-bit and the like): sign-extended into the column's width.
-                _ => {
-                    let g = &b[..width as usize];
-                    let u = if big {
-                        g.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))
-                    } else {
-                        g.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x))
-                    };
-                    let shift = 64 - u32::from(width) * 8;
-                    if signed {
-                        ((u << shift) as i64 >> shift) as u64
-                    } else {
-                        u
-                    }
-                }
-            };
-            push_int(&mut col.buf, u)
+    match (&mut col.buf, *s) {
+        (Buf::U8(v), Scalar::Int { width: 1, .. }) => v.push(b[0]),
+        (Buf::I8(v), Scalar::Int { width: 1, .. }) => v.push(b[0] as i8),
+        (Buf::U16(v), Scalar::Int { width: 2, big, .. }) => num!(v, u16, 2, big),
+        (Buf::I16(v), Scalar::Int { width: 2, big, .. }) => num!(v, i16, 2, big),
+        (Buf::U32(v), Scalar::Int { width: 4, big, .. }) => num!(v, u32, 4, big),
+        (Buf::I32(v), Scalar::Int { width: 4, big, .. }) => num!(v, i32, 4, big),
+        (Buf::U64(v), Scalar::Int { width: 8, big, .. }) => num!(v, u64, 8, big),
+        (Buf::I64(v), Scalar::Int { width: 8, big, .. }) => num!(v, i64, 8, big),
+        (Buf::F32(v), Scalar::Float { width: 4, big }) => num!(v, f32, 4, big),
+        (Buf::F64(v), Scalar::Float { width: 8, big }) => num!(v, f64, 8, big),
+        (Buf::Bool(v), Scalar::Bool) => v.append(b[0] != 0),
+        (Buf::Fixed { size, data }, Scalar::Bytes(n)) if *size == n => {
+            data.extend_from_slice(&b[..n])
         }
-        Scalar::Float { width: 4, big } => match &mut col.buf {
-            Buf::F32(v) => {
-                v.push(f32::from_bits(read!(u32, 4, big)));
-                true
+        // Odd widths (24-bit and the like) and bit fields: the VM's value, in the column's
+        // width.
+        (buf, Scalar::Int { width, signed, big }) if width < 8 => {
+            let g = &b[..width as usize];
+            let u = if big {
+                g.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))
+            } else {
+                g.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x))
+            };
+            let shift = 64 - u32::from(width) * 8;
+            let v = if signed {
+                ((u << shift) as i64 >> shift) as u64
+            } else {
+                u
+            };
+            if !push_int(buf, v) {
+                return false;
             }
-            _ => false,
-        },
-        Scalar::Float { width: 8, big } => match &mut col.buf {
-            Buf::F64(v) => {
-                v.push(f64::from_bits(read!(u64, 8, big)));
-                true
-            }
-            _ => false,
-        },
-        Scalar::Bool => match &mut col.buf {
-            Buf::Bool(v) => {
-                v.append(b[0] != 0);
-                true
-            }
-            _ => false,
-        },
-        Scalar::Bytes(n) => match &mut col.buf {
-            Buf::Fixed { size, data } if *size == n => {
-                data.extend_from_slice(&b[..n]);
-                true
-            }
-            _ => false,
-        },
-        Scalar::Bits {
-            group,
-            shift,
-            width,
-            signed,
-            lsb,
-            boolean,
-            ..
-        } => {
+        }
+        (
+            buf,
+            Scalar::Bits {
+                group,
+                shift,
+                width,
+                signed,
+                lsb,
+                boolean,
+                ..
+            },
+        ) => {
             let g = &b[..group as usize];
             let bits = if lsb {
                 g.iter().rev().fold(0u128, |a, &x| (a << 8) | u128::from(x))
@@ -505,31 +487,27 @@ fn push_scalar(col: &mut crate::builders::Col, s: &Scalar, b: &[u8]) -> bool {
                 g.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x))
             };
             let v = (bits >> shift) & ((1u128 << width) - 1);
-            match &mut col.buf {
-                Buf::Bool(c) if boolean => {
-                    c.append(v != 0);
-                    true
-                }
-                _ if boolean => false,
-                buf => {
+            match buf {
+                Buf::Bool(c) if boolean => c.append(v != 0),
+                _ if boolean => return false,
+                _ => {
                     let v = if signed {
                         let s = 128 - u32::from(width);
                         (((v << s) as i128) >> s) as i64 as u64
                     } else {
                         v as u64
                     };
-                    push_int(buf, v)
+                    if !push_int(buf, v) {
+                        return false;
+                    }
                 }
             }
         }
-        // Half floats go through the VM; padding has no column.
-        Scalar::Float { .. } | Scalar::Pad(_) => false,
-    };
-    if pushed {
-        col.valid.append_non_null();
-        col.len += 1;
+        _ => return false,
     }
-    pushed
+    col.valid.append_non_null();
+    col.len += 1;
+    true
 }
 
 /// Appends an integer (its two's complement bits) to an integer column, truncated to the
