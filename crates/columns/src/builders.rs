@@ -6,7 +6,7 @@ use arrow_array::{make_array, ArrayRef};
 use arrow_buffer::{
     BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, NullBufferBuilder,
 };
-use arrow_data::ArrayData;
+use arrow_data::{ArrayData, ArrayDataBuilder};
 use arrow_schema::DataType;
 
 use crate::layout::{Layout, NodeId, Shape};
@@ -33,16 +33,99 @@ pub enum Buf {
     },
     /// Binary, text and raw columns: value `i` is `data[offsets[i]..offsets[i + 1]]`.
     Var {
-        offsets: Vec<i64>,
+        offsets: Offsets,
         data: Vec<u8>,
     },
     /// Lists: item range `offsets[i]..offsets[i + 1]` of the child.
     List {
-        offsets: Vec<i64>,
+        offsets: Offsets,
     },
     /// Structs, fixed-size lists and unions keep their rows in their children (a union's
     /// first child holds the variant of each row).
     Rows,
+}
+
+/// The offsets of a variable-size column, kept at the width Arrow gets: 32 bits while they
+/// fit, 64 bits from the value that passes `i32::MAX` on (that switch copies them once). They
+/// start at 0 and never decrease.
+#[derive(Debug)]
+pub enum Offsets {
+    Small(Vec<i32>),
+    Large(Vec<i64>),
+}
+
+impl Offsets {
+    /// `[0]`, with room for `rows` more.
+    pub fn new(rows: usize) -> Offsets {
+        let mut v = Vec::with_capacity(rows.saturating_add(1));
+        v.push(0);
+        Offsets::Small(v)
+    }
+
+    /// Appends the end of the next value.
+    #[inline]
+    pub fn push(&mut self, end: usize) {
+        match self {
+            Offsets::Small(v) => match i32::try_from(end) {
+                Ok(e) => v.push(e),
+                Err(_) => self.widen().push(end as i64),
+            },
+            Offsets::Large(v) => v.push(end as i64),
+        }
+    }
+
+    /// Appends `n` empty values.
+    #[inline]
+    pub fn pad(&mut self, n: usize) {
+        match self {
+            Offsets::Small(v) => {
+                let last = *v.last().expect("offsets start with 0");
+                v.resize(v.len() + n, last);
+            }
+            Offsets::Large(v) => {
+                let last = *v.last().expect("offsets start with 0");
+                v.resize(v.len() + n, last);
+            }
+        }
+    }
+
+    /// The end of the last value.
+    #[inline]
+    pub fn last(&self) -> usize {
+        match self {
+            Offsets::Small(v) => v.last().map_or(0, |&o| o as usize),
+            Offsets::Large(v) => v.last().map_or(0, |&o| o as usize),
+        }
+    }
+
+    pub fn is_large(&self) -> bool {
+        matches!(self, Offsets::Large(_))
+    }
+
+    /// Switches to 64-bit offsets.
+    #[cold]
+    fn widen(&mut self) -> &mut Vec<i64> {
+        if let Offsets::Small(v) = self {
+            let mut wide = Vec::with_capacity(v.capacity());
+            wide.extend(v.iter().map(|&o| i64::from(o)));
+            *self = Offsets::Large(wide);
+        }
+        match self {
+            Offsets::Large(v) => v,
+            Offsets::Small(_) => unreachable!("just widened"),
+        }
+    }
+
+    /// The Arrow buffer, 64-bit when `large` (another batch of the table needs them).
+    fn into_buffer(mut self, large: bool) -> Buffer {
+        if large {
+            self.widen();
+        }
+        match self {
+            Offsets::Small(v) => Buffer::from_vec(v),
+            Offsets::Large(v) => Buffer::from_vec(v),
+        }
+    }
 }
 
 /// One column being built.
@@ -74,19 +157,13 @@ impl Col {
                 size: *n,
                 data: Vec::with_capacity(cap.saturating_mul(*n)),
             },
-            Shape::Binary | Shape::Text | Shape::Raw => {
-                let mut offsets = Vec::with_capacity(cap + 1);
-                offsets.push(0);
-                Buf::Var {
-                    offsets,
-                    data: Vec::new(),
-                }
-            }
-            Shape::List { fixed: None, .. } => {
-                let mut offsets = Vec::with_capacity(cap + 1);
-                offsets.push(0);
-                Buf::List { offsets }
-            }
+            Shape::Binary | Shape::Text | Shape::Raw => Buf::Var {
+                offsets: Offsets::new(cap),
+                data: Vec::new(),
+            },
+            Shape::List { fixed: None, .. } => Buf::List {
+                offsets: Offsets::new(cap),
+            },
             Shape::List { .. } | Shape::Struct { .. } | Shape::Union { .. } => Buf::Rows,
         };
         Col {
@@ -100,22 +177,19 @@ impl Col {
     /// caller's business).
     pub fn push_nulls(&mut self, n: usize) {
         match &mut self.buf {
-            Buf::I8(v) => v.resize(v.len() + n, 0),
-            Buf::I16(v) => v.resize(v.len() + n, 0),
-            Buf::I32(v) => v.resize(v.len() + n, 0),
-            Buf::I64(v) => v.resize(v.len() + n, 0),
-            Buf::U8(v) => v.resize(v.len() + n, 0),
-            Buf::U16(v) | Buf::F16(v) => v.resize(v.len() + n, 0),
-            Buf::U32(v) => v.resize(v.len() + n, 0),
-            Buf::U64(v) => v.resize(v.len() + n, 0),
-            Buf::F32(v) => v.resize(v.len() + n, 0.0),
-            Buf::F64(v) => v.resize(v.len() + n, 0.0),
+            Buf::I8(v) => zeros(v, n),
+            Buf::I16(v) => zeros(v, n),
+            Buf::I32(v) => zeros(v, n),
+            Buf::I64(v) => zeros(v, n),
+            Buf::U8(v) => zeros(v, n),
+            Buf::U16(v) | Buf::F16(v) => zeros(v, n),
+            Buf::U32(v) => zeros(v, n),
+            Buf::U64(v) => zeros(v, n),
+            Buf::F32(v) => zeros(v, n),
+            Buf::F64(v) => zeros(v, n),
             Buf::Bool(b) => b.append_n(n, false),
             Buf::Fixed { size, data } => data.resize(data.len() + *size * n, 0),
-            Buf::Var { offsets, .. } | Buf::List { offsets } => {
-                let last = *offsets.last().expect("offsets start with 0");
-                offsets.resize(offsets.len() + n, last);
-            }
+            Buf::Var { offsets, .. } | Buf::List { offsets } => offsets.pad(n),
             Buf::Rows => {}
         }
         self.valid.append_n_nulls(n);
@@ -138,22 +212,32 @@ impl Col {
             Buf::F64(v) => v.push(0.0),
             Buf::Bool(b) => b.append(false),
             Buf::Fixed { size, data } => data.resize(data.len() + *size, 0),
-            Buf::Var { offsets, .. } | Buf::List { offsets } => {
-                let last = *offsets.last().expect("offsets start with 0");
-                offsets.push(last);
-            }
+            Buf::Var { offsets, .. } | Buf::List { offsets } => offsets.pad(1),
             Buf::Rows => {}
         }
         self.valid.append_null();
         self.len += 1;
     }
 
-    /// The largest offset of a variable-size column (whether 32-bit offsets can hold it).
-    pub fn last_offset(&self) -> i64 {
+    /// Whether the column needs 64-bit offsets.
+    pub fn large(&self) -> bool {
         match &self.buf {
-            Buf::Var { offsets, .. } | Buf::List { offsets } => *offsets.last().unwrap_or(&0),
-            _ => 0,
+            Buf::Var { offsets, .. } | Buf::List { offsets } => offsets.is_large(),
+            _ => false,
         }
+    }
+}
+
+/// Appends `n` zeros: most gaps a union's variant leaves are a row or two, where a
+/// `memset` call costs more than the stores.
+#[inline]
+fn zeros<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
+    if n <= 2 {
+        for _ in 0..n {
+            v.push(T::default());
+        }
+    } else {
+        v.resize(v.len() + n, T::default());
     }
 }
 
@@ -165,12 +249,17 @@ pub struct Cols {
 }
 
 impl Cols {
+    /// Columns for about `cap` rows. Only the columns every row fills get that room up
+    /// front: a nullable column (a union's variant, a conditional field) may never get a
+    /// row, and reserving it anyway costs more than growing it (a capture's layout has
+    /// hundreds, and the first write to a large block has the kernel clear a whole huge
+    /// page, up to 2 MiB, per column).
     pub fn new(layout: &Layout, cap: usize) -> Cols {
         Cols {
             cols: layout
                 .nodes
                 .iter()
-                .map(|n| Col::new(&n.shape, cap))
+                .map(|n| Col::new(&n.shape, if n.nullable { 0 } else { cap }))
                 .collect(),
             zeros: Buffer::from_vec(Vec::<u8>::new()),
         }
@@ -216,10 +305,7 @@ impl Cols {
 
     /// Which variable-size nodes need 64-bit offsets.
     pub fn large(&self) -> Vec<bool> {
-        self.cols
-            .iter()
-            .map(|c| c.last_offset() > i64::from(i32::MAX))
-            .collect()
+        self.cols.iter().map(Col::large).collect()
     }
 
     /// The finished Arrow array of node `id` with `rows` rows, nulls past the rows it got
@@ -267,13 +353,21 @@ impl Cols {
             Buf::F64(v) => b.add_buffer(Buffer::from_vec(v)),
             Buf::Bool(mut bits) => b.add_buffer(bits.finish().into_inner()),
             Buf::Fixed { data, .. } => b.add_buffer(Buffer::from_vec(data)),
-            Buf::Var { offsets, data } => b
-                .add_buffer(offsets_buffer(offsets, large[id as usize]))
-                .add_buffer(Buffer::from_vec(data)),
+            Buf::Var { offsets, data } => {
+                if matches!(node.shape, Shape::Text) && !utf8_values(&offsets, &data) {
+                    // Never expected (text arrives validated): let Arrow say what is wrong.
+                    return b
+                        .add_buffer(offsets.into_buffer(large[id as usize]))
+                        .add_buffer(Buffer::from_vec(data))
+                        .build();
+                }
+                b.add_buffer(offsets.into_buffer(large[id as usize]))
+                    .add_buffer(Buffer::from_vec(data))
+            }
             Buf::List { offsets } => {
-                let items = *offsets.last().unwrap_or(&0) as usize;
+                let items = offsets.last();
                 let child = self.finish_data(layout, node.children[0], large, items)?;
-                b.add_buffer(offsets_buffer(offsets, large[id as usize]))
+                b.add_buffer(offsets.into_buffer(large[id as usize]))
                     .add_child_data(child)
             }
             Buf::Rows => match &node.shape {
@@ -298,7 +392,15 @@ impl Cols {
                 }
             },
         };
-        b.build()
+        // SAFETY: the builders keep every column valid Arrow data as they go: each value
+        // appended (a scalar, a value's bytes and its end offset, a list's end, a struct's
+        // or union's row, a null) appends exactly one validity bit and bumps `len` once, so
+        // the buffers hold `len` values and the bitmap `len` bits; offsets start at 0, never
+        // decrease and end at the data's (or the child's) length, and fit their width (they
+        // widen before passing `i32::MAX`); children are padded above to the rows their
+        // parent needs; text was checked above; variant keys are checked in `dictionary`.
+        // The buffers are Rust `Vec`s of the column's type, so they are aligned.
+        unsafe { unvalidated(b) }
     }
 
     /// `len` null rows of node `id`, for a column no row reached (a variant no packet of a
@@ -350,7 +452,10 @@ impl Cols {
                 b
             }
         };
-        b.build()
+        // SAFETY: every row is null; each buffer is zeroed and as long as `len` rows of
+        // the type need (zero offsets: empty values, zero keys: the first case, checked in
+        // `dictionary`), and children hold the rows their parent needs.
+        unsafe { unvalidated(b) }
     }
 
     /// A validity bitmap of `len` nulls.
@@ -424,18 +529,93 @@ fn dictionary(
         .add_buffer(Buffer::from_vec(offsets))
         .add_buffer(Buffer::from_vec(text))
         .build()?;
-    ArrayData::builder(crate::layout::variant_type())
+    let b = ArrayData::builder(crate::layout::variant_type())
         .len(len)
         .nulls(nulls)
         .add_buffer(keys)
-        .add_child_data(values)
-        .build()
+        .add_child_data(values);
+    if names.is_empty() || names.len() > 128 {
+        // Not a union the decoder makes (keys are case indexes, an `i8`): let Arrow check.
+        return b.build();
+    }
+    // SAFETY: the keys are the `i8` case indexes `choose` stored (0 for null rows), all
+    // below `names.len()`, which is at most 128 here; `len` keys and bits (see `finish_data`).
+    unsafe { unvalidated(b) }
 }
 
-fn offsets_buffer(offsets: Vec<i64>, large: bool) -> Buffer {
-    if large {
-        Buffer::from_vec(offsets)
-    } else {
-        Buffer::from_vec(offsets.into_iter().map(|o| o as i32).collect::<Vec<i32>>())
+/// Builds array data without Arrow's validation, which reads every offset and key of
+/// every column: for a capture's hundreds of columns that is more work than the decode.
+/// Debug builds still validate fully, so the Rust tests check the callers' guarantees.
+///
+/// # Safety
+/// `b` must describe valid Arrow data (buffer lengths, offsets, UTF-8, dictionary keys).
+unsafe fn unvalidated(b: ArrayDataBuilder) -> Result<ArrayData, arrow_schema::ArrowError> {
+    // SAFETY: the caller's guarantee.
+    let data = unsafe { b.skip_validation(true) }.build()?;
+    #[cfg(debug_assertions)]
+    data.validate_full()?;
+    Ok(data)
+}
+
+/// Whether every value of a text column is valid UTF-8: the whole buffer is, and no value
+/// starts or ends inside a character.
+fn utf8_values(offsets: &Offsets, data: &[u8]) -> bool {
+    let inside = |o: usize| data.get(o).is_some_and(|&c| (c as i8) < -0x40);
+    std::str::from_utf8(data).is_ok()
+        && match offsets {
+            Offsets::Small(v) => !v.iter().any(|&o| inside(o as usize)),
+            Offsets::Large(v) => !v.iter().any(|&o| inside(o as usize)),
+        }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_stay_32_bit_up_to_i32_max_then_widen_once() {
+        let mut o = Offsets::new(4);
+        o.push(3);
+        o.push(i32::MAX as usize);
+        assert!(!o.is_large());
+        o.pad(1);
+        o.push(i32::MAX as usize + 5);
+        assert!(o.is_large());
+        assert_eq!(o.last(), i32::MAX as usize + 5);
+        let b = o.into_buffer(true);
+        let want: Vec<i64> = vec![
+            0,
+            3,
+            i32::MAX.into(),
+            i32::MAX.into(),
+            i64::from(i32::MAX) + 5,
+        ];
+        assert_eq!(b.typed_data::<i64>(), &want[..]);
+    }
+
+    #[test]
+    fn small_offsets_widen_when_another_batch_needs_64_bits() {
+        let mut o = Offsets::new(0);
+        o.push(7);
+        o.pad(2);
+        assert_eq!(o.into_buffer(true).typed_data::<i64>(), &[0, 7, 7, 7]);
+        let mut o = Offsets::new(0);
+        o.push(7);
+        assert_eq!(o.into_buffer(false).typed_data::<i32>(), &[0, 7]);
+    }
+
+    #[test]
+    fn text_values_must_not_split_a_character() {
+        let mut o = Offsets::new(2);
+        o.push(1);
+        o.push(3);
+        assert!(utf8_values(&o, "aé".as_bytes()));
+        let mut o = Offsets::new(2);
+        o.push(2);
+        o.push(3);
+        assert!(!utf8_values(&o, "aé".as_bytes()));
+        let mut o = Offsets::new(1);
+        o.push(2);
+        assert!(!utf8_values(&o, b"a\xff"));
     }
 }

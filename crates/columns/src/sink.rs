@@ -61,6 +61,8 @@ pub struct ColumnSink<'a> {
     /// The case each union column chose for the value being decoded.
     chosen: Vec<usize>,
     raw: Option<Raw>,
+    /// Whether any column holds half floats (runs with one go field by field).
+    half_floats: bool,
 }
 
 impl<'a> ColumnSink<'a> {
@@ -72,6 +74,10 @@ impl<'a> ColumnSink<'a> {
             target: layout.root,
             chosen: vec![0; layout.nodes.len()],
             raw: None,
+            half_floats: layout
+                .nodes
+                .iter()
+                .any(|n| matches!(n.shape, Shape::Float { bytes: 2 })),
         }
     }
 
@@ -113,7 +119,7 @@ impl<'a> ColumnSink<'a> {
             let col = &mut self.cols.cols[r.node as usize];
             if let Buf::Var { offsets, data } = &mut col.buf {
                 data.extend_from_slice(&self.input[r.start..end]);
-                offsets.push(data.len() as i64);
+                offsets.push(data.len());
             }
             col.valid.append_non_null();
             col.len += 1;
@@ -164,18 +170,18 @@ impl<'a> ColumnSink<'a> {
             }
             (Buf::Var { offsets, data }, CVal::In { at, len }) => {
                 data.extend_from_slice(&self.input[at..at + len]);
-                offsets.push(data.len() as i64);
+                offsets.push(data.len());
             }
             (Buf::Var { offsets, data }, CVal::Latin1 { at, len }) => {
                 for &c in &self.input[at..at + len] {
                     let mut b = [0u8; 2];
                     data.extend_from_slice(char::from(c).encode_utf8(&mut b).as_bytes());
                 }
-                offsets.push(data.len() as i64);
+                offsets.push(data.len());
             }
             (Buf::Var { offsets, data }, CVal::Owned(t)) => {
                 data.extend_from_slice(t.as_bytes());
-                offsets.push(data.len() as i64);
+                offsets.push(data.len());
             }
             (buf, v) => {
                 let kind = match buf {
@@ -333,7 +339,7 @@ impl Sink for ColumnSink<'_> {
     fn end_list(&mut self, l: NodeId) -> Result<CVal, Bug> {
         if self.raw.is_none() {
             let item = self.layout.nodes[l as usize].children[0];
-            let items = self.cols.cols[item as usize].len as i64;
+            let items = self.cols.cols[item as usize].len;
             let col = &mut self.cols.cols[l as usize];
             if let Buf::List { offsets } = &mut col.buf {
                 offsets.push(items);
@@ -350,10 +356,11 @@ impl Sink for ColumnSink<'_> {
         }
         // Half floats go field by field through the VM (their column holds what the VM's
         // f64 rounds back to, NaN payloads included).
-        if run
-            .items
-            .iter()
-            .any(|it| matches!(it.scalar, Scalar::Float { width: 2, .. }))
+        if self.half_floats
+            && run
+                .items
+                .iter()
+                .any(|it| matches!(it.scalar, Scalar::Float { width: 2, .. }))
         {
             return false;
         }
