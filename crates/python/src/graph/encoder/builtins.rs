@@ -392,13 +392,17 @@ impl<'py> Encoder<'py> {
         info: &Bound<'py, PyAny>,
     ) -> R {
         let ptr = obj.as_ptr();
+        let py = self.py;
         let name = self.classes[index].facts.name.clone();
+        let cannot = |e: PyErr| {
+            let reason = e.value(py).to_string();
+            EncodeError::caused(format!("cannot pickle a {name}: {reason}"), e)
+        };
         let parts = info
             .call_method1("exception_reduction", (obj,))
-            .map_err(|e| EncodeError::caused(format!("cannot pickle a {name}"), e))?;
-        let (args, state): (Bound<'py, PyAny>, Bound<'py, PyAny>) = parts
-            .extract()
-            .map_err(|e| EncodeError::caused(format!("cannot pickle a {name}"), e))?;
+            .map_err(cannot)?;
+        let (args, state): (Bound<'py, PyAny>, Bound<'py, PyAny>) =
+            parts.extract().map_err(cannot)?;
         let mark = self.w.mark();
         let Some(slot) = self.memo_begin(ptr, false) else {
             return Ok(());
