@@ -120,7 +120,7 @@ _DERIVED_BASES = {
     13: "defaultdict",
     14: "exception",
 }
-_MUTABLE_BASES = {1: 1, 2: 1, 3: 1, 12: 2, 13: 2}  # code -> values per item (pairs: 2)
+_MUTABLE_BASES = {1: 2, 2: 1, 3: 1, 12: 2, 13: 2}  # code -> values per item (pairs: 2)
 _FACTORY_VALUE = 0xFF
 
 
