@@ -289,7 +289,7 @@ def test_loading_an_ordered_dict_subclass_runs_none_of_its_methods():
 
 def test_defaultdicts_whose_factory_is_any_class():
     plain = collections.defaultdict(Factory)
-    plain["made"]  # noqa: B018  (fills the entry)
+    plain["made"]
     tree = collections.defaultdict(collections.Counter, a=collections.Counter("ab"))
     table = [plain, collections.defaultdict(object), collections.defaultdict(Ordered), tree]
     for value in table:
@@ -453,4 +453,7 @@ def test_explain_walks_the_new_records():
     assert kinds[1] == f"{__name__}.Ordered (OrderedDict subclass)"
     assert kinds[2] == f"{__name__}.Tally (defaultdict subclass)"
     assert kinds[3] == "defaultdict"
-    assert kinds[4:6] == [f"{__name__}.Buffer (bytearray subclass)", f"{__name__}.Phase (complex subclass)"]
+    assert kinds[4:6] == [
+        f"{__name__}.Buffer (bytearray subclass)",
+        f"{__name__}.Phase (complex subclass)",
+    ]

@@ -340,7 +340,11 @@ impl Writer {
     /// After the class ref of a `DERIVED` record: the base code, and for a mutable base
     /// the item count (`len` is ignored for the others).
     pub fn derived_base(&mut self, code: u8, len: usize) {
-        debug_assert_ne!(code, base::DEFAULT_DICT, "defaultdicts use derived_default_dict");
+        debug_assert_ne!(
+            code,
+            base::DEFAULT_DICT,
+            "defaultdicts use derived_default_dict"
+        );
         self.buf.push(code);
         if base::is_mutable(code) {
             varint::put(&mut self.buf, len as u64);

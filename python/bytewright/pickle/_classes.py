@@ -248,7 +248,7 @@ class ClassInfo:
         """What a DERIVED record of an exception of this class holds: `(args, (state,
         cause, context, suppress_context))`, `args` and `state` being what the exception's
         `__reduce_ex__` gives pickle (its class called with `args`, then given `state`)."""
-        import pickle  # noqa: PLC0415  (only when such an exception is written)
+        import pickle
 
         reduced = exc.__reduce_ex__(pickle.DEFAULT_PROTOCOL)
         ok = (

@@ -266,19 +266,19 @@ class _RecordWalk:
                 raise _Malformed(f"DERIVED: unknown builtin base code {code}", p)
             n.kind = f"{cls} ({base} subclass)"
             p += 1
-            factory = None
+            fcode: int | None = None
             if code == 13:
-                factory = self.byte(p)
+                fcode = self.byte(p)
                 p += 1
-                if factory != _FACTORY_VALUE:
-                    n.notes = (*n.notes, f"factory code {factory}")
+                if fcode != _FACTORY_VALUE:
+                    n.notes = (*n.notes, f"factory code {fcode}")
             per_item = _MUTABLE_BASES.get(code)
             if per_item is not None:
                 count, p = self.varint(p)
                 pairs = per_item == 2
                 for i in range(count * 2 if pairs else count):
                     p = self.value(n, ("key" if i % 2 == 0 else "value") if pairs else i, p)
-                if factory == _FACTORY_VALUE:
+                if fcode == _FACTORY_VALUE:
                     p = self.value(n, "default_factory", p)
             else:
                 p = self.value(n, "args" if code == 14 else "value", p)
