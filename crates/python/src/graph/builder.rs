@@ -882,7 +882,12 @@ impl<'py, 'a> Builder<'py, 'a> {
         // The whole record has been read and checked: now the classes' own code runs.
         for (info, obj, state, version, method) in std::mem::take(&mut self.restores) {
             let r = info.call_method1(method, (&obj, state, version));
-            self.wrap("an instance (__setstate__)", r)?;
+            let what = if method == "restore" {
+                "an instance (__setstate__)"
+            } else {
+                "an exception (its __init__ and __setstate__)"
+            };
+            self.wrap(what, r)?;
         }
         Ok(root)
     }
