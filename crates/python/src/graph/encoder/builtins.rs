@@ -15,6 +15,9 @@ use crate::graph::config::Config;
 use crate::graph::errors::{EncodeError, Step};
 use crate::graph::infocache;
 
+/// A mapping's (key, value) pairs.
+type Pairs<'py> = Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>;
+
 /// An exception's attributes, cause, context and `__suppress_context__`.
 type ExceptionState<'py> = (
     Bound<'py, PyAny>,
@@ -217,7 +220,7 @@ impl<'py> Encoder<'py> {
         &self,
         obj: &Bound<'py, PyAny>,
         via: Option<&Bound<'py, PyAny>>,
-    ) -> Result<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>, EncodeError> {
+    ) -> Result<Pairs<'py>, EncodeError> {
         let items = match via {
             Some(base) => base.getattr("items").and_then(|f| f.call1((obj,))),
             None => obj.call_method0("items"),
