@@ -37,6 +37,8 @@ fn base_name(code: u8) -> &'static str {
 
 impl<'py> Builder<'py, '_> {
     /// The registered class of a CLASS record.
+    #[cold]
+    #[inline(never)]
     pub(super) fn class_value(&mut self, class: usize) -> PyResult<Bound<'py, PyAny>> {
         self.resolve_any(class)?;
         let Some(r) = &self.resolved[class] else {
@@ -46,6 +48,8 @@ impl<'py> Builder<'py, '_> {
     }
 
     /// The value of a BUILTIN record.
+    #[cold]
+    #[inline(never)]
     pub(super) fn builtin(&self, name: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         let name = String::from_utf8_lossy(name);
         match self.cfg.builtins.bind(self.py).get_item(&*name)? {
@@ -58,6 +62,8 @@ impl<'py> Builder<'py, '_> {
     }
 
     /// Starts an EXCEPTION record: its arguments come first.
+    #[cold]
+    #[inline(never)]
     pub(super) fn start_exception(&mut self, name: &[u8]) -> PyResult<()> {
         let text = String::from_utf8_lossy(name);
         let found = self.cfg.builtins.bind(self.py).get_item(&*text)?;
@@ -90,6 +96,8 @@ impl<'py> Builder<'py, '_> {
     /// Starts a DEFAULT_DICT record whose factory is a value of its own, after its `len`
     /// pairs: the defaultdict is made now (its items may refer to it), its factory set at
     /// the end.
+    #[cold]
+    #[inline(never)]
     pub(super) fn start_default_dict(&mut self, len: usize) -> PyResult<()> {
         let obj = self.wrap("defaultdict", self.cfg.default_dict.bind(self.py).call0())?;
         self.share_now(&obj);
@@ -107,6 +115,8 @@ impl<'py> Builder<'py, '_> {
 
     /// The factory of a defaultdict record: a code of the fixed table, or the value that
     /// followed the items (`None` or a class: a builtin type or one of `classes=`).
+    #[cold]
+    #[inline(never)]
     fn factory(&self, code: u8, value: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
         if code != FACTORY_VALUE {
@@ -135,6 +145,8 @@ impl<'py> Builder<'py, '_> {
 
     /// Starts a DERIVED record: a mutable base's instance is made now (its items may refer
     /// to it), the others from the value that comes first.
+    #[cold]
+    #[inline(never)]
     pub(super) fn start_derived(
         &mut self,
         class: usize,
@@ -217,6 +229,8 @@ impl<'py> Builder<'py, '_> {
 
     /// Makes the exception or immutable instance of the `Made` frame on top from the value
     /// its `Seed` frame took.
+    #[cold]
+    #[inline(never)]
     pub(super) fn made_from(
         &mut self,
         value: Option<Bound<'py, PyAny>>,
@@ -322,6 +336,8 @@ impl<'py> Builder<'py, '_> {
     /// Makes an exception of yours from its arguments with its first builtin base's
     /// `__new__` (as `BaseException.__new__(cls, *args)`: no code of the class runs); its
     /// `__init__(*args)` runs once the whole record has been read.
+    #[cold]
+    #[inline(never)]
     fn derived_exception(
         &mut self,
         class: usize,
@@ -363,6 +379,8 @@ impl<'py> Builder<'py, '_> {
 
     /// Takes a value into the `Made` frame on top: the object its `Seed` made, an item, a
     /// defaultdict's factory, or the state.
+    #[cold]
+    #[inline(never)]
     pub(super) fn deliver_to_made(&mut self, value: Bound<'py, PyAny>) -> PyResult<()> {
         let py = self.py;
         let cfg = self.cfg;
@@ -448,6 +466,8 @@ impl<'py> Builder<'py, '_> {
     }
 
     /// Gives a made exception or instance its state.
+    #[cold]
+    #[inline(never)]
     pub(super) fn finish_made(
         &mut self,
         made: Made<'py>,
@@ -535,6 +555,8 @@ impl<'py> Builder<'py, '_> {
 
     /// Sets a defaultdict's `default_factory` through defaultdict's own attribute, never
     /// an override of yours.
+    #[cold]
+    #[inline(never)]
     fn set_factory(&self, obj: &Bound<'py, PyAny>, factory: Bound<'py, PyAny>) -> PyResult<()> {
         let py = self.py;
         let r = self
