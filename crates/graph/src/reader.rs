@@ -51,6 +51,7 @@ pub enum Event<'a> {
     FrozenSet(usize),
     OrderedDict(usize),
     Counter(usize),
+    /// `len` pairs, then the factory when `factory` is [`FACTORY_VALUE`].
     DefaultDict {
         factory: u8,
         len: usize,
@@ -85,12 +86,15 @@ pub enum Event<'a> {
     /// the first `End` on.
     Exception(&'a [u8]),
     /// An instance of a subclass of a builtin type (`base`, a [`base`] code). Mutable
-    /// bases: `len` items (pairs for a dict), the state, then [`Event::End`]; the memo
-    /// slot is usable at once. The others: one value of the base type, [`Event::End`], the
-    /// state, [`Event::End`]; the memo slot is usable from the first `End` on.
+    /// bases: `len` items (pairs for dict-like ones), the factory if `factory` is
+    /// [`FACTORY_VALUE`], the state, then [`Event::End`]; the memo slot is usable at once.
+    /// The others: one value (of the base type, or an exception's arguments),
+    /// [`Event::End`], the state, [`Event::End`]; the memo slot is usable from the first
+    /// `End` on. `factory` is the defaultdict factory code (base `DEFAULT_DICT`), else 0.
     Derived {
         class: usize,
         base: u8,
+        factory: u8,
         len: usize,
     },
     /// The next value takes the next memo slot.
@@ -1070,7 +1074,9 @@ impl<'a> Reader<'a> {
             DEFAULT_DICT => {
                 let factory = self.byte()?;
                 let n = self.counted_len(2)?;
-                self.open(2 * n as u64, true)?;
+                // A factory that is a value of its own comes after the pairs.
+                let factory_value = u64::from(factory == FACTORY_VALUE);
+                self.open(2 * n as u64 + factory_value, true)?;
                 Event::DefaultDict { factory, len: n }
             }
             DEQUE => {
@@ -1205,13 +1211,24 @@ impl<'a> Reader<'a> {
                     return Err(bad(format!("unknown builtin base code {code}")));
                 }
                 if base::is_mutable(code) {
-                    let per_item = if code == base::DICT { 2 } else { 1 };
+                    let factory = if code == base::DEFAULT_DICT {
+                        self.byte()?
+                    } else {
+                        0
+                    };
+                    let per_item = match code {
+                        base::DICT | base::ORDERED_DICT | base::DEFAULT_DICT => 2,
+                        _ => 1,
+                    };
                     let len = self.counted_len(per_item)?;
-                    // The items (two values per dict entry), then the state.
-                    self.open_frames(per_item * len as u64 + 1, None)?;
+                    // The items (two values per dict entry), a factory that is a value of
+                    // its own, then the state.
+                    let factory_value = u64::from(factory == FACTORY_VALUE);
+                    self.open_frames(per_item * len as u64 + factory_value + 1, None)?;
                     Ok(Event::Derived {
                         class,
                         base: code,
+                        factory,
                         len,
                     })
                 } else {
@@ -1219,6 +1236,7 @@ impl<'a> Reader<'a> {
                     Ok(Event::Derived {
                         class,
                         base: code,
+                        factory: 0,
                         len: 1,
                     })
                 }
@@ -1698,11 +1716,13 @@ mod tests {
         assert!(ev.contains(&Event::Derived {
             class: 0,
             base: base::DICT,
+            factory: 0,
             len: 1
         }));
         assert!(ev.contains(&Event::Derived {
             class: 0,
             base: base::TUPLE,
+            factory: 0,
             len: 1
         }));
         // 1 list, 2 tuples and 2 frames of the exception, 1 frame of the dict subclass,
@@ -1722,6 +1742,112 @@ mod tests {
                 Reader::runs_self_check(&m, Limits::default()).unwrap();
             }
         }
+    }
+
+    #[test]
+    fn derived_mappings_exceptions_and_factory_values() {
+        // [shared DEFAULT_DICT (FACTORY_VALUE) {1: REF itself}, factory CLASS m.F;
+        //  shared DERIVED defaultdict m.D (FACTORY_VALUE) {"k": REF itself}, factory BUILTIN
+        //  list, state {}; DERIVED defaultdict m.D (code 1) {}, state {};
+        //  DERIVED OrderedDict m.D {"a": 1}, state {}; shared DERIVED exception m.D ("x",),
+        //  state (REF itself, None, None, False); DERIVED bytearray m.D, DERIVED complex m.D]
+        let b = body(|w| {
+            w.list(7);
+            w.share();
+            w.default_dict(FACTORY_VALUE, 1);
+            w.int(1);
+            w.reference(0);
+            w.class_new(CLASS, b"m.F", 1, std::iter::empty());
+            w.share();
+            w.class_new(DERIVED, b"m.D", 1, std::iter::empty());
+            w.derived_default_dict(FACTORY_VALUE, 1);
+            w.str(b"k");
+            w.reference(1);
+            w.builtin(b"list");
+            w.dict(0);
+            w.class_ref(DERIVED, 1);
+            w.derived_default_dict(1, 0);
+            w.dict(0);
+            w.class_ref(DERIVED, 1);
+            w.derived_base(base::ORDERED_DICT, 1);
+            w.str(b"a");
+            w.int(1);
+            w.dict(0);
+            w.share();
+            w.class_ref(DERIVED, 1);
+            w.derived_base(base::EXCEPTION, 0);
+            w.tuple(1);
+            w.str(b"x");
+            w.tuple(4);
+            w.reference(2);
+            w.tag(NONE);
+            w.tag(NONE);
+            w.tag(FALSE);
+            w.class_ref(DERIVED, 1);
+            w.derived_base(base::BYTEARRAY, 0);
+            w.bytearray(b"ab");
+            w.dict(0);
+            w.class_ref(DERIVED, 1);
+            w.derived_base(base::COMPLEX, 0);
+            w.complex(1.0, 2.0);
+            w.dict(0);
+        });
+        let ev = events(&b).unwrap();
+        assert!(ev.contains(&Event::DefaultDict {
+            factory: FACTORY_VALUE,
+            len: 1
+        }));
+        for (base, factory, len) in [
+            (base::DEFAULT_DICT, FACTORY_VALUE, 1),
+            (base::DEFAULT_DICT, 1, 0),
+            (base::ORDERED_DICT, 0, 1),
+            (base::EXCEPTION, 0, 1),
+            (base::BYTEARRAY, 0, 1),
+            (base::COMPLEX, 0, 1),
+        ] {
+            let e = Event::Derived {
+                class: 1,
+                base,
+                factory,
+                len,
+            };
+            assert!(ev.contains(&e), "{e:?} missing from {ev:?}");
+        }
+        Reader::new(&b, Limits::default()).validate().unwrap();
+        Reader::runs_self_check(&b, Limits::default()).unwrap();
+        for cut in 0..b.len() {
+            assert!(events(&b[..cut]).is_err());
+            let got = Reader::new(&b[..cut], Limits::default()).validate();
+            assert_eq!(got, events(&b[..cut]).map(|_| ()));
+        }
+        for i in 0..b.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut m = b.clone();
+                m[i] ^= flip;
+                let plain = events(&m).map(|_| ());
+                assert_eq!(Reader::new(&m, Limits::default()).validate(), plain);
+                Reader::runs_self_check(&m, Limits::default()).unwrap();
+            }
+        }
+        // Without the factory value the pairs would end the record early: the reader
+        // counts it as a child.
+        let short = body(|w| {
+            w.default_dict(FACTORY_VALUE, 0);
+        });
+        assert!(events(&short).unwrap_err().message.contains("truncated"));
+        // A reference to an exception from inside its own arguments is refused.
+        let b = body(|w| {
+            w.share();
+            w.class_new(DERIVED, b"m.E", 1, std::iter::empty());
+            w.derived_base(base::EXCEPTION, 0);
+            w.tuple(1);
+            w.reference(0);
+            w.tuple(0);
+        });
+        assert!(events(&b)
+            .unwrap_err()
+            .message
+            .contains("before its value is complete"));
     }
 
     #[test]
@@ -1776,7 +1902,7 @@ mod tests {
                     w.class_new(DERIVED, b"m.D", 1, std::iter::empty());
                     w.derived_base(base::LAST + 1, 0);
                 }),
-                "DERIVED record at byte 0: unknown builtin base code 10",
+                "DERIVED record at byte 0: unknown builtin base code 15",
             ),
             (
                 body(|w| w.class_new(CLASS, b"m.D", 1, [&b"x"[..]].into_iter())),

@@ -66,8 +66,9 @@ pub const DERIVED: u8 = 0xb5;
 /// Highest defined tag; everything above is reserved and rejected.
 pub const LAST: u8 = DERIVED;
 
-/// The builtin base of a `DERIVED` record. The mutable ones (dict, list, set) are
-/// followed by an item count and the items, the others by one value of the base type.
+/// The builtin base of a `DERIVED` record. The mutable ones (dict, list, set, ordered dict,
+/// defaultdict) are followed by an item count and the items, the others by one value (of
+/// the base type, or an exception's argument tuple).
 pub mod base {
     pub const DICT: u8 = 1;
     pub const LIST: u8 = 2;
@@ -78,14 +79,29 @@ pub mod base {
     pub const BYTES: u8 = 7;
     pub const INT: u8 = 8;
     pub const FLOAT: u8 = 9;
+    pub const BYTEARRAY: u8 = 10;
+    pub const COMPLEX: u8 = 11;
+    /// `collections.OrderedDict`.
+    pub const ORDERED_DICT: u8 = 12;
+    /// `collections.defaultdict`: a factory code byte before the item count (see
+    /// [`super::FACTORY_VALUE`]).
+    pub const DEFAULT_DICT: u8 = 13;
+    /// A builtin exception class: the argument tuple, then a tuple of 4 (state, cause,
+    /// context, suppress_context).
+    pub const EXCEPTION: u8 = 14;
     /// The highest code.
-    pub const LAST: u8 = FLOAT;
+    pub const LAST: u8 = EXCEPTION;
 
     /// Whether the instance exists before its items (so its items may refer to it).
     pub const fn is_mutable(code: u8) -> bool {
-        matches!(code, DICT | LIST | SET)
+        matches!(code, DICT | LIST | SET | ORDERED_DICT | DEFAULT_DICT)
     }
 }
+
+/// The `defaultdict` factory code (of a `DEFAULT_DICT` record, or a `DERIVED` record of
+/// base `DEFAULT_DICT`) that says the factory is a value of its own, after the items (a
+/// class or a builtin type). Codes below it index the fixed table of docs/format.md.
+pub const FACTORY_VALUE: u8 = 0xff;
 
 /// The encoded length (tag included) of a fixed-size atom; 0 for every other tag.
 #[inline(always)]

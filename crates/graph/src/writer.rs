@@ -340,10 +340,24 @@ impl Writer {
     /// After the class ref of a `DERIVED` record: the base code, and for a mutable base
     /// the item count (`len` is ignored for the others).
     pub fn derived_base(&mut self, code: u8, len: usize) {
+        debug_assert_ne!(
+            code,
+            base::DEFAULT_DICT,
+            "defaultdicts use derived_default_dict"
+        );
         self.buf.push(code);
         if base::is_mutable(code) {
             varint::put(&mut self.buf, len as u64);
         }
+    }
+
+    /// After the class ref of a `DERIVED` record of a defaultdict subclass: the base code,
+    /// the factory code ([`FACTORY_VALUE`]: the factory follows the pairs) and the pair
+    /// count.
+    pub fn derived_default_dict(&mut self, factory: u8, len: usize) {
+        self.buf.push(base::DEFAULT_DICT);
+        self.buf.push(factory);
+        varint::put(&mut self.buf, len as u64);
     }
 
     /// A standard-library value of `kind`, followed by its argument tuple.

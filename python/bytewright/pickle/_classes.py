@@ -104,8 +104,9 @@ class ClassInfo:
         self.restores = _hook(cls, "__setstate__", generated=False)
         # The builtin type it subclasses (dict, list, int, ...), or None: loads_pickle
         # rebuilds such classes through their hooks; bytewright.pickle writes DERIVED
-        # records for subclasses of dict, list, set, frozenset, tuple, str, bytes, int and
-        # float, and refuses the others.
+        # records for subclasses of dict, list, set, frozenset, tuple, str, bytes,
+        # bytearray, int, float, complex, OrderedDict, defaultdict and the builtin
+        # exceptions, and refuses the others.
         self.builtin_base: type | None = None
         self.slot_names: tuple[str, ...] = ()
         fields: tuple[str, ...] | None
@@ -243,6 +244,67 @@ class ClassInfo:
                 continue
         return out
 
+    def exception_reduction(self, exc: BaseException) -> tuple[Any, Any]:
+        """What a DERIVED record of an exception of this class holds: `(args, (state,
+        cause, context, suppress_context))`, `args` and `state` being what the exception's
+        `__reduce_ex__` gives pickle (its class called with `args`, then given `state`)."""
+        import pickle
+
+        reduced = exc.__reduce_ex__(pickle.DEFAULT_PROTOCOL)
+        ok = (
+            type(reduced) is tuple
+            and 2 <= len(reduced) <= 6
+            and reduced[0] is type(exc)
+            and type(reduced[1]) is tuple
+            and all(part is None for part in reduced[3:])
+        )
+        if not ok:
+            raise TypeError(
+                f"cannot pickle a {self.name}: its __reduce_ex__ must give (its class, an "
+                f"argument tuple[, state]), not {reduced!r}"
+            )
+        state = reduced[2] if len(reduced) > 2 else None
+        return reduced[1], (state, exc.__cause__, exc.__context__, exc.__suppress_context__)
+
+    def _own_setstate(self) -> bool:
+        """Whether a class of yours, not a builtin exception, defines `__setstate__`."""
+        for klass in self.cls.__mro__:
+            if "__setstate__" in vars(klass):
+                return bool(klass.__flags__ & _HEAPTYPE)
+        return False
+
+    def check_exception_state(self, parts: Any) -> None:
+        """Checks the state of an exception of this class before anything of it runs: a
+        tuple `(state, cause, context, suppress_context)`. Without a `__setstate__` of
+        yours, the state goes to `BaseException.__setstate__`, so it must be None or a dict
+        of attribute names (not dunders, but `__notes__`)."""
+        if type(parts) is not tuple or len(parts) != 4:
+            raise UnpicklingError("an exception's state must be a tuple of 4 values")
+        state, cause, context, suppress = parts
+        if not self._own_setstate():
+            _exception_attributes(state)
+        for what, value in (("cause", cause), ("context", context)):
+            if value is not None and not isinstance(value, BaseException):
+                raise UnpicklingError(f"an exception's {what} must be an exception or None")
+        if type(suppress) is not bool:
+            raise UnpicklingError("an exception's suppress_context must be a bool")
+
+    def restore_exception(self, exc: BaseException, payload: Any, version: int) -> None:
+        """Gives an exception of this class (made by its builtin base's `__new__(cls,
+        *args)`) what `pickle.loads` would: `__init__(*args)`, then `__setstate__(state)`
+        unless the state is None; then its cause, context and `__suppress_context__`."""
+        args, (state, cause, context, suppress) = payload
+        type(exc).__init__(exc, *args)
+        if state is not None:
+            if version != self.version and type(state) is dict:
+                state = upgrade(self.cls, self.name, state, version, self.version)
+                if not self._own_setstate():
+                    _exception_attributes(state)
+            exc.__setstate__(state)
+        exc.__cause__ = cause
+        exc.__context__ = context
+        exc.__suppress_context__ = suppress
+
     def member(self, name: object) -> Any:
         """The enum member called `name`."""
         member = self.cls.__members__.get(name) if type(name) is str else None  # type: ignore[attr-defined]
@@ -253,6 +315,18 @@ class ClassInfo:
     def new(self) -> Any:
         """A blank instance: `object.__new__`, no `__new__` or `__init__` of the class."""
         return object.__new__(self.cls)
+
+
+def _exception_attributes(state: Any) -> None:
+    """Checks the state `BaseException.__setstate__` is given: None, or a dict of attribute
+    names that are not dunders (but `__notes__`)."""
+    if state is None:
+        return
+    if type(state) is not dict:
+        raise UnpicklingError("an exception's attributes must be a dict or None")
+    for key in state:
+        if type(key) is not str or (key != "__notes__" and _is_dunder(key)):
+            raise UnpicklingError(f"exception attribute {key!r} is not allowed")
 
 
 _INFOS: weakref.WeakKeyDictionary[type, ClassInfo] = weakref.WeakKeyDictionary()

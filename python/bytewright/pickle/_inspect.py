@@ -114,7 +114,14 @@ _DERIVED_BASES = {
     7: "bytes",
     8: "int",
     9: "float",
+    10: "bytearray",
+    11: "complex",
+    12: "OrderedDict",
+    13: "defaultdict",
+    14: "exception",
 }
+_MUTABLE_BASES = {1: 2, 2: 1, 3: 1, 12: 2, 13: 2}  # code -> values per item (pairs: 2)
+_FACTORY_VALUE = 0xFF
 
 
 class _RecordWalk:
@@ -210,6 +217,9 @@ class _RecordWalk:
         if tag == 0xAD:
             factory = self.byte(p)
             count, p = self.varint(p + 1)
+            if factory == _FACTORY_VALUE:
+                p = self._items(n, "defaultdict", p, count, True)
+                return self.value(n, "default_factory", p)
             n.notes = (*n.notes, f"factory code {factory}")
             return self._items(n, "defaultdict", p, count, True)
         if tag == 0xAE:
@@ -255,13 +265,23 @@ class _RecordWalk:
             if base is None:
                 raise _Malformed(f"DERIVED: unknown builtin base code {code}", p)
             n.kind = f"{cls} ({base} subclass)"
-            if code <= 3:
-                count, p = self.varint(p + 1)
-                pairs = code == 1
+            p += 1
+            fcode: int | None = None
+            if code == 13:
+                fcode = self.byte(p)
+                p += 1
+                if fcode != _FACTORY_VALUE:
+                    n.notes = (*n.notes, f"factory code {fcode}")
+            per_item = _MUTABLE_BASES.get(code)
+            if per_item is not None:
+                count, p = self.varint(p)
+                pairs = per_item == 2
                 for i in range(count * 2 if pairs else count):
                     p = self.value(n, ("key" if i % 2 == 0 else "value") if pairs else i, p)
+                if fcode == _FACTORY_VALUE:
+                    p = self.value(n, "default_factory", p)
             else:
-                p = self.value(n, "value", p + 1)
+                p = self.value(n, "args" if code == 14 else "value", p)
             return self.value(n, "state", p)
         if tag in (0xB3, 0xB4):  # BUILTIN, EXCEPTION
             size, p = self.varint(p)

@@ -250,6 +250,10 @@ DEFAULT_FACTORIES: tuple[Any, ...] = (
     bool,
     complex,
     bytearray,
+    collections.OrderedDict,
+    collections.Counter,
+    collections.deque,
+    collections.defaultdict,
 )
 
 

@@ -347,8 +347,8 @@ enum Frame<'py> {
     Seed {
         value: Option<Bound<'py, PyAny>>,
     },
-    /// An exception or an instance of a builtin subclass: its items (mutable bases), then
-    /// its state.
+    /// An exception or an instance of a builtin subclass: its items (mutable bases), a
+    /// defaultdict's factory if it is a value of its own, then its state.
     Made {
         made: Made<'py>,
         /// `None` until its `Seed` is complete.
@@ -358,6 +358,10 @@ enum Frame<'py> {
         items: usize,
         /// The state; while items come, a dict entry's key waiting for its value.
         state: Option<Bound<'py, PyAny>>,
+        /// A defaultdict's factory (when `factory_due`, the value after the items); the
+        /// arguments an exception of yours was made from.
+        extra: Option<Bound<'py, PyAny>>,
+        factory_due: bool,
     },
 }
 
@@ -365,21 +369,27 @@ enum Frame<'py> {
 enum Made<'py> {
     /// A builtin exception of this class.
     Exception(Bound<'py, PyType>),
-    /// An instance of the resolved class `class`, whose builtin base has the code `base`.
-    Derived { class: usize, base: u8 },
+    /// An instance of the resolved class `class`, whose builtin base has the code `base`
+    /// (and, for a defaultdict, the factory code `factory`).
+    Derived { class: usize, base: u8, factory: u8 },
+    /// A defaultdict whose factory is a value of its own (it has no state).
+    DefaultDict,
 }
 
 const RECORD_OBJECT: u8 = 0;
 const RECORD_ENUM: u8 = 1;
 const RECORD_DERIVED: u8 = 2;
 
-/// A `__setstate__` call held back until the whole record has been read: the class's
-/// `ClassInfo`, the instance, its fields and the version they were written at.
+/// A `__setstate__` call (or an exception's `__init__` and state) held back until the
+/// whole record has been read: the class's `ClassInfo`, the instance, its fields (or
+/// `(args, state)` for an exception) and the version they were written at, and the
+/// `ClassInfo` method that gives it to the instance.
 type Restore<'py> = (
     Bound<'py, PyAny>,
     Bound<'py, PyAny>,
-    Bound<'py, PyDict>,
+    Bound<'py, PyAny>,
     u64,
+    &'static str,
 );
 
 /// What a builder allocates, kept per thread between calls so that loading a small
@@ -757,6 +767,10 @@ impl<'py, 'a> Builder<'py, 'a> {
                     obj
                 }
                 Event::DefaultDict { factory, len } => {
+                    if factory == bytewright_graph::tags::FACTORY_VALUE {
+                        self.start_default_dict(len)?;
+                        continue;
+                    }
                     let Ok(factory) = self.cfg.factories.bind(py).get_item(usize::from(factory))
                     else {
                         return Err(
@@ -850,8 +864,13 @@ impl<'py, 'a> Builder<'py, 'a> {
                     self.start_exception(name)?;
                     continue;
                 }
-                Event::Derived { class, base, len } => {
-                    self.start_derived(class, base, len)?;
+                Event::Derived {
+                    class,
+                    base,
+                    factory,
+                    len,
+                } => {
+                    self.start_derived(class, base, factory, len)?;
                     continue;
                 }
             };
@@ -861,9 +880,14 @@ impl<'py, 'a> Builder<'py, 'a> {
         }
         let root = root.ok_or_else(|| self.fail("the record holds no value".into(), None))?;
         // The whole record has been read and checked: now the classes' own code runs.
-        for (info, obj, state, version) in std::mem::take(&mut self.restores) {
-            let r = info.call_method1("restore", (&obj, state, version));
-            self.wrap("an instance (__setstate__)", r)?;
+        for (info, obj, state, version, method) in std::mem::take(&mut self.restores) {
+            let r = info.call_method1(method, (&obj, state, version));
+            let what = if method == "restore" {
+                "an instance (__setstate__)"
+            } else {
+                "an exception (its __init__ and __setstate__)"
+            };
+            self.wrap(what, r)?;
         }
         Ok(root)
     }
@@ -1128,7 +1152,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             ..
         } = described;
         let base_code = if builtin_base.is_some() {
-            let code = base_code(&info);
+            let code = base_code(self.cfg, &info);
             self.wrap(&format!("class '{name}'"), code)?
         } else {
             0
@@ -1262,8 +1286,13 @@ impl<'py, 'a> Builder<'py, 'a> {
         if let (true, Some(obj)) = (r.setstate, &obj) {
             // Its slot was filled when the instance was made (not a tuple-like class).
             let obj = obj.clone().into_any();
-            self.restores
-                .push((r.info.bind(py).clone(), obj.clone(), state, r.version));
+            self.restores.push((
+                r.info.bind(py).clone(),
+                obj.clone(),
+                state.into_any(),
+                r.version,
+                "restore",
+            ));
             return Ok(obj);
         }
         let target = obj
@@ -1297,8 +1326,12 @@ impl<'py, 'a> Builder<'py, 'a> {
             } => self.finish_object(class, obj, values, slot)?,
             Frame::Seed { value } => self.made_from(value)?,
             Frame::Made {
-                made, obj, state, ..
-            } => self.finish_made(made, obj, state)?,
+                made,
+                obj,
+                state,
+                extra,
+                ..
+            } => self.finish_made(made, obj, state, extra)?,
             Frame::Replace { target } => match self.memo.get(target) {
                 Some(Some(v)) => v.clone(),
                 _ => {

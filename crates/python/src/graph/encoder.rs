@@ -748,17 +748,7 @@ impl<'py> Encoder<'py> {
             return self.mapping(&bound, tag, None);
         }
         if ty.is(cfg.default_dict.bind(py)) {
-            let factory = bound
-                .getattr("default_factory")
-                .map_err(|e| EncodeError::caused("bad defaultdict", e))?;
-            let code = cfg.factories.bind(py).iter().position(|f| f.is(&factory));
-            let Some(code) = code else {
-                return Err(EncodeError::new(format!(
-                    "cannot pickle a defaultdict whose default_factory is {}: only None and builtin types such as list, dict, set, int are allowed",
-                    factory.repr().map(|r| r.to_string()).unwrap_or_default()
-                )));
-            };
-            return self.mapping(&bound, tags::DEFAULT_DICT, Some(code as u8));
+            return self.default_dict(&bound);
         }
         if ty.is(cfg.deque.bind(py)) {
             return self.deque(&bound);

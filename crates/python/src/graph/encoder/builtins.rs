@@ -11,8 +11,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use super::{Encoder, R};
+use crate::graph::config::Config;
 use crate::graph::errors::{EncodeError, Step};
 use crate::graph::infocache;
+
+/// A mapping's (key, value) pairs.
+type Pairs<'py> = Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>;
 
 /// An exception's attributes, cause, context and `__suppress_context__`.
 type ExceptionState<'py> = (
@@ -22,8 +26,9 @@ type ExceptionState<'py> = (
     Bound<'py, PyAny>,
 );
 
-/// The builtin type of a `DERIVED` base code (null for any other code).
-pub(crate) fn base_type(code: u8) -> *mut ffi::PyTypeObject {
+/// The builtin type of a `DERIVED` base code (null for `base::EXCEPTION`, whose type is
+/// the class's own first builtin base, and for any other code).
+pub(crate) fn base_type(cfg: &Config, code: u8) -> *mut ffi::PyTypeObject {
     match code {
         base::DICT => addr_of_mut!(ffi::PyDict_Type),
         base::LIST => addr_of_mut!(ffi::PyList_Type),
@@ -34,17 +39,37 @@ pub(crate) fn base_type(code: u8) -> *mut ffi::PyTypeObject {
         base::BYTES => addr_of_mut!(ffi::PyBytes_Type),
         base::INT => addr_of_mut!(ffi::PyLong_Type),
         base::FLOAT => addr_of_mut!(ffi::PyFloat_Type),
+        base::BYTEARRAY => addr_of_mut!(ffi::PyByteArray_Type),
+        base::COMPLEX => addr_of_mut!(ffi::PyComplex_Type),
+        base::ORDERED_DICT => cfg.ordered_dict.as_ptr().cast(),
+        base::DEFAULT_DICT => cfg.default_dict.as_ptr().cast(),
         _ => std::ptr::null_mut(),
     }
 }
 
 /// The `DERIVED` base code of a class whose ClassInfo is `info` (0: its builtin base, if
 /// any, is not one a record can hold).
-pub(crate) fn base_code(info: &Bound<'_, PyAny>) -> PyResult<u8> {
+pub(crate) fn base_code(cfg: &Config, info: &Bound<'_, PyAny>) -> PyResult<u8> {
     let builtin = info.getattr("builtin_base")?;
+    // SAFETY: reads the flags of a live object's type (and of it, if it is a class).
+    if unsafe { ffi::PyExceptionClass_Check(builtin.as_ptr()) } != 0 {
+        return Ok(base::EXCEPTION);
+    }
     Ok((1..=base::LAST)
-        .find(|&code| builtin.as_ptr() == base_type(code).cast())
+        .find(|&code| builtin.as_ptr() == base_type(cfg, code).cast())
         .unwrap_or(0))
+}
+
+/// The `defaultdict` factory code of `factory`: its index in the fixed table, else
+/// [`tags::FACTORY_VALUE`] for a class (written as a value of its own); `None` for anything
+/// else.
+pub(crate) fn factory_code(cfg: &Config, factory: &Bound<'_, PyAny>) -> Option<u8> {
+    let py = factory.py();
+    if let Some(code) = cfg.factories.bind(py).iter().position(|f| f.is(factory)) {
+        return u8::try_from(code).ok();
+    }
+    // SAFETY: reads the flags of a live object's type.
+    (unsafe { ffi::PyType_Check(factory.as_ptr()) } != 0).then_some(tags::FACTORY_VALUE)
 }
 
 impl<'py> Encoder<'py> {
@@ -161,6 +186,65 @@ impl<'py> Encoder<'py> {
         Ok(())
     }
 
+    /// A defaultdict: its factory as a code of the fixed table, or (a class outside it) as
+    /// a value of its own after the pairs.
+    pub(super) fn default_dict(&mut self, obj: &Bound<'py, PyAny>) -> R {
+        let factory = obj
+            .getattr("default_factory")
+            .map_err(|e| EncodeError::caused("bad defaultdict", e))?;
+        let Some(code) = factory_code(self.cfg, &factory) else {
+            return Err(EncodeError::new(format!(
+                "cannot pickle a defaultdict whose default_factory is {}: only None and classes (builtin types such as list, dict, set, int, or classes you pass in classes= when loading) are allowed",
+                factory.repr().map(|r| r.to_string()).unwrap_or_default()
+            )));
+        };
+        if code != tags::FACTORY_VALUE {
+            return self.mapping(obj, tags::DEFAULT_DICT, Some(code));
+        }
+        if self.memo_begin(obj.as_ptr(), true).is_none() {
+            return Ok(());
+        }
+        let pairs = self.pairs_of(obj, None)?;
+        self.w.default_dict(code, pairs.len());
+        self.enter()?;
+        self.write_pairs(&pairs)?;
+        self.encode(factory.as_ptr())
+            .map_err(|e| e.at(Step::Attr("default_factory".into())))?;
+        self.leave();
+        Ok(())
+    }
+
+    /// The (key, value) pairs of a mapping, from `items` of the mapping's own class (or,
+    /// with `via` given, of that base class, so an override of yours is not used).
+    fn pairs_of(
+        &self,
+        obj: &Bound<'py, PyAny>,
+        via: Option<&Bound<'py, PyAny>>,
+    ) -> Result<Pairs<'py>, EncodeError> {
+        let items = match via {
+            Some(base) => base.getattr("items").and_then(|f| f.call1((obj,))),
+            None => obj.call_method0("items"),
+        }
+        .map_err(|e| EncodeError::caused("cannot read items", e))?;
+        let mut out = Vec::new();
+        for pair in self.items(&items)? {
+            let pair: (Bound<'py, PyAny>, Bound<'py, PyAny>) = pair
+                .extract()
+                .map_err(|_| EncodeError::new("items() must give pairs"))?;
+            out.push(pair);
+        }
+        Ok(out)
+    }
+
+    fn write_pairs(&mut self, pairs: &[(Bound<'py, PyAny>, Bound<'py, PyAny>)]) -> R {
+        for (k, v) in pairs {
+            self.encode(k.as_ptr())
+                .and_then(|()| self.encode(v.as_ptr()))
+                .map_err(|e| e.at(super::key_step(k.as_ptr())))?;
+        }
+        Ok(())
+    }
+
     /// An instance of a class of yours that subclasses a builtin type: its items (or its
     /// value), then its state.
     pub(super) fn derived(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> R {
@@ -171,16 +255,35 @@ impl<'py> Encoder<'py> {
         let info = infocache::describe(self.cfg, &obj.get_type())
             .map_err(cannot)?
             .info;
-        let code = base_code(&info).map_err(cannot)?;
+        let code = base_code(self.cfg, &info).map_err(cannot)?;
         if code == 0 {
             return Err(EncodeError::new(format!(
-                "cannot pickle '{}' object: it subclasses the built-in type '{}', whose state bytewright.pickle cannot capture (it writes subclasses of dict, list, set, frozenset, tuple, str, bytes, int and float; loads_pickle reads pickle's own)",
+                "cannot pickle '{}' object: it subclasses the built-in type '{}', whose state bytewright.pickle cannot capture (it writes subclasses of dict, list, set, frozenset, tuple, str, bytes, bytearray, int, float, complex, OrderedDict, defaultdict and of the builtin exceptions; loads_pickle reads pickle's own)",
                 facts.name,
                 facts.builtin_base.as_deref().unwrap_or("?"),
             )));
         }
+        if code == base::EXCEPTION {
+            return self.derived_exception(obj, index, &info);
+        }
         let state = info.call_method1("derived_state", (obj,)).map_err(cannot)?;
         let mutable = base::is_mutable(code);
+        // What a defaultdict's factory is written as (before anything is written).
+        let factory = if code == base::DEFAULT_DICT {
+            let factory = obj
+                .getattr("default_factory")
+                .map_err(|e| EncodeError::caused("bad defaultdict", e))?;
+            let Some(fcode) = factory_code(self.cfg, &factory) else {
+                return Err(EncodeError::new(format!(
+                    "cannot pickle a {} whose default_factory is {}: only None and classes are allowed",
+                    facts.name,
+                    factory.repr().map(|r| r.to_string()).unwrap_or_default()
+                )));
+            };
+            Some((fcode, factory))
+        } else {
+            None
+        };
         let mark = self.w.mark();
         let Some(slot) = self.memo_begin(ptr, mutable) else {
             return Ok(());
@@ -195,6 +298,28 @@ impl<'py> Encoder<'py> {
                     self.w.derived_base(code, n as usize);
                     self.pairs(ptr, n)?;
                 }
+            }
+            base::DEFAULT_DICT => {
+                let Some((fcode, factory)) = factory else {
+                    unreachable!()
+                };
+                // SAFETY: obj is a live dict subclass instance; `pairs` reads it as a dict
+                // (a defaultdict keeps dict order).
+                unsafe {
+                    let n = ffi::PyDict_Size(ptr);
+                    self.w.derived_default_dict(fcode, n as usize);
+                    self.pairs(ptr, n)?;
+                }
+                if fcode == tags::FACTORY_VALUE {
+                    self.encode(factory.as_ptr())
+                        .map_err(|e| e.at(Step::Attr("default_factory".into())))?;
+                }
+            }
+            base::ORDERED_DICT => {
+                // The OrderedDict's own order (which `move_to_end` changes), not the dict's.
+                let pairs = self.pairs_of(obj, Some(self.cfg.ordered_dict.bind(py).as_any()))?;
+                self.w.derived_base(code, pairs.len());
+                self.write_pairs(&pairs)?;
             }
             base::LIST => {
                 // SAFETY: obj is a live list subclass instance; each item is read under a
@@ -236,7 +361,13 @@ impl<'py> Encoder<'py> {
                             ffi::PyBytes_AsString(ptr),
                             ffi::PyBytes_Size(ptr),
                         ),
+                        base::BYTEARRAY => ffi::PyByteArray_FromObject(ptr),
                         base::INT => ffi::PyNumber_Index(ptr),
+                        // Read from the complex itself (it is one), never via __complex__.
+                        base::COMPLEX => ffi::PyComplex_FromDoubles(
+                            ffi::PyComplex_RealAsDouble(ptr),
+                            ffi::PyComplex_ImagAsDouble(ptr),
+                        ),
                         _ => ffi::PyFloat_FromDouble(ffi::PyFloat_AsDouble(ptr)),
                     }
                 };
@@ -248,6 +379,44 @@ impl<'py> Encoder<'py> {
                 self.memo_end(ptr, slot, mark);
             }
         }
+        self.encode(state.as_ptr())
+            .map_err(|e| e.at(Step::Attr("__dict__".into())))?;
+        self.leave();
+        Ok(())
+    }
+
+    /// An instance of a class of yours that subclasses a builtin exception: what its
+    /// `__reduce_ex__` gives (the arguments its class is called with, and its state), then
+    /// its cause, context and `__suppress_context__`.
+    fn derived_exception(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        index: usize,
+        info: &Bound<'py, PyAny>,
+    ) -> R {
+        let ptr = obj.as_ptr();
+        let py = self.py;
+        let name = self.classes[index].facts.name.clone();
+        let cannot = |e: PyErr| {
+            let reason = e.value(py).to_string();
+            EncodeError::caused(format!("cannot pickle a {name}: {reason}"), e)
+        };
+        let parts = info
+            .call_method1("exception_reduction", (obj,))
+            .map_err(cannot)?;
+        let (args, state): (Bound<'py, PyAny>, Bound<'py, PyAny>) =
+            parts.extract().map_err(cannot)?;
+        let mark = self.w.mark();
+        let Some(slot) = self.memo_begin(ptr, false) else {
+            return Ok(());
+        };
+        self.shape(tags::DERIVED, index, std::iter::empty())?;
+        self.w.derived_base(base::EXCEPTION, 0);
+        self.enter()?;
+        self.encode(args.as_ptr())
+            .map_err(|e| e.at(Step::Attr("args".into())))?;
+        // Made from its arguments: from here on its state may refer to it.
+        self.memo_end(ptr, slot, mark);
         self.encode(state.as_ptr())
             .map_err(|e| e.at(Step::Attr("__dict__".into())))?;
         self.leave();
