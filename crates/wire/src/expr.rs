@@ -160,14 +160,9 @@ impl Expr {
     /// caller takes the exact path, which gives the same value or the error.
     fn eval_small<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
         Some(match self {
-            Expr::Const(Value::Int(v)) => i64::try_from(*v).ok()?,
-            Expr::Const(_) => return None,
-            Expr::Slot(s, _) => match env.get(*s) {
-                Value::Int(v) => i64::try_from(*v).ok()?,
-                _ => return None,
-            },
+            Expr::Const(_) | Expr::Slot(..) => self.small_operand(env)?,
             Expr::Un(op, a) => {
-                let v = a.eval_small(env)?;
+                let v = a.small_operand(env)?;
                 match op {
                     UnOp::Not => i64::from(v == 0),
                     UnOp::Neg => v.checked_neg()?,
@@ -175,30 +170,45 @@ impl Expr {
                 }
             }
             Expr::LogicAnd(a, b) => {
-                let l = a.eval_small(env)?;
+                let l = a.small_operand(env)?;
                 if l != 0 {
-                    b.eval_small(env)?
+                    b.small_operand(env)?
                 } else {
                     l
                 }
             }
             Expr::LogicOr(a, b) => {
-                let l = a.eval_small(env)?;
+                let l = a.small_operand(env)?;
                 if l != 0 {
                     l
                 } else {
-                    b.eval_small(env)?
+                    b.small_operand(env)?
                 }
             }
             Expr::Cond(c, a, b) => {
-                if c.eval_small(env)? != 0 {
-                    a.eval_small(env)?
+                if c.small_operand(env)? != 0 {
+                    a.small_operand(env)?
                 } else {
-                    b.eval_small(env)?
+                    b.small_operand(env)?
                 }
             }
-            Expr::Bin(op, a, b) => small_binop(*op, a.eval_small(env)?, b.eval_small(env)?)?,
+            Expr::Bin(op, a, b) => small_binop(*op, a.small_operand(env)?, b.small_operand(env)?)?,
         })
+    }
+
+    /// [`Expr::eval_small`] with constants and field references (most operands) read in
+    /// place rather than through a call.
+    #[inline(always)]
+    fn small_operand<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
+        match self {
+            Expr::Const(Value::Int(v)) => i64::try_from(*v).ok(),
+            Expr::Const(_) => None,
+            Expr::Slot(s, _) => match env.get(*s) {
+                Value::Int(v) => i64::try_from(*v).ok(),
+                _ => None,
+            },
+            _ => self.eval_small(env),
+        }
     }
 
     /// [`Expr::eval`] on `i128` and values: exact for every input.

@@ -720,7 +720,11 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             if !S::KEEPS_VALUES && it.slot.is_none() {
                 continue;
             }
-            if stored && it.slot.is_none() && it.konst.is_none() && it.scalar != Scalar::Bool {
+            if stored
+                && it.slot.is_none()
+                && it.konst.is_none()
+                && !matches!(it.scalar, Scalar::Bool)
+            {
                 continue;
             }
             let at = start + it.off;
