@@ -5,7 +5,10 @@ use crate::expr::{Env, SlotRef, Value};
 #[derive(Default)]
 pub(crate) struct Slots {
     vals: Vec<Value>,
+    /// Where each frame's slots start, the current frame's last.
     bases: Vec<usize>,
+    /// The current frame's base (`bases.last()`, kept at hand for the hot `set`).
+    top: usize,
 }
 
 impl Slots {
@@ -14,14 +17,15 @@ impl Slots {
     pub fn clear(&mut self) {
         self.vals.clear();
         self.bases.clear();
+        self.top = 0;
     }
 
     #[inline]
     pub fn push(&mut self, n: u16) {
-        self.bases.push(self.vals.len());
+        self.top = self.vals.len();
+        self.bases.push(self.top);
         if n > 0 {
-            self.vals
-                .resize(self.vals.len() + n as usize, Value::Absent);
+            self.vals.resize(self.top + n as usize, Value::Absent);
         }
     }
 
@@ -29,18 +33,31 @@ impl Slots {
     pub fn pop(&mut self) {
         let b = self.bases.pop().expect("balanced frames");
         self.vals.truncate(b);
+        self.top = self.bases.last().copied().unwrap_or(0);
     }
 
     /// The absolute index of a slot of the current frame.
     #[inline]
     pub fn abs(&self, idx: u16) -> usize {
-        self.bases.last().expect("inside a frame") + idx as usize
+        debug_assert!(!self.bases.is_empty(), "inside a frame");
+        self.top + idx as usize
     }
 
     #[inline]
     pub fn set(&mut self, idx: u16, v: Value) {
         let i = self.abs(idx);
         self.vals[i] = v;
+    }
+
+    /// Sets a slot of the current frame to an integer.
+    #[inline]
+    pub fn set_int(&mut self, idx: u16, v: i128) {
+        let i = self.abs(idx);
+        match &mut self.vals[i] {
+            // Most slots hold integers: overwrite in place, nothing to drop.
+            Value::Int(old) => *old = v,
+            other => *other = Value::Int(v),
+        }
     }
 
     #[inline]
@@ -55,6 +72,9 @@ impl Env for Slots {
         // A value decoded alone (outside its message) has no enclosing frames: what it
         // refers to there is absent.
         static ABSENT: Value = Value::Absent;
+        if s.up == 0 && !self.bases.is_empty() {
+            return self.vals.get(self.top + s.idx as usize).unwrap_or(&ABSENT);
+        }
         let Some(i) = self.bases.len().checked_sub(1 + s.up as usize) else {
             return &ABSENT;
         };
@@ -70,6 +90,9 @@ pub struct Scratch {
     pub(crate) slots: Slots,
     /// Window-derived fields written as placeholders: (absolute slot, position, given value).
     pub(crate) pending: Vec<(usize, usize, Option<i128>)>,
+    /// Byte ranges of the fields of the structs whose checksums are being verified, one
+    /// frame per struct (see [`crate::sums`]).
+    pub(crate) ranges: Vec<(usize, usize)>,
     /// The field kinds' state for the message being packed.
     pub(crate) kinds: crate::kinds::PackState,
 }
@@ -83,6 +106,7 @@ impl Scratch {
     pub(crate) fn reset(&mut self) {
         self.slots.clear();
         self.pending.clear();
+        self.ranges.clear();
         self.kinds.clear();
     }
 }

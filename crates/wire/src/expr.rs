@@ -126,7 +126,93 @@ impl Expr {
         }
     }
 
-    pub fn eval(&self, env: &dyn Env) -> Result<Value, EvalError> {
+    pub fn eval<E: Env + ?Sized>(&self, env: &E) -> Result<Value, EvalError> {
+        match self.eval_small(env) {
+            Some(v) => Ok(Value::Int(i128::from(v))),
+            None => self.eval_exact(env),
+        }
+    }
+
+    /// Evaluates to an integer.
+    #[inline]
+    pub fn eval_int<E: Env + ?Sized>(&self, env: &E) -> Result<i128, EvalError> {
+        if let Expr::Slot(s, name) = self {
+            return int_of(env.get(*s), Some(name));
+        }
+        match self.eval_small(env) {
+            Some(v) => Ok(i128::from(v)),
+            None => int_of(&self.eval_exact(env)?, None),
+        }
+    }
+
+    /// Whether the value is true (a condition).
+    #[inline]
+    pub fn eval_truthy<E: Env + ?Sized>(&self, env: &E) -> Result<bool, EvalError> {
+        match self.eval_small(env) {
+            Some(v) => Ok(v != 0),
+            None => Ok(self.eval_exact(env)?.truthy()),
+        }
+    }
+
+    /// The value when every operand and every intermediate result is an integer that fits
+    /// an `i64`: then it equals [`Expr::eval`]'s, computed without `i128` or cloned values.
+    /// `None` otherwise (bytes, an absent field, overflow, division by zero...), and the
+    /// caller takes the exact path, which gives the same value or the error.
+    fn eval_small<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
+        Some(match self {
+            Expr::Const(_) | Expr::Slot(..) => self.small_operand(env)?,
+            Expr::Un(op, a) => {
+                let v = a.small_operand(env)?;
+                match op {
+                    UnOp::Not => i64::from(v == 0),
+                    UnOp::Neg => v.checked_neg()?,
+                    UnOp::Invert => !v,
+                }
+            }
+            Expr::LogicAnd(a, b) => {
+                let l = a.small_operand(env)?;
+                if l != 0 {
+                    b.small_operand(env)?
+                } else {
+                    l
+                }
+            }
+            Expr::LogicOr(a, b) => {
+                let l = a.small_operand(env)?;
+                if l != 0 {
+                    l
+                } else {
+                    b.small_operand(env)?
+                }
+            }
+            Expr::Cond(c, a, b) => {
+                if c.small_operand(env)? != 0 {
+                    a.small_operand(env)?
+                } else {
+                    b.small_operand(env)?
+                }
+            }
+            Expr::Bin(op, a, b) => small_binop(*op, a.small_operand(env)?, b.small_operand(env)?)?,
+        })
+    }
+
+    /// [`Expr::eval_small`] with constants and field references (most operands) read in
+    /// place rather than through a call.
+    #[inline(always)]
+    fn small_operand<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
+        match self {
+            Expr::Const(Value::Int(v)) => i64::try_from(*v).ok(),
+            Expr::Const(_) => None,
+            Expr::Slot(s, _) => match env.get(*s) {
+                Value::Int(v) => i64::try_from(*v).ok(),
+                _ => None,
+            },
+            _ => self.eval_small(env),
+        }
+    }
+
+    /// [`Expr::eval`] on `i128` and values: exact for every input.
+    fn eval_exact<E: Env + ?Sized>(&self, env: &E) -> Result<Value, EvalError> {
         Ok(match self {
             Expr::Const(v) => v.clone(),
             Expr::Slot(s, name) => match env.get(*s) {
@@ -135,7 +221,7 @@ impl Expr {
                 v => v.clone(),
             },
             Expr::Un(op, a) => {
-                let v = a.eval(env)?;
+                let v = a.eval_exact(env)?;
                 match op {
                     UnOp::Not => Value::Int(i128::from(!v.truthy())),
                     UnOp::Neg => {
@@ -145,42 +231,34 @@ impl Expr {
                 }
             }
             Expr::LogicAnd(a, b) => {
-                let l = a.eval(env)?;
+                let l = a.eval_exact(env)?;
                 if l.truthy() {
-                    b.eval(env)?
+                    b.eval_exact(env)?
                 } else {
                     l
                 }
             }
             Expr::LogicOr(a, b) => {
-                let l = a.eval(env)?;
+                let l = a.eval_exact(env)?;
                 if l.truthy() {
                     l
                 } else {
-                    b.eval(env)?
+                    b.eval_exact(env)?
                 }
             }
             Expr::Cond(c, a, b) => {
-                if c.eval(env)?.truthy() {
-                    a.eval(env)?
+                if c.eval_exact(env)?.truthy() {
+                    a.eval_exact(env)?
                 } else {
-                    b.eval(env)?
+                    b.eval_exact(env)?
                 }
             }
             Expr::Bin(op, a, b) => {
-                let l = a.eval(env)?;
-                let r = b.eval(env)?;
+                let l = a.eval_exact(env)?;
+                let r = b.eval_exact(env)?;
                 binop(*op, &l, &r)?
             }
         })
-    }
-
-    /// Evaluates to an integer.
-    pub fn eval_int(&self, env: &dyn Env) -> Result<i128, EvalError> {
-        if let Expr::Slot(s, name) = self {
-            return int_of(env.get(*s), Some(name));
-        }
-        int_of(&self.eval(env)?, None)
     }
 
     /// Whether `target` occurs in this expression, and how often.
@@ -384,6 +462,59 @@ fn binop(op: BinOp, l: &Value, r: &Value) -> Result<Value, EvalError> {
     Ok(Value::Int(v))
 }
 
+/// [`binop`] on integers that fit an `i64`, when the result does too (and is no error);
+/// `None` sends the caller to the exact path.
+#[inline]
+fn small_binop(op: BinOp, a: i64, b: i64) -> Option<i64> {
+    use BinOp::*;
+    Some(match op {
+        Add => a.checked_add(b)?,
+        Sub => a.checked_sub(b)?,
+        Mul => a.checked_mul(b)?,
+        FloorDiv => {
+            let q = a.checked_div(b)?;
+            if (a % b != 0) && ((a < 0) != (b < 0)) {
+                q - 1
+            } else {
+                q
+            }
+        }
+        Mod => {
+            let m = a.checked_rem(b)?;
+            if m != 0 && ((m < 0) != (b < 0)) {
+                m + b
+            } else {
+                m
+            }
+        }
+        Shl => {
+            if !(0..64).contains(&b) {
+                return None;
+            }
+            let s = a << b;
+            if s >> b != a {
+                return None;
+            }
+            s
+        }
+        Shr => {
+            if b < 0 {
+                return None;
+            }
+            a >> b.min(63)
+        }
+        And => a & b,
+        Or => a | b,
+        Xor => a ^ b,
+        Eq => i64::from(a == b),
+        Ne => i64::from(a != b),
+        Lt => i64::from(a < b),
+        Le => i64::from(a <= b),
+        Gt => i64::from(a > b),
+        Ge => i64::from(a >= b),
+    })
+}
+
 /// Parses the frontend's JSON form, resolving each name with `resolve`.
 ///
 /// Forms: `["name", s]`, `["int", i]` (i a number, or a decimal string beyond 64 bits), `["bytes", [..]]`, `["bin", op, a, b]`,
@@ -555,6 +686,104 @@ mod tests {
             ["int", 20]
         ]));
         assert_eq!(e.eval_int(&env), Ok(20));
+    }
+
+    /// The `i64` fast path gives exactly the exact path's value, or leaves it the work:
+    /// random expressions over edge values (bytes and absent fields included).
+    #[test]
+    fn fast_path_agrees_with_exact_evaluation() {
+        let values = [
+            Value::Int(0),
+            Value::Int(1),
+            Value::Int(-1),
+            Value::Int(2),
+            Value::Int(-7),
+            Value::Int(63),
+            Value::Int(64),
+            Value::Int(127),
+            Value::Int(i128::from(i64::MAX)),
+            Value::Int(i128::from(i64::MIN)),
+            Value::Int(i128::from(u64::MAX)),
+            Value::Int(i128::from(i64::MAX) + 1),
+            Value::Int(i128::MIN),
+            Value::Bytes(Arc::from(&b"ab"[..])),
+            Value::Bytes(Arc::from(&b""[..])),
+            Value::Absent,
+        ];
+        let ops = [
+            BinOp::Add,
+            BinOp::Sub,
+            BinOp::Mul,
+            BinOp::FloorDiv,
+            BinOp::Mod,
+            BinOp::Shl,
+            BinOp::Shr,
+            BinOp::And,
+            BinOp::Or,
+            BinOp::Xor,
+            BinOp::Eq,
+            BinOp::Ne,
+            BinOp::Lt,
+            BinOp::Le,
+            BinOp::Gt,
+            BinOp::Ge,
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        fn gen(
+            depth: u32,
+            next: &mut dyn FnMut(usize) -> usize,
+            values: &[Value],
+            ops: &[BinOp],
+        ) -> Expr {
+            let leaf = depth == 0 || next(4) == 0;
+            if leaf {
+                return if next(2) == 0 {
+                    Expr::Const(values[next(values.len())].clone())
+                } else {
+                    let idx = next(2) as u16;
+                    Expr::Slot(
+                        SlotRef { up: 0, idx },
+                        Arc::from(if idx == 0 { "a" } else { "b" }),
+                    )
+                };
+            }
+            let kind = next(6);
+            let un = [UnOp::Neg, UnOp::Invert, UnOp::Not][next(3)];
+            let op = ops[next(ops.len())];
+            let mut sub = || Box::new(gen(depth - 1, next, values, ops));
+            match kind {
+                0 => Expr::Un(un, sub()),
+                1 => Expr::LogicAnd(sub(), sub()),
+                2 => Expr::LogicOr(sub(), sub()),
+                3 => Expr::Cond(sub(), sub(), sub()),
+                _ => Expr::Bin(op, sub(), sub()),
+            }
+        }
+        for _ in 0..20_000 {
+            let e = gen(3, &mut next, &values, &ops);
+            let env = Slots(vec![
+                values[next(values.len())].clone(),
+                values[next(values.len())].clone(),
+            ]);
+            let exact = e.eval_exact(&env);
+            assert_eq!(e.eval(&env), exact, "{e:?}");
+            assert_eq!(
+                e.eval_truthy(&env),
+                exact.clone().map(|v| v.truthy()),
+                "{e:?}"
+            );
+            let int = match &e {
+                Expr::Slot(s, name) => int_of(env.get(*s), Some(name)),
+                _ => exact.and_then(|v| int_of(&v, None)),
+            };
+            assert_eq!(e.eval_int(&env), int, "{e:?}");
+        }
     }
 
     #[test]

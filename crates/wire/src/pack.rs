@@ -681,7 +681,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
     ) -> Result<(), S::Error> {
         let end = self.out.pos();
         for cs in &sp.checksums {
-            let value = sums::compute(cs, self.out.slot(0, end), start, end, r);
+            let value = sums::compute(cs, self.out.slot(0, end), start, end, &r.0);
             let (at, n) = (r.0[cs.field as usize].0, cs.scalar.span());
             let name = &sp.fields[cs.field as usize];
             let given = self

@@ -13,12 +13,7 @@ impl Ranges {
 
     /// Records the fields of a run that starts at `base`.
     pub fn run(&mut self, run: &Run, base: usize) {
-        for it in &run.items {
-            if let Some(f) = it.field {
-                let at = base + it.off;
-                self.0[f as usize] = (at, at + it.scalar.span());
-            }
-        }
+        record_run(&mut self.0, run, base);
     }
 
     pub fn set(&mut self, field: u16, start: usize, end: usize) {
@@ -26,17 +21,28 @@ impl Ranges {
     }
 }
 
+/// Records the fields of a run that starts at `base` in `ranges` (one entry per field).
+#[inline]
+pub(crate) fn record_run(ranges: &mut [(usize, usize)], run: &Run, base: usize) {
+    for it in &run.items {
+        if let Some(f) = it.field {
+            let at = base + it.off;
+            ranges[f as usize] = (at, at + it.scalar.span());
+        }
+    }
+}
+
 /// The checksum of `data[start..end]` (the whole struct) or of the covered fields, with the
-/// checksum field's own bytes taken as zeros.
+/// checksum field's own bytes taken as zeros. `ranges` holds each field's byte range.
 pub(crate) fn compute(
     cs: &Checksum,
     data: &[u8],
     start: usize,
     end: usize,
-    ranges: &Ranges,
+    ranges: &[(usize, usize)],
 ) -> DigestValue {
     let mut h = cs.algo.hasher();
-    let (fs, fe) = ranges.0[cs.field as usize];
+    let (fs, fe) = ranges[cs.field as usize];
     match &cs.over {
         None => {
             h.update(&data[start..fs]);
@@ -44,26 +50,37 @@ pub(crate) fn compute(
             h.update(&data[fe..end]);
         }
         Some(fields) => {
+            // Adjacent fields are fed as one range (a hasher gives the same result for any
+            // split of its input); `reach` is where the furthest range so far ends.
+            let (mut run_a, mut run_b, mut reach) = (0, 0, 0);
             for (i, &f) in fields.iter().enumerate() {
-                let (a, b) = ranges.0[f as usize];
-                // Bit fields of one group share its bytes: cover them once.
-                if a < b && fields[..i].iter().any(|&g| ranges.0[g as usize] == (a, b)) {
+                let (a, b) = ranges[f as usize];
+                // Bit fields of one group share its bytes: cover them once. Only a range
+                // that starts before `reach` can equal an earlier one.
+                if a < b && a < reach && fields[..i].iter().any(|&g| ranges[g as usize] == (a, b)) {
                     continue;
                 }
+                reach = reach.max(b);
                 if f == cs.field {
+                    h.update(&data[run_a..run_b]);
+                    (run_a, run_b) = (0, 0);
                     h.update_zeros(b - a);
+                } else if a == run_b {
+                    run_b = b;
                 } else {
-                    h.update(&data[a..b]);
+                    h.update(&data[run_a..run_b]);
+                    (run_a, run_b) = (a, b);
                 }
             }
+            h.update(&data[run_a..run_b]);
         }
     }
     h.finish()
 }
 
 /// The checksum as stored in its field's bytes.
-pub(crate) fn stored(cs: &Checksum, data: &[u8], ranges: &Ranges) -> DigestValue {
-    let (fs, fe) = ranges.0[cs.field as usize];
+pub(crate) fn stored(cs: &Checksum, data: &[u8], ranges: &[(usize, usize)]) -> DigestValue {
+    let (fs, fe) = ranges[cs.field as usize];
     let b = &data[fs..fe];
     match cs.scalar {
         Scalar::Int { big, .. } => {

@@ -5,7 +5,7 @@ use crate::error::{At, Error, Kind, Result};
 use crate::expr::{EvalError, Expr, Value};
 use crate::host::Sink;
 use crate::program::*;
-use crate::sums::{self, Ranges};
+use crate::sums;
 
 /// Decodes one value of the program's root type from `buf[offset..]`.
 /// Returns the value and the end offset. Trailing bytes are the caller's business.
@@ -43,6 +43,7 @@ pub fn unpack_with<S: Sink>(
         end: buf.len(),
         at_end: true,
         env: &mut scratch.slots,
+        ranges: &mut scratch.ranges,
         depth: 0,
         base: offset,
         sink,
@@ -63,6 +64,7 @@ pub fn check_node(prog: &Program, node: &Node, buf: &[u8]) -> Result<(), std::co
         end: buf.len(),
         at_end: true,
         env: &mut scratch.slots,
+        ranges: &mut scratch.ranges,
         depth: 0,
         base: 0,
         sink: &mut sink,
@@ -87,6 +89,8 @@ pub struct Dec<'p, 'b, 's, S: Sink> {
     /// Whether `end` is the end of the input, so running short means "incomplete".
     at_end: bool,
     env: &'s mut Slots,
+    /// Field ranges of the structs whose checksums are verified (a stack of frames).
+    ranges: &'s mut Vec<(usize, usize)>,
     /// Structs (and self-describing arrays and maps) entered and not yet left.
     pub(crate) depth: u32,
     /// Where the outermost value starts (DNS compression pointers count from there).
@@ -281,7 +285,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             Len::Fixed(n) => *n as i128,
             Len::Rest => return Ok(self.end - self.pos),
             Len::Expr(e) => e
-                .eval_int(self.env)
+                .eval_int(&*self.env)
                 .map_err(|err| self.eval_err(err, what))?,
         };
         if n < 0 {
@@ -323,6 +327,17 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             Raw::Bytes(b) => self.sink.bytes(b),
         };
         r.map_err(|e| self.host(e))
+    }
+
+    /// Keeps a decoded scalar's value in its slot, for the expressions that refer to it.
+    #[inline(always)]
+    fn set_slot(&mut self, slot: u16, raw: &Raw<'_>) {
+        match *raw {
+            Raw::U(u) => self.env.set_int(slot, i128::from(u)),
+            Raw::I(i) => self.env.set_int(slot, i128::from(i)),
+            Raw::B(b) => self.env.set_int(slot, i128::from(b)),
+            _ => self.env.set(slot, slot_value(raw)),
+        }
     }
 
     fn node(&mut self, node: &'p Node) -> Result<S::Value, S::Error> {
@@ -420,7 +435,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 default,
             } => {
                 let t = tag
-                    .eval(self.env)
+                    .eval(&*self.env)
                     .map_err(|e| self.eval_err(e, "union tag"))?;
                 let case = cases.iter().position(|(v, _)| *v == t);
                 match case.map(|i| &cases[i].1).or(default.as_deref()) {
@@ -589,9 +604,13 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             .sink
             .begin_struct(sp.sink_id)
             .map_err(|e| self.host(e))?;
-        // A sink that keeps no values leaves checksums to the decode that does.
-        let mut ranges =
-            (S::KEEPS_VALUES && !sp.checksums.is_empty()).then(|| Ranges::new(sp.fields.len()));
+        // A sink that keeps no values leaves checksums to the decode that does. The field
+        // ranges of this struct are `self.ranges[r0..]` (nested structs stack theirs above).
+        let verify = S::KEEPS_VALUES && sp.checksums.iter().any(|c| c.verify);
+        let r0 = self.ranges.len();
+        if verify {
+            self.ranges.resize(r0 + sp.fields.len(), (0, 0));
+        }
         for step in &sp.steps {
             match step {
                 Step::Align(n) => {
@@ -605,26 +624,27 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 Step::Run(run) => {
                     let base = self.pos;
                     self.run(run, sp, &mut st)?;
-                    if let Some(r) = ranges.as_mut() {
-                        r.run(run, base);
+                    if verify {
+                        sums::record_run(&mut self.ranges[r0..], run, base);
                     }
                 }
                 Step::Field(fs) => {
                     let a = self.pos;
                     self.field(fs, &mut st)
                         .at_field(&sp.fields[fs.field as usize])?;
-                    if let Some(r) = ranges.as_mut() {
-                        r.set(fs.field, a, self.pos);
+                    if verify {
+                        self.ranges[r0 + fs.field as usize] = (a, self.pos);
                     }
                 }
             }
         }
-        if let Some(r) = &ranges {
+        if verify {
+            let r = &self.ranges[r0..];
             for cs in sp.checksums.iter().filter(|c| c.verify) {
                 let want = sums::compute(cs, self.buf, start, self.pos, r);
                 let got = sums::stored(cs, self.buf, r);
                 if want != got {
-                    let at = r.0[cs.field as usize].0;
+                    let at = r[cs.field as usize].0;
                     let w = cs.algo.output_len();
                     return Err(Error::invalid(
                         format!(
@@ -637,6 +657,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                     .at_field(&sp.fields[cs.field as usize]);
                 }
             }
+            self.ranges.truncate(r0);
         }
         self.env.pop();
         self.depth -= 1;
@@ -699,7 +720,11 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             if !S::KEEPS_VALUES && it.slot.is_none() {
                 continue;
             }
-            if stored && it.slot.is_none() && it.konst.is_none() && it.scalar != Scalar::Bool {
+            if stored
+                && it.slot.is_none()
+                && it.konst.is_none()
+                && !matches!(it.scalar, Scalar::Bool)
+            {
                 continue;
             }
             let at = start + it.off;
@@ -717,7 +742,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             let f = it.field.expect("only padding has no field");
             check_konst(&it.konst, &raw, at).at_field(&sp.fields[f as usize])?;
             if let Some(slot) = it.slot {
-                self.env.set(slot, slot_value(&raw));
+                self.set_slot(slot, &raw);
             }
             if stored {
                 continue;
@@ -736,9 +761,8 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
     fn field(&mut self, fs: &'p FieldStep, st: &mut S::Struct) -> Result<(), S::Error> {
         if let Some(w) = &fs.when {
             let present = w
-                .eval(self.env)
-                .map_err(|e| self.eval_err(e, "condition"))?
-                .truthy();
+                .eval_truthy(&*self.env)
+                .map_err(|e| self.eval_err(e, "condition"))?;
             if !present {
                 return self
                     .sink
@@ -769,7 +793,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             };
             check_konst(&fs.konst, &raw, at)?;
             if let Some(slot) = fs.slot {
-                self.env.set(slot, slot_value(&raw));
+                self.set_slot(slot, &raw);
             }
             return self.emit(raw);
         }
@@ -782,7 +806,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             } else {
                 (i128::from(u), self.sink.uint(u))
             };
-            self.env.set(slot, Value::Int(v));
+            self.env.set_int(slot, v);
             return r.map_err(|e| self.host(e));
         }
         if let Some(slot) = fs.slot {
@@ -798,7 +822,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
 
     fn window(&mut self, w: &'p Expr, fs: &'p FieldStep) -> Result<S::Value, S::Error> {
         let n = w
-            .eval_int(self.env)
+            .eval_int(&*self.env)
             .map_err(|e| self.eval_err(e, "window size"))?;
         if n < 0 {
             return Err(Error::invalid(
