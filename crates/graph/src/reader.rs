@@ -10,16 +10,42 @@ use crate::tags::*;
 use crate::varint;
 
 /// A class definition met in the record; referred to later by its index.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClassDef<'a> {
     /// Module-qualified name, UTF-8.
     pub name: &'a [u8],
     pub version: u64,
-    /// Field names, UTF-8, never dunder names.
-    pub fields: Vec<&'a [u8]>,
+    /// How many fields it names.
+    pub field_count: usize,
     /// The definition as encoded (name, version and field names): equal bytes, equal
     /// definition, so a caller may key what it derives from one by these.
     pub encoded: &'a [u8],
+    /// Where in `encoded` the field names start.
+    fields_at: usize,
+}
+
+impl<'a> ClassDef<'a> {
+    /// Field names, UTF-8, never dunder names (read back from the checked encoding).
+    pub fn fields(&self) -> impl ExactSizeIterator<Item = &'a [u8]> + Clone + 'a {
+        let (encoded, mut pos) = (self.encoded, self.fields_at);
+        (0..self.field_count).map(move |_| {
+            // The reader checked every length and name when it met the definition.
+            let n = varint::get(encoded, &mut pos).unwrap_or(0) as usize;
+            let field = encoded.get(pos..pos + n).unwrap_or_default();
+            pos += n;
+            field
+        })
+    }
+}
+
+/// Where a [`ClassDef`] lies in the body (kept between records with no borrow of one).
+#[derive(Clone, Copy)]
+struct ClassAt {
+    name: (usize, usize),
+    version: u64,
+    field_count: usize,
+    encoded: (usize, usize),
+    fields_at: usize,
 }
 
 /// One step of the body. A container event with a non-zero length is followed by that
@@ -129,7 +155,7 @@ pub struct Reader<'a> {
     items: u64,
     /// Per memo slot: whether its value exists yet.
     memo: Vec<bool>,
-    classes: Vec<ClassDef<'a>>,
+    classes: Vec<ClassAt>,
     pending_share: bool,
     after_replace: bool,
 }
@@ -283,12 +309,15 @@ impl<'a> IntRun<'a> {
 pub struct ReaderBuffers {
     stack: Vec<Frame>,
     memo: Vec<bool>,
+    classes: Vec<ClassAt>,
 }
 
 impl ReaderBuffers {
     /// Bytes of capacity held (a caller keeping buffers around bounds this).
     pub fn held_bytes(&self) -> usize {
-        self.stack.capacity() * std::mem::size_of::<Frame>() + self.memo.capacity()
+        self.stack.capacity() * std::mem::size_of::<Frame>()
+            + self.memo.capacity()
+            + self.classes.capacity() * std::mem::size_of::<ClassAt>()
     }
 }
 
@@ -308,9 +337,11 @@ impl<'a> Reader<'a> {
         let ReaderBuffers {
             mut stack,
             mut memo,
+            mut classes,
         } = buffers;
         stack.clear();
         memo.clear();
+        classes.clear();
         if stack.capacity() == 0 {
             stack.reserve(16);
         }
@@ -322,7 +353,7 @@ impl<'a> Reader<'a> {
             stack,
             items: 0,
             memo,
-            classes: Vec::new(),
+            classes,
             pending_share: false,
             after_replace: false,
         }
@@ -332,9 +363,15 @@ impl<'a> Reader<'a> {
     pub fn take_buffers(&mut self) -> ReaderBuffers {
         let mut stack = std::mem::take(&mut self.stack);
         let mut memo = std::mem::take(&mut self.memo);
+        let mut classes = std::mem::take(&mut self.classes);
         stack.clear();
         memo.clear();
-        ReaderBuffers { stack, memo }
+        classes.clear();
+        ReaderBuffers {
+            stack,
+            memo,
+            classes,
+        }
     }
 
     /// Byte offset of the next unread byte in the body.
@@ -343,8 +380,16 @@ impl<'a> Reader<'a> {
     }
 
     /// The class defined with index `index` (always valid for an index from an event).
-    pub fn class(&self, index: usize) -> Option<&ClassDef<'a>> {
-        self.classes.get(index)
+    pub fn class(&self, index: usize) -> Option<ClassDef<'a>> {
+        let at = self.classes.get(index)?;
+        let buf: &'a [u8] = self.buf;
+        Some(ClassDef {
+            name: buf.get(at.name.0..at.name.1)?,
+            version: at.version,
+            field_count: at.field_count,
+            encoded: buf.get(at.encoded.0..at.encoded.1)?,
+            fields_at: at.fields_at,
+        })
     }
 
     /// Reads the whole body, discarding events: full validation without building.
@@ -638,9 +683,10 @@ impl<'a> Reader<'a> {
         if r == 0 {
             let start = self.pos;
             let name = self.name("class name")?;
+            let name_end = self.pos;
             let version = self.varint()?;
             let n = self.counted_len(1)?;
-            let mut fields = Vec::with_capacity(n);
+            let fields_at = self.pos - start;
             for _ in 0..n {
                 let field = self.name("field name")?;
                 if field.len() >= 4 && field.starts_with(b"__") && field.ends_with(b"__") {
@@ -650,13 +696,13 @@ impl<'a> Reader<'a> {
                         String::from_utf8_lossy(field)
                     )));
                 }
-                fields.push(field);
             }
-            self.classes.push(ClassDef {
-                name,
+            self.classes.push(ClassAt {
+                name: (name_end - name.len(), name_end),
                 version,
-                fields,
-                encoded: &self.buf[start..self.pos],
+                field_count: n,
+                encoded: (start, self.pos),
+                fields_at,
             });
             Ok(self.classes.len() - 1)
         } else {
@@ -1097,14 +1143,14 @@ impl<'a> Reader<'a> {
             }
             OBJECT => {
                 let class = self.class_ref()?;
-                let n = self.classes[class].fields.len();
+                let n = self.classes[class].field_count;
                 self.check_len(n as u64, 1)?;
                 self.open(n as u64, true)?;
                 Event::Object { class, len: n }
             }
             ENUM => {
                 let class = self.class_ref()?;
-                if !self.classes[class].fields.is_empty() {
+                if self.classes[class].field_count != 0 {
                     return Err(ReadError::malformed(offset, "an enum class has no fields"));
                 }
                 self.open(1, false)?;
@@ -1194,7 +1240,7 @@ impl<'a> Reader<'a> {
         match tag {
             CLASS | DERIVED => {
                 let class = self.class_ref()?;
-                if !self.classes[class].fields.is_empty() {
+                if self.classes[class].field_count != 0 {
                     return Err(bad("the class entry of this record has no fields".into()));
                 }
                 if tag == CLASS {
@@ -1621,7 +1667,10 @@ mod tests {
             }
         }
         assert_eq!(n, 2);
-        assert_eq!(r.class(0).unwrap().version, 2);
+        let def = r.class(0).unwrap();
+        assert_eq!((def.name, def.version), (&b"m.P"[..], 2));
+        assert_eq!(def.fields().collect::<Vec<_>>(), [&b"x"[..], b"y"]);
+        assert_eq!(def.fields().len(), 2);
         let b = body(|w| w.class_new(OBJECT, b"m.P", 1, [&b"__dict__"[..]].into_iter()));
         assert!(events(&b).unwrap_err().message.contains("dunder"));
     }

@@ -1085,7 +1085,6 @@ impl<'py, 'a> Builder<'py, 'a> {
             let r = match kept {
                 Some(r) => r,
                 None => {
-                    let def = def.clone();
                     let r = Rc::new(self.resolve_def(&def)?);
                     if keyable {
                         resolved::put(self.classes.given(), encoded, &r);
@@ -1135,17 +1134,16 @@ impl<'py, 'a> Builder<'py, 'a> {
         };
         // Reuse the class's own (interned) field names when the record's match them.
         let same_fields = declared.as_ref().is_none_or(|declared| {
-            declared.len() == def.fields.len()
+            declared.len() == def.field_count
                 && declared
                     .iter()
-                    .zip(&def.fields)
-                    .all(|(a, b)| a.to_str().is_ok_and(|a| a.as_bytes() == *b))
+                    .zip(def.fields())
+                    .all(|(a, b)| a.to_str().is_ok_and(|a| a.as_bytes() == b))
         });
         let names: Vec<Bound<'py, PyString>> = match (&declared, same_fields) {
             (Some(declared), true) => declared.clone(),
             _ => def
-                .fields
-                .iter()
+                .fields()
                 .map(|f| PyString::intern(py, &String::from_utf8_lossy(f)))
                 .collect(),
         };
