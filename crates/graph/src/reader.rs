@@ -48,6 +48,20 @@ struct ClassAt {
     fields_at: usize,
 }
 
+/// A class definition an earlier record held, checked then: the same bytes again need only
+/// the limits checked (a record of a class usually comes after many of the same class).
+struct KnownClass {
+    encoded: Box<[u8]>,
+    /// `ClassAt` with its positions relative to the definition's start.
+    at: ClassAt,
+    /// Its longest name (class or field), for the `max_str_len` limit.
+    longest_name: u64,
+}
+
+/// Definitions kept for [`KnownClass`], and the longest kept.
+const KNOWN_CLASSES: usize = 8;
+const KNOWN_CLASS_MAX_LEN: usize = 256;
+
 /// One step of the body. A container event with a non-zero length is followed by that
 /// many child values (two per pair for dict-like ones) and then [`Event::End`];
 /// with length zero nothing follows.
@@ -156,6 +170,7 @@ pub struct Reader<'a> {
     /// Per memo slot: whether its value exists yet.
     memo: Vec<bool>,
     classes: Vec<ClassAt>,
+    known: Vec<KnownClass>,
     pending_share: bool,
     after_replace: bool,
 }
@@ -310,6 +325,8 @@ pub struct ReaderBuffers {
     stack: Vec<Frame>,
     memo: Vec<bool>,
     classes: Vec<ClassAt>,
+    /// Class definitions checked in earlier records (at most [`KNOWN_CLASSES`]).
+    known: Vec<KnownClass>,
 }
 
 impl ReaderBuffers {
@@ -318,6 +335,7 @@ impl ReaderBuffers {
         self.stack.capacity() * std::mem::size_of::<Frame>()
             + self.memo.capacity()
             + self.classes.capacity() * std::mem::size_of::<ClassAt>()
+            + KNOWN_CLASSES * (std::mem::size_of::<KnownClass>() + KNOWN_CLASS_MAX_LEN)
     }
 }
 
@@ -338,6 +356,7 @@ impl<'a> Reader<'a> {
             mut stack,
             mut memo,
             mut classes,
+            known,
         } = buffers;
         stack.clear();
         memo.clear();
@@ -354,6 +373,7 @@ impl<'a> Reader<'a> {
             items: 0,
             memo,
             classes,
+            known,
             pending_share: false,
             after_replace: false,
         }
@@ -371,6 +391,7 @@ impl<'a> Reader<'a> {
             stack,
             memo,
             classes,
+            known: std::mem::take(&mut self.known),
         }
     }
 
@@ -681,6 +702,9 @@ impl<'a> Reader<'a> {
     fn class_ref(&mut self) -> Result<usize, ReadError> {
         let r = self.varint()?;
         if r == 0 {
+            if let Some(index) = self.known_class() {
+                return Ok(index);
+            }
             let start = self.pos;
             let name = self.name("class name")?;
             let name_end = self.pos;
@@ -697,13 +721,15 @@ impl<'a> Reader<'a> {
                     )));
                 }
             }
-            self.classes.push(ClassAt {
+            let at = ClassAt {
                 name: (name_end - name.len(), name_end),
                 version,
                 field_count: n,
                 encoded: (start, self.pos),
                 fields_at,
-            });
+            };
+            self.classes.push(at);
+            self.keep_known(at);
             Ok(self.classes.len() - 1)
         } else {
             let index = r - 1;
@@ -712,6 +738,64 @@ impl<'a> Reader<'a> {
             }
             Ok(index as usize)
         }
+    }
+
+    /// A definition at the read position whose bytes are those of one checked in an
+    /// earlier record, within this reader's limits: taken whole, with no parsing.
+    #[inline]
+    fn known_class(&mut self) -> Option<usize> {
+        let rest = &self.buf[self.pos..];
+        let known = self.known.iter().find(|k| rest.starts_with(&k.encoded))?;
+        // The bytes are the same, so every check but the limits gave the same answer.
+        if known.longest_name > self.limits.max_str_len
+            || known.at.field_count as u64 > self.limits.max_container_len
+        {
+            return None;
+        }
+        let start = self.pos;
+        let at = known.at;
+        self.classes.push(ClassAt {
+            name: (start + at.name.0, start + at.name.1),
+            encoded: (start, start + at.encoded.1),
+            ..at
+        });
+        self.pos += at.encoded.1;
+        Some(self.classes.len() - 1)
+    }
+
+    /// Remembers a definition just checked (see [`KnownClass`]).
+    fn keep_known(&mut self, at: ClassAt) {
+        let encoded = &self.buf[at.encoded.0..at.encoded.1];
+        if encoded.len() > KNOWN_CLASS_MAX_LEN {
+            return;
+        }
+        let start = at.encoded.0;
+        let relative = ClassAt {
+            name: (at.name.0 - start, at.name.1 - start),
+            encoded: (0, encoded.len()),
+            ..at
+        };
+        let def = ClassDef {
+            name: &self.buf[at.name.0..at.name.1],
+            version: at.version,
+            field_count: at.field_count,
+            encoded,
+            fields_at: at.fields_at,
+        };
+        let longest_name = def
+            .fields()
+            .map(<[u8]>::len)
+            .max()
+            .unwrap_or(0)
+            .max(def.name.len());
+        if self.known.len() >= KNOWN_CLASSES {
+            self.known.remove(0);
+        }
+        self.known.push(KnownClass {
+            encoded: encoded.into(),
+            at: relative,
+            longest_name: longest_name as u64,
+        });
     }
 
     fn name(&mut self, what: &str) -> Result<&'a [u8], ReadError> {
@@ -1673,6 +1757,72 @@ mod tests {
         assert_eq!(def.fields().len(), 2);
         let b = body(|w| w.class_new(OBJECT, b"m.P", 1, [&b"__dict__"[..]].into_iter()));
         assert!(events(&b).unwrap_err().message.contains("dunder"));
+    }
+
+    #[test]
+    fn a_definition_met_in_an_earlier_record_reads_the_same_within_the_limits() {
+        let record = |fields: &[&[u8]]| {
+            body(|w| {
+                w.list(2);
+                w.class_new(OBJECT, b"m.Point", 7, fields.iter().copied());
+                for _ in fields {
+                    w.int(1);
+                }
+                w.class_new(OBJECT, b"m.Other", 1, [&b"a"[..]].into_iter());
+                w.int(2);
+            })
+        };
+        let read = |b: &[u8], limits: Limits, buffers: ReaderBuffers| {
+            let mut r = Reader::with_buffers(b, limits, buffers);
+            let mut events = Vec::new();
+            let outcome = loop {
+                match r.next_event() {
+                    Ok(Some(e)) => events.push(format!("{e:?}")),
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+            };
+            let defs: Vec<_> = (0..2)
+                .filter_map(|i| r.class(i))
+                .map(|d| {
+                    (
+                        d.name.to_vec(),
+                        d.version,
+                        d.fields().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+                        d.encoded.to_vec(),
+                    )
+                })
+                .collect();
+            (outcome.map(|()| (events, defs)), r.take_buffers())
+        };
+        let fields: [&[u8]; 3] = [b"x", b"yy", b"zzz"];
+        let b = record(&fields);
+        let (first, buffers) = read(&b, Limits::default(), ReaderBuffers::default());
+        let first = first.unwrap();
+        assert_eq!(
+            first.1[0].2,
+            [b"x".to_vec(), b"yy".to_vec(), b"zzz".to_vec()]
+        );
+        // Read again with the definitions known: the same events and definitions.
+        let (again, buffers) = read(&b, Limits::default(), buffers);
+        assert_eq!(again.unwrap(), first);
+        // A known definition is still held to tighter limits.
+        let names = Limits {
+            max_str_len: 6,
+            ..Limits::default()
+        };
+        let (tight, buffers) = read(&b, names, buffers);
+        assert!(tight.unwrap_err().message.contains("exceeds the limit"));
+        let count = Limits {
+            max_container_len: 2,
+            ..Limits::default()
+        };
+        let (tight, buffers) = read(&b, count, buffers);
+        assert!(tight.unwrap_err().message.contains("exceeds the limit"));
+        // A definition that only starts like a known one is read in full.
+        let b = record(&[b"x", b"yy"]);
+        let (other, _) = read(&b, Limits::default(), buffers);
+        assert_eq!(other.unwrap().1[0].2, [b"x".to_vec(), b"yy".to_vec()]);
     }
 
     #[test]

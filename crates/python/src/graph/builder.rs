@@ -285,6 +285,15 @@ fn fill_list_portable<'py>(
     fill_list::<false>(py, reader, memo, list, filled, room, failed);
 }
 
+/// Whether no field name of `obj`'s class is a data descriptor (found without running
+/// code; `false` when that cannot be told).
+fn plain_fields(obj: &Bound<'_, PyAny>, names: &[Py<PyString>]) -> bool {
+    // SAFETY: obj is a live instance and each name a live exact str; the lookup runs no code.
+    names.iter().all(|name| unsafe {
+        cpython::has_data_descriptor(ffi::Py_TYPE(obj.as_ptr()), name.as_ptr()) == Some(false)
+    })
+}
+
 enum Collect {
     Range,
     Slice,
@@ -1212,7 +1221,9 @@ impl<'py, 'a> Builder<'py, 'a> {
         let resolved = self.resolved.get(class).and_then(Option::as_ref);
         let fast = resolved.is_some_and(|r| r.fast) && obj.is_some();
         let dict = match (&obj, resolved) {
-            (Some(o), Some(r)) if fast && r.kind == KIND_DICT => {
+            // With no data descriptor of a field's name on the class, setting the attribute
+            // is the same plain store into its instance dict, and does not make the dict.
+            (Some(o), Some(r)) if fast && r.kind == KIND_DICT && !plain_fields(o, &r.names) => {
                 // SAFETY: a live instance of a class with an instance dict; returns a new
                 // reference or NULL with an exception set.
                 let d = unsafe { ffi::PyObject_GenericGetDict(o.as_ptr(), std::ptr::null_mut()) };
