@@ -63,7 +63,7 @@ impl<const N: usize> FastFunction<N> {
         if kwnames.is_null() && nargs == 1 {
             // The commonest call, `f(x)`: nothing to match.
             let data = Borrowed::from_ptr(py, *args);
-            return (self.body)(py, &*data, [None; N]);
+            return (self.body)(py, &data, [None; N]);
         }
         let names = self.interned.get_or_init(py, || {
             std::iter::once(self.positional)
@@ -141,7 +141,7 @@ impl<const N: usize> FastFunction<N> {
             (!p.is_null() && p != none).then(|| Borrowed::from_ptr(py, p))
         });
         let data = Borrowed::from_ptr(py, slots[0]);
-        (self.body)(py, &*data, bound.each_ref().map(|b| b.as_deref()))
+        (self.body)(py, &data, bound.each_ref().map(|b| b.as_deref()))
     }
 
     /// Adds the function to `module` under its name.
