@@ -289,6 +289,28 @@ def test_payload_field_names_never_reach_descriptors():
     assert back.__dict__ == {"secret": "from the payload", "other": 1}
 
 
+@dataclasses.dataclass
+class Later:
+    a: int
+    b: int
+
+
+def test_a_descriptor_added_after_a_load_is_never_called():
+    # The class resolved by the first load is kept per thread; the second load must still
+    # see the property added since and store the field past it.
+    allowed = (Later,)
+    data = pickle.dumps(Later(1, 2))
+    assert pickle.loads(data, classes=allowed) == Later(1, 2)
+    calls = []
+    Later.b = property(lambda self: self.__dict__["b"], lambda self, v: calls.append(v))
+    try:
+        back = pickle.loads(data, classes=allowed)
+    finally:
+        del Later.b
+    assert calls == []
+    assert back.__dict__ == {"a": 1, "b": 2}
+
+
 def test_field_order_mismatch_takes_the_checked_path():
     p = Point(1, 2)
     del p.__dict__["x"]

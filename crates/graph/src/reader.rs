@@ -10,17 +10,57 @@ use crate::tags::*;
 use crate::varint;
 
 /// A class definition met in the record; referred to later by its index.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClassDef<'a> {
     /// Module-qualified name, UTF-8.
     pub name: &'a [u8],
     pub version: u64,
-    /// Field names, UTF-8, never dunder names.
-    pub fields: Vec<&'a [u8]>,
+    /// How many fields it names.
+    pub field_count: usize,
     /// The definition as encoded (name, version and field names): equal bytes, equal
     /// definition, so a caller may key what it derives from one by these.
     pub encoded: &'a [u8],
+    /// Where in `encoded` the field names start.
+    fields_at: usize,
 }
+
+impl<'a> ClassDef<'a> {
+    /// Field names, UTF-8, never dunder names (read back from the checked encoding).
+    pub fn fields(&self) -> impl ExactSizeIterator<Item = &'a [u8]> + Clone + 'a {
+        let (encoded, mut pos) = (self.encoded, self.fields_at);
+        (0..self.field_count).map(move |_| {
+            // The reader checked every length and name when it met the definition.
+            let n = varint::get(encoded, &mut pos).unwrap_or(0) as usize;
+            let field = encoded.get(pos..pos + n).unwrap_or_default();
+            pos += n;
+            field
+        })
+    }
+}
+
+/// Where a [`ClassDef`] lies in the body (kept between records with no borrow of one).
+#[derive(Clone, Copy)]
+struct ClassAt {
+    name: (usize, usize),
+    version: u64,
+    field_count: usize,
+    encoded: (usize, usize),
+    fields_at: usize,
+}
+
+/// A class definition an earlier record held, checked then: the same bytes again need only
+/// the limits checked (a record of a class usually comes after many of the same class).
+struct KnownClass {
+    encoded: Box<[u8]>,
+    /// `ClassAt` with its positions relative to the definition's start.
+    at: ClassAt,
+    /// Its longest name (class or field), for the `max_str_len` limit.
+    longest_name: u64,
+}
+
+/// Definitions kept for [`KnownClass`], and the longest kept.
+const KNOWN_CLASSES: usize = 8;
+const KNOWN_CLASS_MAX_LEN: usize = 256;
 
 /// One step of the body. A container event with a non-zero length is followed by that
 /// many child values (two per pair for dict-like ones) and then [`Event::End`];
@@ -133,7 +173,8 @@ pub struct Reader<'a> {
     items: u64,
     /// Per memo slot: whether its value exists yet.
     memo: Vec<bool>,
-    classes: Vec<ClassDef<'a>>,
+    classes: Vec<ClassAt>,
+    known: Vec<KnownClass>,
     pending_share: bool,
     after_replace: bool,
 }
@@ -287,12 +328,18 @@ impl<'a> IntRun<'a> {
 pub struct ReaderBuffers {
     stack: Vec<Frame>,
     memo: Vec<bool>,
+    classes: Vec<ClassAt>,
+    /// Class definitions checked in earlier records (at most [`KNOWN_CLASSES`]).
+    known: Vec<KnownClass>,
 }
 
 impl ReaderBuffers {
     /// Bytes of capacity held (a caller keeping buffers around bounds this).
     pub fn held_bytes(&self) -> usize {
-        self.stack.capacity() * std::mem::size_of::<Frame>() + self.memo.capacity()
+        self.stack.capacity() * std::mem::size_of::<Frame>()
+            + self.memo.capacity()
+            + self.classes.capacity() * std::mem::size_of::<ClassAt>()
+            + KNOWN_CLASSES * (std::mem::size_of::<KnownClass>() + KNOWN_CLASS_MAX_LEN)
     }
 }
 
@@ -312,9 +359,12 @@ impl<'a> Reader<'a> {
         let ReaderBuffers {
             mut stack,
             mut memo,
+            mut classes,
+            known,
         } = buffers;
         stack.clear();
         memo.clear();
+        classes.clear();
         if stack.capacity() == 0 {
             stack.reserve(16);
         }
@@ -326,7 +376,8 @@ impl<'a> Reader<'a> {
             stack,
             items: 0,
             memo,
-            classes: Vec::new(),
+            classes,
+            known,
             pending_share: false,
             after_replace: false,
         }
@@ -336,9 +387,16 @@ impl<'a> Reader<'a> {
     pub fn take_buffers(&mut self) -> ReaderBuffers {
         let mut stack = std::mem::take(&mut self.stack);
         let mut memo = std::mem::take(&mut self.memo);
+        let mut classes = std::mem::take(&mut self.classes);
         stack.clear();
         memo.clear();
-        ReaderBuffers { stack, memo }
+        classes.clear();
+        ReaderBuffers {
+            stack,
+            memo,
+            classes,
+            known: std::mem::take(&mut self.known),
+        }
     }
 
     /// Byte offset of the next unread byte in the body.
@@ -347,8 +405,16 @@ impl<'a> Reader<'a> {
     }
 
     /// The class defined with index `index` (always valid for an index from an event).
-    pub fn class(&self, index: usize) -> Option<&ClassDef<'a>> {
-        self.classes.get(index)
+    pub fn class(&self, index: usize) -> Option<ClassDef<'a>> {
+        let at = self.classes.get(index)?;
+        let buf: &'a [u8] = self.buf;
+        Some(ClassDef {
+            name: buf.get(at.name.0..at.name.1)?,
+            version: at.version,
+            field_count: at.field_count,
+            encoded: buf.get(at.encoded.0..at.encoded.1)?,
+            fields_at: at.fields_at,
+        })
     }
 
     /// Reads the whole body, discarding events: full validation without building.
@@ -640,11 +706,15 @@ impl<'a> Reader<'a> {
     fn class_ref(&mut self) -> Result<usize, ReadError> {
         let r = self.varint()?;
         if r == 0 {
+            if let Some(index) = self.known_class() {
+                return Ok(index);
+            }
             let start = self.pos;
             let name = self.name("class name")?;
+            let name_end = self.pos;
             let version = self.varint()?;
             let n = self.counted_len(1)?;
-            let mut fields = Vec::with_capacity(n);
+            let fields_at = self.pos - start;
             for _ in 0..n {
                 let field = self.name("field name")?;
                 if field.len() >= 4 && field.starts_with(b"__") && field.ends_with(b"__") {
@@ -654,14 +724,16 @@ impl<'a> Reader<'a> {
                         String::from_utf8_lossy(field)
                     )));
                 }
-                fields.push(field);
             }
-            self.classes.push(ClassDef {
-                name,
+            let at = ClassAt {
+                name: (name_end - name.len(), name_end),
                 version,
-                fields,
-                encoded: &self.buf[start..self.pos],
-            });
+                field_count: n,
+                encoded: (start, self.pos),
+                fields_at,
+            };
+            self.classes.push(at);
+            self.keep_known(at);
             Ok(self.classes.len() - 1)
         } else {
             let index = r - 1;
@@ -670,6 +742,64 @@ impl<'a> Reader<'a> {
             }
             Ok(index as usize)
         }
+    }
+
+    /// A definition at the read position whose bytes are those of one checked in an
+    /// earlier record, within this reader's limits: taken whole, with no parsing.
+    #[inline]
+    fn known_class(&mut self) -> Option<usize> {
+        let rest = &self.buf[self.pos..];
+        let known = self.known.iter().find(|k| rest.starts_with(&k.encoded))?;
+        // The bytes are the same, so every check but the limits gave the same answer.
+        if known.longest_name > self.limits.max_str_len
+            || known.at.field_count as u64 > self.limits.max_container_len
+        {
+            return None;
+        }
+        let start = self.pos;
+        let at = known.at;
+        self.classes.push(ClassAt {
+            name: (start + at.name.0, start + at.name.1),
+            encoded: (start, start + at.encoded.1),
+            ..at
+        });
+        self.pos += at.encoded.1;
+        Some(self.classes.len() - 1)
+    }
+
+    /// Remembers a definition just checked (see [`KnownClass`]).
+    fn keep_known(&mut self, at: ClassAt) {
+        let encoded = &self.buf[at.encoded.0..at.encoded.1];
+        if encoded.len() > KNOWN_CLASS_MAX_LEN {
+            return;
+        }
+        let start = at.encoded.0;
+        let relative = ClassAt {
+            name: (at.name.0 - start, at.name.1 - start),
+            encoded: (0, encoded.len()),
+            ..at
+        };
+        let def = ClassDef {
+            name: &self.buf[at.name.0..at.name.1],
+            version: at.version,
+            field_count: at.field_count,
+            encoded,
+            fields_at: at.fields_at,
+        };
+        let longest_name = def
+            .fields()
+            .map(<[u8]>::len)
+            .max()
+            .unwrap_or(0)
+            .max(def.name.len());
+        if self.known.len() >= KNOWN_CLASSES {
+            self.known.remove(0);
+        }
+        self.known.push(KnownClass {
+            encoded: encoded.into(),
+            at: relative,
+            longest_name: longest_name as u64,
+        });
     }
 
     fn name(&mut self, what: &str) -> Result<&'a [u8], ReadError> {
@@ -1103,14 +1233,14 @@ impl<'a> Reader<'a> {
             }
             OBJECT => {
                 let class = self.class_ref()?;
-                let n = self.classes[class].fields.len();
+                let n = self.classes[class].field_count;
                 self.check_len(n as u64, 1)?;
                 self.open(n as u64, true)?;
                 Event::Object { class, len: n }
             }
             ENUM => {
                 let class = self.class_ref()?;
-                if !self.classes[class].fields.is_empty() {
+                if self.classes[class].field_count != 0 {
                     return Err(ReadError::malformed(offset, "an enum class has no fields"));
                 }
                 self.open(1, false)?;
@@ -1200,7 +1330,7 @@ impl<'a> Reader<'a> {
         match tag {
             CLASS | DERIVED => {
                 let class = self.class_ref()?;
-                if !self.classes[class].fields.is_empty() {
+                if self.classes[class].field_count != 0 {
                     return Err(bad("the class entry of this record has no fields".into()));
                 }
                 if tag == CLASS {
@@ -1639,9 +1769,78 @@ mod tests {
             }
         }
         assert_eq!(n, 2);
-        assert_eq!(r.class(0).unwrap().version, 2);
+        let def = r.class(0).unwrap();
+        assert_eq!((def.name, def.version), (&b"m.P"[..], 2));
+        assert_eq!(def.fields().collect::<Vec<_>>(), [&b"x"[..], b"y"]);
+        assert_eq!(def.fields().len(), 2);
         let b = body(|w| w.class_new(OBJECT, b"m.P", 1, [&b"__dict__"[..]].into_iter()));
         assert!(events(&b).unwrap_err().message.contains("dunder"));
+    }
+
+    #[test]
+    fn a_definition_met_in_an_earlier_record_reads_the_same_within_the_limits() {
+        let record = |fields: &[&[u8]]| {
+            body(|w| {
+                w.list(2);
+                w.class_new(OBJECT, b"m.Point", 7, fields.iter().copied());
+                for _ in fields {
+                    w.int(1);
+                }
+                w.class_new(OBJECT, b"m.Other", 1, [&b"a"[..]].into_iter());
+                w.int(2);
+            })
+        };
+        let read = |b: &[u8], limits: Limits, buffers: ReaderBuffers| {
+            let mut r = Reader::with_buffers(b, limits, buffers);
+            let mut events = Vec::new();
+            let outcome = loop {
+                match r.next_event() {
+                    Ok(Some(e)) => events.push(format!("{e:?}")),
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+            };
+            let defs: Vec<_> = (0..2)
+                .filter_map(|i| r.class(i))
+                .map(|d| {
+                    (
+                        d.name.to_vec(),
+                        d.version,
+                        d.fields().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+                        d.encoded.to_vec(),
+                    )
+                })
+                .collect();
+            (outcome.map(|()| (events, defs)), r.take_buffers())
+        };
+        let fields: [&[u8]; 3] = [b"x", b"yy", b"zzz"];
+        let b = record(&fields);
+        let (first, buffers) = read(&b, Limits::default(), ReaderBuffers::default());
+        let first = first.unwrap();
+        assert_eq!(
+            first.1[0].2,
+            [b"x".to_vec(), b"yy".to_vec(), b"zzz".to_vec()]
+        );
+        // Read again with the definitions known: the same events and definitions.
+        let (again, buffers) = read(&b, Limits::default(), buffers);
+        assert_eq!(again.unwrap(), first);
+        // A known definition is still held to tighter limits.
+        let names = Limits {
+            max_str_len: 6,
+            ..Limits::default()
+        };
+        let (tight, buffers) = read(&b, names, buffers);
+        assert!(tight.unwrap_err().message.contains("exceeds the limit"));
+        let count = Limits {
+            max_container_len: 2,
+            ..Limits::default()
+        };
+        let (tight, buffers) = read(&b, count, buffers);
+        assert!(tight.unwrap_err().message.contains("exceeds the limit"));
+        // A definition that only starts like a known one is read in full.
+        let b = record(&[b"x", b"yy"]);
+        let (other, _) = read(&b, Limits::default(), buffers);
+        assert_eq!(other.unwrap().1[0].2, [b"x".to_vec(), b"yy".to_vec()]);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Encoder primitives: each call appends one tag and its inline data to one buffer.
 
-use crate::header::{Header, FLAG_SIGNED, MAX_HEADER_LEN};
+use crate::header::{FLAG_SIGNED, MAGIC, MAX_HEADER_LEN, VERSION};
 use crate::integrity;
 use crate::tags::*;
 use crate::varint;
@@ -35,6 +35,15 @@ impl Writer {
         Self { buf, deferred: 0 }
     }
 
+    /// A writer with no buffer at all (it allocates on its first write): a placeholder
+    /// for one taken out of a structure, which costs nothing to make or drop.
+    pub const fn empty() -> Self {
+        Self {
+            buf: Vec::new(),
+            deferred: 0,
+        }
+    }
+
     /// The buffer, for [`Writer::reusing`] (its content is of no use).
     pub fn into_buffer(self) -> Vec<u8> {
         self.buf
@@ -59,10 +68,7 @@ impl Writer {
             self.deferred, 0,
             "records with deferred data use finish_header"
         );
-        let flags = if key.is_some() { FLAG_SIGNED } else { 0 };
-        let (header, len) = Header::encode(flags, self.body_len() as u64);
-        let start = MAX_HEADER_LEN - len;
-        self.buf[start..MAX_HEADER_LEN].copy_from_slice(&header[..len]);
+        let start = self.put_header(key.is_some());
         if let Some(key) = key {
             let tag = integrity::sign(key, &self.buf[start..]);
             self.buf.extend_from_slice(&tag);
@@ -74,11 +80,25 @@ impl Writer {
     /// with each deferred chunk inserted at the position [`Writer::str_deferred`] or
     /// [`Writer::bytes_deferred`] returned, then the 32-byte tag if `signed`.
     pub fn finish_header(mut self, signed: bool) -> (Vec<u8>, usize) {
-        let flags = if signed { FLAG_SIGNED } else { 0 };
-        let (header, len) = Header::encode(flags, self.body_len() as u64);
-        let start = MAX_HEADER_LEN - len;
-        self.buf[start..MAX_HEADER_LEN].copy_from_slice(&header[..len]);
+        let start = self.put_header(signed);
         (self.buf, start)
+    }
+
+    /// Writes the header (as [`crate::header::Header::encode`] gives it) into the room kept in front of
+    /// the body, byte by byte (no scratch array: this runs once per record, and a small
+    /// record costs little more); returns where the record starts.
+    #[inline]
+    fn put_header(&mut self, signed: bool) -> usize {
+        let flags = if signed { FLAG_SIGNED } else { 0 };
+        let mut v = self.body_len() as u64;
+        let start = MAX_HEADER_LEN - 4 - varint::len(v);
+        let head = &mut self.buf[start..MAX_HEADER_LEN];
+        head[..4].copy_from_slice(&[MAGIC[0], MAGIC[1], VERSION, flags]);
+        for byte in &mut head[4..] {
+            *byte = (v as u8 & 0x7f) | if v >= 0x80 { 0x80 } else { 0 };
+            v >>= 7;
+        }
+        start
     }
 
     /// Starts a str of `n` UTF-8 bytes supplied later; returns where they go.
@@ -478,6 +498,22 @@ mod tests {
         let definition = class_definition(b"m.Point", 300, fields.into_iter());
         assert_eq!(body(|w| w.class_new_defined(OBJECT, &definition)), direct);
         assert_eq!(&direct[..4], &[OBJECT, 0, 7, b'm']);
+    }
+
+    #[test]
+    fn finish_writes_the_header_encode_gives() {
+        for n in [0usize, 1, 127, 128, 300, 16_383, 16_384, 70_000] {
+            for key in [None, Some(&b"k"[..])] {
+                let mut w = Writer::default();
+                w.bytes(&vec![7; n]);
+                let body_len = w.body_len() as u64;
+                let (buf, start) = w.finish(key);
+                let flags = if key.is_some() { FLAG_SIGNED } else { 0 };
+                let (header, len) = crate::header::Header::encode(flags, body_len);
+                assert_eq!(start + len, MAX_HEADER_LEN, "body of {body_len} bytes");
+                assert_eq!(&buf[start..MAX_HEADER_LEN], &header[..len]);
+            }
+        }
     }
 
     #[test]

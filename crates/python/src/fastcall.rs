@@ -59,13 +59,18 @@ impl<const N: usize> FastFunction<N> {
         nargs: ffi::Py_ssize_t,
         kwnames: *mut ffi::PyObject,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let nargs = ffi::PyVectorcall_NARGS(nargs as usize);
+        if kwnames.is_null() && nargs == 1 {
+            // The commonest call, `f(x)`: nothing to match.
+            let data = Borrowed::from_ptr(py, *args);
+            return (self.body)(py, &data, [None; N]);
+        }
         let names = self.interned.get_or_init(py, || {
             std::iter::once(self.positional)
                 .chain(self.keywords)
                 .map(|n| PyString::intern(py, n).unbind())
                 .collect()
         });
-        let nargs = ffi::PyVectorcall_NARGS(nargs as usize);
         let most = 1 + self.also_positional as isize;
         if nargs > most {
             let takes = match most {
@@ -127,18 +132,16 @@ impl<const N: usize> FastFunction<N> {
                 self.positional
             )));
         }
-        // Borrowed for the call: CPython keeps every argument alive until we return.
-        let bound: [Option<Borrowed<'_, 'py, PyAny>>; MAX_PARAMS] = std::array::from_fn(|i| {
-            (!slots[i].is_null()).then(|| Borrowed::from_ptr(py, slots[i]))
-        });
-        let Some(data) = bound[0].as_deref() else {
-            unreachable!("checked above")
-        };
-        // A keyword given as None means the same as one left out (every keyword here
+        // Borrowed for the call: CPython keeps every argument alive until we return. A
+        // keyword given as None means the same as one left out (every keyword here
         // defaults to None).
-        let kw: [Option<&Bound<'py, PyAny>>; N] =
-            std::array::from_fn(|i| bound[i + 1].as_deref().filter(|v| !v.is_none()));
-        (self.body)(py, data, kw)
+        let none = ffi::Py_None();
+        let bound: [Option<Borrowed<'_, 'py, PyAny>>; N] = std::array::from_fn(|i| {
+            let p = slots[i + 1];
+            (!p.is_null() && p != none).then(|| Borrowed::from_ptr(py, p))
+        });
+        let data = Borrowed::from_ptr(py, slots[0]);
+        (self.body)(py, &data, bound.each_ref().map(|b| b.as_deref()))
     }
 
     /// Adds the function to `module` under its name.

@@ -285,6 +285,15 @@ fn fill_list_portable<'py>(
     fill_list::<false>(py, reader, memo, list, filled, room, failed);
 }
 
+/// Whether no field name of `obj`'s class is a data descriptor (found without running
+/// code; `false` when that cannot be told).
+fn plain_fields(obj: &Bound<'_, PyAny>, names: &[Py<PyString>]) -> bool {
+    // SAFETY: obj is a live instance and each name a live exact str; the lookup runs no code.
+    names.iter().all(|name| unsafe {
+        cpython::has_data_descriptor(ffi::Py_TYPE(obj.as_ptr()), name.as_ptr()) == Some(false)
+    })
+}
+
 enum Collect {
     Range,
     Slice,
@@ -1109,7 +1118,6 @@ impl<'py, 'a> Builder<'py, 'a> {
             let r = match kept {
                 Some(r) => r,
                 None => {
-                    let def = def.clone();
                     let r = Rc::new(self.resolve_def(&def)?);
                     if keyable {
                         resolved::put(self.classes.given(), encoded, &r);
@@ -1159,17 +1167,16 @@ impl<'py, 'a> Builder<'py, 'a> {
         };
         // Reuse the class's own (interned) field names when the record's match them.
         let same_fields = declared.as_ref().is_none_or(|declared| {
-            declared.len() == def.fields.len()
+            declared.len() == def.field_count
                 && declared
                     .iter()
-                    .zip(&def.fields)
-                    .all(|(a, b)| a.to_str().is_ok_and(|a| a.as_bytes() == *b))
+                    .zip(def.fields())
+                    .all(|(a, b)| a.to_str().is_ok_and(|a| a.as_bytes() == b))
         });
         let names: Vec<Bound<'py, PyString>> = match (&declared, same_fields) {
             (Some(declared), true) => declared.clone(),
             _ => def
-                .fields
-                .iter()
+                .fields()
                 .map(|f| PyString::intern(py, &String::from_utf8_lossy(f)))
                 .collect(),
         };
@@ -1238,7 +1245,9 @@ impl<'py, 'a> Builder<'py, 'a> {
         let resolved = self.resolved.get(class).and_then(Option::as_ref);
         let fast = resolved.is_some_and(|r| r.fast) && obj.is_some();
         let dict = match (&obj, resolved) {
-            (Some(o), Some(r)) if fast && r.kind == KIND_DICT => {
+            // With no data descriptor of a field's name on the class, setting the attribute
+            // is the same plain store into its instance dict, and does not make the dict.
+            (Some(o), Some(r)) if fast && r.kind == KIND_DICT && !plain_fields(o, &r.names) => {
                 // SAFETY: a live instance of a class with an instance dict; returns a new
                 // reference or NULL with an exception set.
                 let d = unsafe { ffi::PyObject_GenericGetDict(o.as_ptr(), std::ptr::null_mut()) };

@@ -183,21 +183,27 @@ impl<'py> Encoder<'py> {
     }
 
     /// What was written: the record so far, its deferred chunks, and (deterministic mode)
-    /// the objects met twice. The rest of the walker's state is released.
-    /// Inlined: taking a whole encoder by value would copy it.
+    /// the objects met twice. The class and field storage goes back to this thread; the
+    /// rest of the walker's state is released when it is dropped. Taken out in place
+    /// (moving a whole encoder out by value copies it).
     #[inline(always)]
-    pub fn into_output(self) -> (Writer, Vec<Chunk<'py>>, PtrMap<()>) {
-        let Encoder {
-            w,
-            chunks,
-            seen_twice,
-            mut classes,
-            mut fields,
-            ..
-        } = self;
-        if classes.capacity() == 0 && fields.capacity() == 0 {
-            return (w, chunks, seen_twice);
+    pub fn take_output(&mut self) -> (Writer, Vec<Chunk<'py>>, PtrMap<()>) {
+        let out = (
+            std::mem::replace(&mut self.w, Writer::empty()),
+            std::mem::take(&mut self.chunks),
+            std::mem::take(&mut self.seen_twice),
+        );
+        if self.classes.capacity() != 0 || self.fields.capacity() != 0 {
+            self.keep_scratch();
         }
+        out
+    }
+
+    /// Gives the class and field storage back to this thread (see [`Scratch`]).
+    #[cold]
+    fn keep_scratch(&mut self) {
+        let mut classes = std::mem::take(&mut self.classes);
+        let mut fields = std::mem::take(&mut self.fields);
         // Releasing the classes may run code (a weakref callback) that pickles: it finds
         // the slot empty, and whatever it stores there is simply replaced.
         classes.clear();
@@ -210,7 +216,6 @@ impl<'py> Encoder<'py> {
             };
             let _ = SCRATCH.try_with(|slot| slot.set(Some(Scratch { classes, fields })));
         }
-        (w, chunks, seen_twice)
     }
 
     fn enter(&mut self) -> R {
@@ -259,6 +264,7 @@ impl<'py> Encoder<'py> {
         Some(Some(slot))
     }
 
+    #[inline(always)]
     fn remember(&mut self, obj: *mut ffi::PyObject, slot: u32) {
         self.memo.insert(obj, slot);
     }

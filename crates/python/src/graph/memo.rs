@@ -42,6 +42,7 @@ impl Memo {
     }
 
     /// Remembers `obj` (which must be live, with the GIL held) under `slot`.
+    #[inline(always)]
     pub fn insert(&mut self, obj: *mut ffi::PyObject, slot: u32) {
         // SAFETY: obj is live and the GIL is held; the new reference keeps the address
         // from being reused while it is a key, and is released in Drop.
@@ -49,7 +50,14 @@ impl Memo {
         if self.len < INLINE {
             self.inline[self.len] = (obj as usize, slot);
             self.len += 1;
-        } else if let Some(old) = self.spill.insert(obj as usize, slot) {
+        } else {
+            self.spill_insert(obj, slot);
+        }
+    }
+
+    #[inline(never)]
+    fn spill_insert(&mut self, obj: *mut ffi::PyObject, slot: u32) {
+        if let Some(old) = self.spill.insert(obj as usize, slot) {
             // Already a key: keep a single reference.
             let _ = old;
             // SAFETY: we just took a second reference to the same live object.
@@ -65,6 +73,9 @@ impl Drop for Memo {
         unsafe {
             for &(key, _) in &self.inline[..self.len] {
                 ffi::Py_DECREF(key as *mut ffi::PyObject);
+            }
+            if self.spill.is_empty() {
+                return;
             }
             for &key in self.spill.keys() {
                 ffi::Py_DECREF(key as *mut ffi::PyObject);

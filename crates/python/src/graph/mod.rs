@@ -77,10 +77,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+#[inline(always)]
 fn key_bytes(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<u8>>> {
-    let Some(key) = key.filter(|k| !k.is_none()) else {
-        return Ok(None);
-    };
+    match key.filter(|k| !k.is_none()) {
+        None => Ok(None),
+        Some(key) => given_key_bytes(key).map(Some),
+    }
+}
+
+#[inline(never)]
+fn given_key_bytes(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     let bytes = if let Ok(b) = key.cast::<PyBytes>() {
         b.as_bytes().to_vec()
     } else if let (false, Ok(buffer)) = (
@@ -97,7 +103,7 @@ fn key_bytes(key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<u8>>> {
     if bytes.is_empty() {
         return Err(PyValueError::new_err("hmac_key must not be empty"));
     }
-    Ok(Some(bytes))
+    Ok(bytes)
 }
 
 fastcall::fast_function! {
@@ -149,13 +155,12 @@ fn dumps<'py>(
     if deterministic {
         // Second pass: share only what the first pass met twice, never what merely has
         // outside references, so equal graphs give equal bytes in any process.
-        let (w, _, shared) = enc.into_output();
+        let (w, _, shared) = enc.take_output();
         enc = Encoder::new(py, cfg, deterministic, Writer::reusing(w.into_buffer()));
         enc.only_shared = Some(shared);
         enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     }
-    // Taken apart, not `mem::take`n: a default Writer would allocate.
-    let (writer, chunks, _) = enc.into_output();
+    let (writer, chunks, _) = enc.take_output();
     if !chunks.is_empty() {
         return assemble(py, writer, &chunks, key.as_deref());
     }
