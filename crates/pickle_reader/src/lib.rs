@@ -15,7 +15,8 @@ pub mod text;
 pub use bytewright_graph::{ErrorKind, Limits, ReadError};
 pub use globals::{Builtin, ClassKind, Global};
 pub use machine::{
-    check, check_in, check_in_carrying, offsets, self_check, Build, Call, Carried, Instr, Machine,
-    NoExtras, Program, Python2Str, Recording, Resolve, ResolveFailed, Scratch, Sink, Span, Step,
+    check, check_in, check_in_carrying, offsets, self_check, self_check_with, Build, Call, Carried,
+    Instr, Machine, NoExtras, Program, Python2Str, Recording, Resolve, ResolveFailed, Scratch,
+    Sink, Span, Step,
 };
 pub use ops::{extent, Decoder, Extent, Op};

@@ -402,11 +402,19 @@ impl Item {
     /// Nesting depth (0 for atoms).
     #[inline(always)]
     fn depth(&self) -> u32 {
-        if self.kind == Kind::Str {
+        if matches!(self.kind, Kind::Str) {
             0
         } else {
             self.depth
         }
+    }
+
+    /// True for an item that is certainly a value: neither a global nor a tuple holding
+    /// globals (stricter than [`Self::is_value`], and one comparison: for the fast loop,
+    /// which leaves the other items to the general one).
+    #[inline(always)]
+    fn surely_value(&self) -> bool {
+        !matches!(self.kind, Kind::Global(_) | Kind::Tuple(true))
     }
 
     /// False for what may only be called or be call arguments (globals, tuples of them).
@@ -1605,7 +1613,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         }
         let (mut values, mut depth) = (true, 0);
         for item in &self.stack[start..] {
-            values &= item.is_value();
+            values &= item.surely_value();
             depth = depth.max(item.depth());
         }
         let target = self.stack[start - 1];
@@ -1629,6 +1637,109 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         self.stack.truncate(start);
         self.stack[start - 1].depth = depth;
         Some(instr)
+    }
+
+    /// `NEWOBJ` of a registered class with an empty argument tuple and `object.__new__`:
+    /// the class and the instance item (within the limits), as `newobj` checks it; `None`
+    /// for any other case (the general loop decides).
+    #[inline(always)]
+    fn fast_blank(&self) -> Option<(u32, Item)> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        let n = self.stack.len();
+        if n < floor + 2 {
+            return None;
+        }
+        let (cls, args) = (self.stack[n - 2], self.stack[n - 1]);
+        let Kind::Global(Global::Class(c, ClassKind::Object)) = cls.kind else {
+            return None;
+        };
+        if args.kind != Kind::Tuple(false)
+            || self.arena.get(args.aux as usize).is_none_or(|h| h.aux != 0)
+            || !self.resolver.plain_new(c)
+        {
+            return None;
+        }
+        let item = Item::of(Kind::Instance(c));
+        self.room_for(item).then_some((c, item))
+    }
+
+    /// `BUILD` of a registered class's instance without `__setstate__` from a dict or
+    /// tuple: the class, as `build` decides it; `None` for any other case.
+    #[inline(always)]
+    fn fast_build(&self) -> Option<u32> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        let n = self.stack.len();
+        if n < floor + 2 {
+            return None;
+        }
+        let (target, state) = (self.stack[n - 2], self.stack[n - 1]);
+        let Kind::Instance(c) = target.kind else {
+            return None;
+        };
+        (matches!(state.kind, Kind::Dict | Kind::Tuple(false)) && !self.resolver.has_setstate(c))
+            .then_some(c)
+    }
+
+    /// `PROTO` and `FRAME` (once per pickle), and `EMPTY_TUPLE`, `NEWOBJ` and `BUILD` (the
+    /// opcodes of a registered class's instance) for the fast loop, out of line so that
+    /// the loop over atoms stays as small as it was: `Some((len, go))` once done (`len`:
+    /// the opcode's size; `go`: the sink still builds at once), `None` (nothing changed)
+    /// when the general loop decides.
+    #[inline(never)]
+    fn fast_object(&mut self, code: u8, at: usize) -> Res<Option<(usize, bool)>> {
+        let data = self.data;
+        let go = match code {
+            PROTO => {
+                // As the general loop reads it (a protocol past 5 is its error).
+                let Some(&p) = data.get(at + 1).filter(|p| **p <= 5) else {
+                    return Ok(None);
+                };
+                self.prog.protocol = p;
+                return Ok(Some((2, true)));
+            }
+            FRAME => {
+                // Only checked, as the decoder checks it (its errors are the general loop's).
+                let Some(n) = data.get(at + 1..at + 9) else {
+                    return Ok(None);
+                };
+                let n = u64::from_le_bytes([n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]]);
+                if n > i64::MAX as u64 || n > (data.len() - (at + 9)) as u64 {
+                    return Ok(None);
+                }
+                return Ok(Some((9, true)));
+            }
+            EMPTY_TUPLE => {
+                // As `make_tuple` makes it: a header of length 0 in the arena.
+                let item = Item::with_depth(Kind::Tuple(false), self.arena.len() as u32, 1);
+                if !self.room_for(item) {
+                    return Ok(None);
+                }
+                self.arena.push(Item::with_depth(Kind::None, 0, 0));
+                self.fast_push(item, Instr::Tuple(0), at)?
+            }
+            NEWOBJ => {
+                // `cls.__new__(cls)` of a registered class whose `__new__` is
+                // `object.__new__`: a blank instance, as `newobj` makes it.
+                let Some((c, item)) = self.fast_blank() else {
+                    return Ok(None);
+                };
+                self.stack.truncate(self.stack.len() - 2);
+                self.fast_push(item, Instr::Call(Call::Blank(c)), at)?
+            }
+            BUILD => {
+                // A dict or tuple state for the fields of a registered class without
+                // `__setstate__`, as `build` applies it.
+                let Some(c) = self.fast_build() else {
+                    return Ok(None);
+                };
+                let state = self.stack.pop().expect("checked by fast_build");
+                let top = self.stack.last_mut().expect("checked by fast_build");
+                top.depth = top.depth().max(state.depth() + 1);
+                self.hand(Instr::Build(Build::Fields(c)), at)?
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some((1, go)))
     }
 
     /// The opcodes most pickles of plain values are made of, each checked and handed to
@@ -1798,6 +1909,15 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     };
                     pos = at + 1;
                     if !self.hand(instr, at)? {
+                        break;
+                    }
+                }
+                PROTO | FRAME | EMPTY_TUPLE | NEWOBJ | BUILD => {
+                    let Some((len, go)) = self.fast_object(code, at)? else {
+                        break;
+                    };
+                    pos = at + len;
+                    if !go {
                         break;
                     }
                 }
@@ -2368,17 +2488,29 @@ pub fn check<R: Resolve>(data: &[u8], limits: Limits, resolver: R) -> Result<Pro
 
 /// Performs everything it is handed, in order (so the machine takes its fast loop).
 #[derive(Default)]
-struct TakesAll(Vec<Instr>);
+struct TakesAll<R>(R, Vec<Instr>);
 
-impl Resolve for TakesAll {
-    fn resolve(&mut self, _: &str, _: &str) -> Result<Option<Global>, ResolveFailed> {
-        Ok(None)
+impl<R: Resolve> Resolve for TakesAll<R> {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed> {
+        self.0.resolve(module, name)
+    }
+
+    fn has_setstate(&self, class: u32) -> bool {
+        self.0.has_setstate(class)
+    }
+
+    fn plain_new(&self, class: u32) -> bool {
+        self.0.plain_new(class)
+    }
+
+    fn python2_str(&self) -> Python2Str {
+        self.0.python2_str()
     }
 }
 
-impl Sink for TakesAll {
+impl<R> Sink for TakesAll<R> {
     fn step(&mut self, instr: Instr, _: &[u8]) -> Step {
-        self.0.push(instr);
+        self.1.push(instr);
         Step::Done
     }
 }
@@ -2387,12 +2519,22 @@ impl Sink for TakesAll {
 /// against its general loop (all a recording sink ever sees) on `data`. `Err` says how
 /// they differ: they must hand over the same instructions, or fail with the same error.
 pub fn self_check(data: &[u8], limits: Limits) -> Result<(), String> {
-    let recorded = check(data, limits, NoExtras).map(|p| p.instrs);
-    let mut sink = TakesAll::default();
+    self_check_with(data, limits, || NoExtras)
+}
+
+/// [`self_check`] with the names `resolver()` resolves (registered classes take fast
+/// paths of their own).
+pub fn self_check_with<R: Resolve>(
+    data: &[u8],
+    limits: Limits,
+    resolver: impl Fn() -> R,
+) -> Result<(), String> {
+    let recorded = check(data, limits, resolver()).map(|p| p.instrs);
+    let mut sink = TakesAll(resolver(), Vec::new());
     let built = check_in(data, limits, &mut sink, &mut Scratch::default());
     let built = match built {
         Ok(p) if !p.instrs.is_empty() => return Err("the fast loop deferred something".into()),
-        Ok(_) => Ok(sink.0),
+        Ok(_) => Ok(sink.1),
         Err(e) => Err(e),
     };
     // The general loop checks text itself once building waits; the fast loop leaves it to

@@ -2,8 +2,8 @@
 //! that no input makes it panic.
 
 use bytewright_pickle_reader::{
-    check, check_in, self_check, Build, Builtin, Call, ClassKind, ErrorKind, Global, Instr, Limits,
-    NoExtras, Python2Str, Resolve, ResolveFailed, Scratch, Sink, Span, Step,
+    check, check_in, self_check, self_check_with, Build, Builtin, Call, ClassKind, ErrorKind,
+    Global, Instr, Limits, NoExtras, Python2Str, Resolve, ResolveFailed, Scratch, Sink, Span, Step,
 };
 
 fn ok(data: &[u8]) -> Vec<Instr> {
@@ -470,4 +470,64 @@ fn the_fast_loop_agrees_with_the_general_one() {
         }
     }
     assert!(check(records, Limits::default(), NoExtras).is_ok());
+}
+
+/// `User` with `object.__new__` (its instances take the fast loop) and `Hooked` with
+/// `__setstate__` (whose take the general one).
+struct FastUser;
+
+impl Resolve for FastUser {
+    fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, ResolveFailed> {
+        User.resolve(module, name)
+    }
+
+    fn has_setstate(&self, class: u32) -> bool {
+        User.has_setstate(class)
+    }
+
+    fn plain_new(&self, class: u32) -> bool {
+        class == 0
+    }
+}
+
+#[test]
+fn the_fast_loop_agrees_with_the_general_one_on_registered_instances() {
+    // Instances of a registered class as protocol 4 writes them (EMPTY_TUPLE, NEWOBJ,
+    // BUILD with a dict or a (dict, slots) tuple), then one whose class has __setstate__.
+    let data = b"\x80\x04\x95`\x00\x00\x00\x00\x00\x00\x00]\x94(\x8c\x03app\x94\x8c\x04User\x94\x93\x94)\x81\x94}\x94(\x8c\x01a\x94K\x01\x8c\x01b\x94]\x94(K\x02K\x03eubh\x03)\x81\x94}\x94(h\x06K\x04h\x07Nubh\x03)\x81\x94N}\x94\x86b\x8c\x03app\x94\x8c\x06Hooked\x94\x93\x94)\x81\x94K\x01be.";
+    let instrs = check(data, Limits::default(), FastUser)
+        .expect("accepted")
+        .instrs;
+    assert_eq!(
+        instrs
+            .iter()
+            .filter(|i| **i == Instr::Build(Build::Fields(0)))
+            .count(),
+        3
+    );
+    assert!(instrs.contains(&Instr::Build(Build::Generic)));
+    let tight = Limits {
+        max_depth: 2,
+        max_items: 20,
+        max_container_len: 3,
+        ..Limits::default()
+    };
+    let same = |data: &[u8], limits: Limits| {
+        if let Err(diff) = self_check_with(data, limits, || FastUser) {
+            panic!("{data:?}: {diff}");
+        }
+    };
+    for limits in [Limits::default(), tight] {
+        same(data, limits);
+        for end in 0..data.len() {
+            same(&data[..end], limits);
+        }
+        for i in 0..data.len() {
+            for flip in [1u8, 2, 0x10, 0x80, 0xff] {
+                let mut m = data.to_vec();
+                m[i] ^= flip;
+                same(&m, limits);
+            }
+        }
+    }
 }

@@ -354,7 +354,7 @@ impl Loader<'_> {
             Instr::Call(Call::Blank(c))
                 if self.res.found.get(c as usize).is_some_and(|f| f.quiet) =>
             {
-                self.exec(instr, data)
+                self.blank_now(c)
             }
             Instr::Call(_)
             | Instr::Build(_)
@@ -601,6 +601,21 @@ impl<'py> Loader<'py> {
         }
         // SAFETY: a new reference.
         Ok(unsafe { Bound::from_owned_ptr(self.py, p) })
+    }
+
+    /// `Call::Blank(c)` on the value stack (the class and its empty argument tuple, replaced
+    /// by a blank instance), as `exec` performs it.
+    fn blank_now(&mut self, c: u32) -> PyResult<()> {
+        let (Some(found), Some(at)) = (
+            self.res.found.get(c as usize),
+            self.stack.len().checked_sub(2),
+        ) else {
+            return Err(self.internal("unknown class index"));
+        };
+        let obj = self.blank(&found.cls)?;
+        self.drop_from(at);
+        self.stack.push(obj.into_ptr());
+        Ok(())
     }
 
     /// `bytes(n)` and `bytearray(n)` allocate `n` bytes: no more than `max_bytes_len`.

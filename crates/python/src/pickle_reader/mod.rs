@@ -26,7 +26,7 @@ use crate::graph::config;
 use crate::graph::errors::read_error;
 use crate::graph::{input_bytes, limits_from};
 use loader::Loader;
-use resolver::Resolver;
+use resolver::{Codec, Resolver};
 
 /// The Python helpers of the slow paths, from `bytewright.pickle._pickle_reader`.
 pub(crate) struct Helpers {
@@ -178,8 +178,9 @@ fn loads_pickle<'py>(
 /// How Python 2 str is read, from pickle's `encoding=` and `errors=` (`None`: ASCII,
 /// strict). Only codecs and error handlers Python ships are accepted (see
 /// `_pickle_reader._python2_codec`).
-type Python2 = Option<(core::Python2Str, std::ffi::CString, std::ffi::CString)>;
+type Python2 = Option<Box<Codec>>;
 
+#[inline(always)]
 fn python2_codec<'py>(
     py: Python<'py>,
     helpers: &Helpers,
@@ -189,6 +190,16 @@ fn python2_codec<'py>(
     if encoding.is_none_or(|e| e.is_none()) && errors.is_none_or(|e| e.is_none()) {
         return Ok(None);
     }
+    python2_codec_given(py, helpers, encoding, errors)
+}
+
+#[inline(never)]
+fn python2_codec_given<'py>(
+    py: Python<'py>,
+    helpers: &Helpers,
+    encoding: Option<&Bound<'py, PyAny>>,
+    errors: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Python2> {
     let given =
         |a: Option<&Bound<'py, PyAny>>| a.map_or_else(|| py.None().into_bound(py), |a| a.clone());
     let (encoding, errors) = (given(encoding), given(errors));
@@ -205,7 +216,11 @@ fn python2_codec<'py>(
     let c = |s: String| {
         std::ffi::CString::new(s).map_err(|_| PyTypeError::new_err("embedded NUL in a codec name"))
     };
-    Ok(Some((mode, c(name)?, c(handler)?)))
+    Ok(Some(Box::new(Codec {
+        mode,
+        name: c(name)?,
+        errors: c(handler)?,
+    })))
 }
 
 /// `loads_pickle` that also returns where the pickle ended (just after `STOP`), so a
@@ -341,10 +356,7 @@ fn read_pickle_carrying<'py>(
     let input = input_bytes(data, &mut copy, "loads_pickle")?;
     let mut bufs = BUFFERS.with(|s| s.take()).unwrap_or_default();
     let mut res = Resolver::new(py, cfg, classes, allow);
-    if let Some((mode, name, errors)) = python2 {
-        res.python2 = mode;
-        res.codec = Some((name, errors));
-    }
+    res.codec = python2;
     let mut loader = Loader {
         py,
         cfg,

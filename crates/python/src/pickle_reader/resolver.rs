@@ -61,10 +61,16 @@ pub(super) struct Resolver<'py> {
     pub(super) extras: Vec<Bound<'py, PyAny>>,
     pub(super) extra_names: Vec<String>,
     pub(super) error: Option<PyErr>,
-    /// How Python 2 str is read, and for `Decode` the codec's name and error handler
-    /// (both checked by `_pickle_reader._python2_codec` to be ones Python ships).
-    pub(super) python2: Python2Str,
-    pub(super) codec: Option<(CString, CString)>,
+    /// How Python 2 str is read when not pickle's default (ASCII, strict).
+    pub(super) codec: Option<Box<Codec>>,
+}
+
+/// How Python 2 str is read, and for `Decode` the codec's name and error handler (both
+/// checked by `_pickle_reader._python2_codec` to be ones Python ships).
+pub(super) struct Codec {
+    pub(super) mode: Python2Str,
+    pub(super) name: CString,
+    pub(super) errors: CString,
 }
 
 impl<'py> Resolver<'py> {
@@ -83,7 +89,6 @@ impl<'py> Resolver<'py> {
             extras: Vec::new(),
             extra_names: Vec::new(),
             error: None,
-            python2: Python2Str::Ascii,
             codec: None,
         }
     }
@@ -91,7 +96,7 @@ impl<'py> Resolver<'py> {
     /// Python 2 str bytes decoded with the `encoding=` codec: a new str, or NULL with the
     /// codec's exception set.
     pub(super) fn decode(&self, bytes: &[u8]) -> *mut ffi::PyObject {
-        let Some((name, errors)) = &self.codec else {
+        let Some(Codec { name, errors, .. }) = self.codec.as_deref() else {
             // SAFETY: a live slice; ASCII needs no codec lookup.
             return unsafe {
                 ffi::PyUnicode_DecodeASCII(
@@ -190,7 +195,7 @@ impl core::Resolve for Resolver<'_> {
     }
 
     fn python2_str(&self) -> Python2Str {
-        self.python2
+        self.codec.as_ref().map_or(Python2Str::Ascii, |c| c.mode)
     }
 
     fn decodes(&mut self, bytes: &[u8]) -> bool {
