@@ -360,28 +360,36 @@ mod big {
         .unwrap_or(false)
     }
 
-    /// `len` fresh bytes (a multiple of the huge page) on a huge-page boundary.
-    fn map(len: usize) -> *mut u8 {
-        let Some(over) = len.checked_add(HUGE_PAGE) else {
-            return std::ptr::null_mut();
-        };
+    /// A new private anonymous mapping with `prot`, one huge page longer than `len`:
+    /// (where it starts, its length, the first huge-page boundary in it).
+    fn reserve(len: usize, prot: c_int) -> Option<(usize, usize, usize)> {
+        let over = len.checked_add(HUGE_PAGE)?;
         // SAFETY: an anonymous private mapping touches no existing memory.
         let p = unsafe {
             mmap(
                 std::ptr::null_mut(),
                 over,
-                PROT_READ | PROT_WRITE,
+                prot,
                 MAP_PRIVATE | MAP_ANONYMOUS,
                 -1,
                 0,
             )
         };
         if p as isize == -1 {
-            return std::ptr::null_mut();
+            return None;
         }
         let base = p as usize;
-        let start = base.next_multiple_of(HUGE_PAGE);
-        // SAFETY: both trimmed ranges are parts of the mapping just made, outside the block.
+        Some((base, over, base.next_multiple_of(HUGE_PAGE)))
+    }
+
+    /// Unmaps the parts of the reservation `base..base + over` outside the block
+    /// `start..start + len`, and advises the block.
+    ///
+    /// # Safety
+    /// The reservation was made by [`reserve`] for `len` bytes, `start` is its boundary,
+    /// and nothing lives in it outside the block.
+    unsafe fn trim(base: usize, over: usize, start: usize, len: usize) -> *mut u8 {
+        // SAFETY: both ranges are parts of the reservation, outside the block (caller).
         unsafe {
             if start > base {
                 munmap(base as *mut c_void, start - base);
@@ -393,6 +401,15 @@ mod big {
         }
         advise(start as *mut u8, len);
         start as *mut u8
+    }
+
+    /// `len` fresh bytes (a multiple of the huge page) on a huge-page boundary.
+    fn map(len: usize) -> *mut u8 {
+        match reserve(len, PROT_READ | PROT_WRITE) {
+            // SAFETY: a reservation just made for `len` bytes, with nothing in it yet.
+            Some((base, over, start)) => unsafe { trim(base, over, start, len) },
+            None => std::ptr::null_mut(),
+        }
     }
 
     /// Returns the pages of a block no longer in use to the cache or the kernel.
@@ -483,23 +500,7 @@ mod big {
     /// # Safety
     /// `ptr..ptr + have` is a live block of this module.
     unsafe fn relocate(ptr: *mut u8, have: usize, want: usize) -> Option<*mut u8> {
-        let over = want.checked_add(HUGE_PAGE)?;
-        // SAFETY: a fresh inaccessible reservation touches no existing memory.
-        let base = unsafe {
-            mmap(
-                std::ptr::null_mut(),
-                over,
-                PROT_NONE,
-                MAP_PRIVATE | MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base as isize == -1 {
-            return None;
-        }
-        let base = base as usize;
-        let target = base.next_multiple_of(HUGE_PAGE);
+        let (base, over, target) = reserve(want, PROT_NONE)?;
         // SAFETY: MREMAP_FIXED replaces only `target..target + want`, which lies inside the
         // reservation just made; the block's pages move there whole.
         let moved = unsafe {
@@ -511,22 +512,12 @@ mod big {
                 target as *mut c_void,
             )
         };
-        // SAFETY: the parts of the reservation outside the target are ours and unused (the
-        // whole reservation when the move failed).
-        unsafe {
-            if moved as usize != target {
-                munmap(base as *mut c_void, over);
-                return None;
-            }
-            if target > base {
-                munmap(base as *mut c_void, target - base);
-            }
-            let tail = base + over - (target + want);
-            if tail > 0 {
-                munmap((target + want) as *mut c_void, tail);
-            }
+        if moved as usize != target {
+            // SAFETY: the move failed, so the whole reservation is ours and unused.
+            unsafe { munmap(base as *mut c_void, over) };
+            return None;
         }
-        advise(target as *mut u8, want);
-        Some(target as *mut u8)
+        // SAFETY: the block now fills `target..target + want`; the rest is reservation.
+        Some(unsafe { trim(base, over, target, want) })
     }
 }
