@@ -131,6 +131,7 @@ class Codec(Generic[_T]):
         offset: int = 0,
         threads: int | None = None,
         enum_names: bool = False,
+        verify_checksums: bool = True,
     ) -> Table: ...
     def iter_tables(
         self,

@@ -491,10 +491,12 @@ class Struct(metaclass=StructMeta):
         offset: int = 0,
         threads: int | None = None,
         enum_names: bool = False,
+        verify_checksums: bool = True,
     ) -> Table:
         """Decodes back-to-back messages into a ``bw.Table``, one column per field, with no
         Python object per record (see docs/columns.md). ``enum_names=True`` makes enum fields
-        dictionary columns of member names.
+        dictionary columns of member names; ``verify_checksums=False`` keeps checksum fields
+        as stored without checking them (``unpack`` always checks them).
 
         >>> import bytewright as bw
         >>> class Word(bw.Struct, byteorder="big"):
@@ -504,7 +506,12 @@ class Struct(metaclass=StructMeta):
         (3, [1, 2, 3])
         """
         return cls.__bw__.codec.unpack_table(
-            data, count=count, offset=offset, threads=threads, enum_names=enum_names
+            data,
+            count=count,
+            offset=offset,
+            threads=threads,
+            enum_names=enum_names,
+            verify_checksums=verify_checksums,
         )
 
     @classmethod

@@ -124,3 +124,30 @@ def test_threads_give_the_same_table() -> None:
     one = pcap.read_table(cap, threads=1)
     two = pcap.read_table(cap, threads=2)
     assert pa.table(one).equals(pa.table(two))
+
+
+def test_wrong_checksums_keep_the_packet_decoded_as_read_does() -> None:
+    frame = bytearray(
+        ethernet.Ethernet(
+            dst="ff:ff:ff:ff:ff:ff",
+            src="02:00:00:00:00:01",
+            type=ethernet.EtherType.IPV4,
+            payload=ip.IPv4(
+                src="10.0.0.1",
+                dst="10.0.0.2",
+                protocol=17,
+                payload=ip.UDP(src_port=53, dst_port=5353, payload=b"x"),
+            ),
+        ).pack()
+    )
+    good = bytes(frame)
+    frame[24:26] = b"\xbe\xef"  # the IPv4 header checksum (offloaded, or corrupt)
+    cap = pcap.write([(1, 0, good), (2, 0, bytes(frame))])
+    rows = pcap.read_table(cap).to_pylist()
+    packets = pcap.read(cap).packets
+    assert [r["frame"]["variant"] for r in rows] == ["Ethernet", "Ethernet"]
+    heads = [r["frame"]["Ethernet"]["payload"]["IPv4"] for r in rows]
+    assert [h["checksum"] for h in heads] == [p.frame.payload.checksum for p in packets]
+    assert heads[1]["checksum"] == 0xBEEF
+    assert packets[1].checksums["ipv4"] is False
+    assert [h["payload"]["UDP"]["dst_port"] for h in heads] == [5353, 5353]

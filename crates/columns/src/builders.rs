@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use arrow_array::{make_array, ArrayRef};
 use arrow_buffer::{
-    BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, NullBufferBuilder,
+    bit_util, BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer,
+    NullBufferBuilder,
 };
 use arrow_data::{ArrayData, ArrayDataBuilder};
 use arrow_schema::DataType;
@@ -102,6 +103,27 @@ impl Offsets {
         matches!(self, Offsets::Large(_))
     }
 
+    /// The offsets of `len` rows where value `k` is row `rows[k]` (increasing) and the
+    /// other rows are empty.
+    fn spread(&self, rows: &[usize], len: usize) -> Offsets {
+        fn go<O: Copy>(v: &[O], rows: &[usize], len: usize) -> Vec<O> {
+            let mut out = Vec::with_capacity(len + 1);
+            let mut last = v[0];
+            out.push(last);
+            for (k, &r) in rows.iter().enumerate() {
+                out.resize(r + 1, last);
+                last = v[k + 1];
+                out.push(last);
+            }
+            out.resize(len + 1, last);
+            out
+        }
+        match self {
+            Offsets::Small(v) => Offsets::Small(go(v, rows, len)),
+            Offsets::Large(v) => Offsets::Large(go(v, rows, len)),
+        }
+    }
+
     /// Switches to 64-bit offsets.
     #[cold]
     fn widen(&mut self) -> &mut Vec<i64> {
@@ -134,6 +156,10 @@ pub struct Col {
     pub buf: Buf,
     pub valid: NullBufferBuilder,
     pub len: usize,
+    /// A sparse node's rows (see [`crate::layout::LNode::sparse`]): for each value, the row
+    /// of the parent it belongs to (increasing). Empty for the other nodes, whose value `k`
+    /// belongs to row `k` of their parent.
+    pub sel: Vec<usize>,
 }
 
 impl Col {
@@ -170,6 +196,7 @@ impl Col {
             buf,
             valid: NullBufferBuilder::new(cap),
             len: 0,
+            sel: Vec::new(),
         }
     }
 
@@ -248,6 +275,63 @@ pub struct Cols {
     zeros: Buffer,
 }
 
+/// Where a node's values go in its array: value `k` is row `rows[k]` (increasing) of `len`
+/// rows, and `present` marks those rows; the other rows are null.
+struct Placement {
+    rows: Vec<usize>,
+    len: usize,
+    present: NullBuffer,
+}
+
+impl Placement {
+    fn new(rows: Vec<usize>, len: usize) -> Placement {
+        let mut bits = MutableBuffer::from_len_zeroed(len.div_ceil(8));
+        for &r in &rows {
+            bit_util::set_bit(bits.as_slice_mut(), r);
+        }
+        let present = NullBuffer::new(BooleanBuffer::new(bits.into(), 0, len));
+        Placement { rows, len, present }
+    }
+
+    /// The validity of the placed rows: `present`, less the values that are null.
+    fn nulls(&self, dense: Option<NullBuffer>) -> NullBuffer {
+        let Some(dense) = dense else {
+            return self.present.clone();
+        };
+        let mut bits = MutableBuffer::from_len_zeroed(self.len.div_ceil(8));
+        for (k, &r) in self.rows.iter().enumerate() {
+            if dense.is_valid(k) {
+                bit_util::set_bit(bits.as_slice_mut(), r);
+            }
+        }
+        NullBuffer::new(BooleanBuffer::new(bits.into(), 0, self.len))
+    }
+
+    /// The values placed in their rows, zeros elsewhere.
+    fn scatter<T: Copy + Default>(&self, v: Vec<T>) -> Vec<T> {
+        let mut out = vec![T::default(); self.len];
+        for (&r, x) in self.rows.iter().zip(v) {
+            out[r] = x;
+        }
+        out
+    }
+
+    /// Values of `size` bytes placed in their rows, zeros elsewhere.
+    fn scatter_bytes(&self, v: &[u8], size: usize) -> Vec<u8> {
+        let mut out = vec![0u8; self.len * size];
+        for (r, x) in self.rows.iter().zip(v.chunks_exact(size.max(1))) {
+            out[r * size..(r + 1) * size].copy_from_slice(x);
+        }
+        out
+    }
+
+    /// The items of a fixed-size list of `k` placed with their lists.
+    fn items(&self, k: usize) -> Placement {
+        let rows = self.rows.iter().flat_map(|&r| r * k..(r + 1) * k).collect();
+        Placement::new(rows, self.len * k)
+    }
+}
+
 impl Cols {
     /// Columns for about `cap` rows. Only the columns every row fills get that room up
     /// front: a nullable column (a union's variant, a conditional field) may never get a
@@ -265,41 +349,29 @@ impl Cols {
         }
     }
 
-    /// Appends a null row to `id`. What a struct, union or fixed-size list holds gets its
-    /// null rows later, in bulk, from [`Cols::catch_up`] and [`Cols::pad`]: a row touches
-    /// the columns of the variants it holds, not those of every variant of every union (a
-    /// pcap's frame has hundreds).
-    pub fn push_null(&mut self, id: NodeId) {
+    /// Appends a null row to `id`, and to what it holds that has a value in every row of
+    /// it (a struct's fields, a union's variant column, a fixed-size list's items); sparse
+    /// children need nothing (see [`crate::layout::LNode::sparse`]).
+    pub fn push_null(&mut self, layout: &Layout, id: NodeId) {
         self.cols[id as usize].push_null();
-    }
-
-    /// Pads the children of `id` with null rows up to the rows `id` holds (`k` items per
-    /// row for a fixed-size list of `k`). Called when `id` gets a row's value (before its
-    /// children are filled); a child's own children are padded the same way when their turn
-    /// comes, and [`Cols::finish`] pads what is left.
-    #[inline]
-    pub fn catch_up(&mut self, layout: &Layout, id: NodeId) {
         let node = layout.node(id);
-        let per = match &node.shape {
-            Shape::Struct { .. } | Shape::Union { .. } => 1,
-            Shape::List { fixed: Some(k), .. } => *k,
-            _ => return,
-        };
-        let want = self.cols[id as usize].len * per;
-        for &c in &node.children {
-            let col = &mut self.cols[c as usize];
-            if col.len < want {
-                col.push_nulls(want - col.len);
+        match node.shape {
+            Shape::Struct { .. } | Shape::Union { .. } => {
+                for &c in &node.children {
+                    if !layout.node(c).sparse {
+                        self.push_null(layout, c);
+                    }
+                }
             }
-        }
-    }
-
-    /// Pads column `id` with null rows up to `rows` rows.
-    #[inline]
-    pub fn pad(&mut self, id: NodeId, rows: usize) {
-        let col = &mut self.cols[id as usize];
-        if col.len < rows {
-            col.push_nulls(rows - col.len);
+            Shape::List {
+                item,
+                fixed: Some(k),
+            } => {
+                for _ in 0..k {
+                    self.push_null(layout, item);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -310,6 +382,11 @@ impl Cols {
 
     /// The finished Arrow array of node `id` with `rows` rows, nulls past the rows it got
     /// (consumes the buffers of it and its children).
+    ///
+    /// A node holds one value per row of its parent, except sparse nodes (a union's
+    /// variants, conditional structs), which hold values only for the rows that reach them
+    /// and record which: their arrays place each value in its row here, nulls elsewhere, so
+    /// a row costs nothing in the columns it does not reach.
     pub fn finish(
         &mut self,
         layout: &Layout,
@@ -317,7 +394,35 @@ impl Cols {
         large: &[bool],
         rows: usize,
     ) -> Result<ArrayRef, arrow_schema::ArrowError> {
-        Ok(make_array(self.finish_data(layout, id, large, rows)?))
+        Ok(make_array(
+            self.finish_child(layout, id, large, rows, None)?,
+        ))
+    }
+
+    /// The array of `id`, a child of a node whose values are placed by `parent` (`None`:
+    /// value `k` in row `k`), with `rows` rows.
+    fn finish_child(
+        &mut self,
+        layout: &Layout,
+        id: NodeId,
+        large: &[bool],
+        rows: usize,
+        parent: Option<&Placement>,
+    ) -> Result<ArrayData, arrow_schema::ArrowError> {
+        if !layout.node(id).sparse {
+            return self.finish_data(layout, id, large, rows, parent);
+        }
+        let sel = std::mem::take(&mut self.cols[id as usize].sel);
+        let at = match parent {
+            None => sel,
+            Some(p) => sel.iter().map(|&i| p.rows[i]).collect(),
+        };
+        if at.len() == rows {
+            // Every row (the rows are distinct and increasing): value `k` is row `k`.
+            return self.finish_data(layout, id, large, rows, None);
+        }
+        let place = Placement::new(at, rows);
+        self.finish_data(layout, id, large, rows, Some(&place))
     }
 
     fn finish_data(
@@ -326,6 +431,7 @@ impl Cols {
         id: NodeId,
         large: &[bool],
         rows: usize,
+        place: Option<&Placement>,
     ) -> Result<ArrayData, arrow_schema::ArrowError> {
         if self.cols[id as usize].len == 0 && rows > 0 {
             return self.null_data(layout, id, large, rows);
@@ -333,27 +439,67 @@ impl Cols {
         let node = layout.node(id);
         let dt = layout.data_type(id, large);
         let col = &mut self.cols[id as usize];
-        if col.len < rows {
+        if let Some(p) = place {
+            if p.rows.len() != col.len {
+                return Err(arrow_schema::ArrowError::InvalidArgumentError(format!(
+                    "column {id} holds {} values for {} rows (a bug, please report it)",
+                    col.len,
+                    p.rows.len()
+                )));
+            }
+        } else if col.len < rows {
             col.push_nulls(rows - col.len);
         }
-        let len = col.len;
-        let nulls = col.valid.finish();
+        let len = place.map_or(col.len, |p| p.len);
+        let nulls = match place {
+            None => col.valid.finish(),
+            Some(p) => Some(p.nulls(col.valid.finish())),
+        };
         let buf = std::mem::replace(&mut col.buf, Buf::Rows);
         let b = ArrayData::builder(dt.clone()).len(len).nulls(nulls);
+        macro_rules! prim {
+            ($v:expr) => {
+                b.add_buffer(Buffer::from_vec(match place {
+                    None => $v,
+                    Some(p) => p.scatter($v),
+                }))
+            };
+        }
         let b = match buf {
-            Buf::I8(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::I16(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::I32(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::I64(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::U8(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::U16(v) | Buf::F16(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::U32(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::U64(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::F32(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::F64(v) => b.add_buffer(Buffer::from_vec(v)),
-            Buf::Bool(mut bits) => b.add_buffer(bits.finish().into_inner()),
-            Buf::Fixed { data, .. } => b.add_buffer(Buffer::from_vec(data)),
+            Buf::I8(v) => prim!(v),
+            Buf::I16(v) => prim!(v),
+            Buf::I32(v) => prim!(v),
+            Buf::I64(v) => prim!(v),
+            Buf::U8(v) => prim!(v),
+            Buf::U16(v) | Buf::F16(v) => prim!(v),
+            Buf::U32(v) => prim!(v),
+            Buf::U64(v) => prim!(v),
+            Buf::F32(v) => prim!(v),
+            Buf::F64(v) => prim!(v),
+            Buf::Bool(mut bits) => {
+                let bits = bits.finish();
+                match place {
+                    None => b.add_buffer(bits.into_inner()),
+                    Some(p) => {
+                        let mut out = MutableBuffer::from_len_zeroed(p.len.div_ceil(8));
+                        for (k, &r) in p.rows.iter().enumerate() {
+                            if bits.value(k) {
+                                bit_util::set_bit(out.as_slice_mut(), r);
+                            }
+                        }
+                        b.add_buffer(out.into())
+                    }
+                }
+            }
+            Buf::Fixed { data, size } => b.add_buffer(Buffer::from_vec(match place {
+                None => data,
+                Some(p) => p.scatter_bytes(&data, size),
+            })),
             Buf::Var { offsets, data } => {
+                let offsets = match place {
+                    None => offsets,
+                    Some(p) => offsets.spread(&p.rows, p.len),
+                };
                 if matches!(node.shape, Shape::Text) && !utf8_values(&offsets, &data) {
                     // Never expected (text arrives validated): let Arrow say what is wrong.
                     return b
@@ -365,28 +511,35 @@ impl Cols {
                     .add_buffer(Buffer::from_vec(data))
             }
             Buf::List { offsets } => {
+                let offsets = match place {
+                    None => offsets,
+                    Some(p) => offsets.spread(&p.rows, p.len),
+                };
+                // The items are placed by the offsets: item `i` is item `i` of the child.
                 let items = offsets.last();
-                let child = self.finish_data(layout, node.children[0], large, items)?;
+                let child = self.finish_child(layout, node.children[0], large, items, None)?;
                 b.add_buffer(offsets.into_buffer(large[id as usize]))
                     .add_child_data(child)
             }
             Buf::Rows => match &node.shape {
                 Shape::List { item, fixed } => {
-                    let items = len * fixed.unwrap_or(1);
-                    b.add_child_data(self.finish_data(layout, *item, large, items)?)
+                    let k = fixed.unwrap_or(1);
+                    let items = place.map(|p| p.items(k));
+                    let child = self.finish_child(layout, *item, large, len * k, items.as_ref())?;
+                    b.add_child_data(child)
                 }
                 Shape::Union { names } => {
-                    let variant = self.variant_data(node.children[0], names, len)?;
+                    let variant = self.variant_data(node.children[0], names, len, place)?;
                     let mut b = b.add_child_data(variant);
                     for &c in &node.children[1..] {
-                        b = b.add_child_data(self.finish_data(layout, c, large, len)?);
+                        b = b.add_child_data(self.finish_child(layout, c, large, len, place)?);
                     }
                     b
                 }
                 _ => {
                     let mut b = b;
                     for &c in &node.children {
-                        b = b.add_child_data(self.finish_data(layout, c, large, len)?);
+                        b = b.add_child_data(self.finish_child(layout, c, large, len, place)?);
                     }
                     b
                 }
@@ -397,9 +550,11 @@ impl Cols {
         // or union's row, a null) appends exactly one validity bit and bumps `len` once, so
         // the buffers hold `len` values and the bitmap `len` bits; offsets start at 0, never
         // decrease and end at the data's (or the child's) length, and fit their width (they
-        // widen before passing `i32::MAX`); children are padded above to the rows their
-        // parent needs; text was checked above; variant keys are checked in `dictionary`.
-        // The buffers are Rust `Vec`s of the column's type, so they are aligned.
+        // widen before passing `i32::MAX`); placed values (above) fill buffers of `len`
+        // rows, one value per placed row, zeros and empty values elsewhere; children are
+        // padded or placed above to the rows their parent needs; text was checked above;
+        // variant keys are checked in `dictionary`. The buffers are Rust `Vec`s of the
+        // column's type, so they are aligned.
         unsafe { unvalidated(b) }
     }
 
@@ -486,28 +641,42 @@ impl Cols {
             node.children[0],
             names,
             rows,
+            None,
         )?))
     }
 
-    /// A union's variant column of `rows` rows: the case index of each row, as a dictionary
-    /// of case names.
+    /// A union's variant column of `rows` rows (placed by `place`): the case index of each
+    /// row, as a dictionary of case names.
     fn variant_data(
         &mut self,
         id: NodeId,
         names: &[Arc<str>],
         rows: usize,
+        place: Option<&Placement>,
     ) -> Result<ArrayData, arrow_schema::ArrowError> {
         let col = &mut self.cols[id as usize];
-        if col.len < rows {
+        if place.is_none() && col.len < rows {
             col.push_nulls(rows - col.len);
         }
-        let len = col.len;
         let nulls = col.valid.finish();
         let keys = match std::mem::replace(&mut col.buf, Buf::Rows) {
             Buf::I8(v) => v,
             _ => unreachable!("a variant column holds i8 keys"),
         };
-        dictionary(names, Buffer::from_vec(keys), nulls, len)
+        match place {
+            None => dictionary(names, Buffer::from_vec(keys), nulls, col.len),
+            Some(p) => {
+                if keys.len() != p.rows.len() {
+                    return Err(arrow_schema::ArrowError::InvalidArgumentError(format!(
+                        "variant column {id} holds {} keys for {} rows (a bug, please report it)",
+                        keys.len(),
+                        p.rows.len()
+                    )));
+                }
+                let nulls = p.nulls(nulls);
+                dictionary(names, Buffer::from_vec(p.scatter(keys)), Some(nulls), p.len)
+            }
+        }
     }
 }
 

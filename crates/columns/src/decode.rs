@@ -162,6 +162,22 @@ impl Columnar {
         Columnar { prog, layout, plan }
     }
 
+    /// The same machinery with no checksum verified: for bulk reads that keep packets with
+    /// wrong checksums (a capture's offloaded ones), where per-record `unpack` verifies.
+    pub fn without_checksums(&self) -> Columnar {
+        let mut prog = (*self.prog).clone();
+        for s in &mut prog.structs {
+            for c in &mut s.checksums {
+                c.verify = false;
+            }
+        }
+        Columnar {
+            prog: Arc::new(prog),
+            layout: self.layout.clone(),
+            plan: self.plan.clone(),
+        }
+    }
+
     /// The schema of every table this codec decodes (no data needed).
     pub fn schema(&self, large: &[bool]) -> SchemaRef {
         let (names, cols) = self.layout.columns();

@@ -63,6 +63,11 @@ pub struct LNode {
     pub names: Vec<Arc<str>>,
     /// Whether rows may be null (conditional fields, union variants, and what they hold).
     pub nullable: bool,
+    /// Whether the node holds values only for some rows of its parent, recording which
+    /// (a union's variants, and conditional fields that hold structs, unions or fixed-size
+    /// lists): a row that does not reach it costs nothing, and its nulls are laid out when
+    /// the table is finished (see [`crate::builders::Cols::finish`]).
+    pub sparse: bool,
 }
 
 /// The most nodes (columns, nested ones included) a layout may have before its deepest
@@ -213,6 +218,7 @@ impl<'p> Builder<'p> {
             children: Vec::new(),
             names: Vec::new(),
             nullable,
+            sparse: false,
         });
         (self.nodes.len() - 1) as NodeId
     }
@@ -342,7 +348,9 @@ impl<'p> Builder<'p> {
         );
         let mut children = vec![variant];
         for (_, n) in &cases {
-            children.push(self.node(n, true));
+            let c = self.node(n, true);
+            self.nodes[c as usize].sparse = true;
+            children.push(c);
         }
         let node = &mut self.nodes[id as usize];
         node.children = children;
@@ -395,6 +403,17 @@ impl<'p> Builder<'p> {
                 (None, Some(n)) => self.node(n, null),
                 (None, None) => self.push(Shape::Binary, true),
             };
+            // An absent conditional struct, union or fixed-size list leaves its children
+            // untouched (a null scalar or variable-size value is one append, kept dense).
+            let node = &mut self.nodes[c as usize];
+            if info.conditional
+                && matches!(
+                    node.shape,
+                    Shape::Struct { .. } | Shape::Union { .. } | Shape::List { fixed: Some(_), .. }
+                )
+            {
+                node.sparse = true;
+            }
             children.push(c);
         }
         self.active.pop();

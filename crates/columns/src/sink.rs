@@ -9,7 +9,7 @@
 
 use bytewright_wire::host::Sink;
 
-use crate::builders::{Buf, Cols};
+use crate::builders::{Buf, Col, Cols};
 use bytewright_wire::program::{Run, Scalar};
 
 use crate::layout::{Layout, NodeId, Shape};
@@ -63,6 +63,8 @@ pub struct ColumnSink<'a> {
     raw: Option<Raw>,
     /// Whether any column holds half floats (runs with one go field by field).
     half_floats: bool,
+    /// The writers of each struct column's runs, made the first time a run is met.
+    writers: Vec<RunWriters>,
 }
 
 impl<'a> ColumnSink<'a> {
@@ -78,6 +80,7 @@ impl<'a> ColumnSink<'a> {
                 .nodes
                 .iter()
                 .any(|n| matches!(n.shape, Shape::Float { bytes: 2 })),
+            writers: (0..layout.nodes.len()).map(|_| Vec::new()).collect(),
         }
     }
 
@@ -139,7 +142,7 @@ impl<'a> ColumnSink<'a> {
         match v {
             CVal::Done => return Ok(()),
             CVal::Null => {
-                self.cols.push_null(id);
+                self.cols.push_null(layout, id);
                 return Ok(());
             }
             _ => {}
@@ -203,7 +206,7 @@ impl<'a> ColumnSink<'a> {
         let layout = self.layout;
         let node = &layout.nodes[id as usize];
         if let CVal::Null = v {
-            self.cols.push_null(id);
+            self.cols.push_null(layout, id);
             return Ok(());
         }
         let case = self.chosen[id as usize];
@@ -214,8 +217,8 @@ impl<'a> ColumnSink<'a> {
         let vcol = &mut self.cols.cols[variant as usize];
         vcol.valid.append_non_null();
         vcol.len += 1;
-        // The other variants are padded with nulls when the union is next entered or
-        // finished.
+        // Only the chosen variant holds a value for this row (it recorded the row when it
+        // was chosen); the others are null there.
         self.store(node.children[1 + case], v)?;
         let col = &mut self.cols.cols[id as usize];
         col.valid.append_non_null();
@@ -273,9 +276,6 @@ impl Sink for ColumnSink<'_> {
 
     #[inline]
     fn begin_struct(&mut self, _sink_id: u32) -> Result<NodeId, Bug> {
-        if self.raw.is_none() {
-            self.cols.catch_up(self.layout, self.target);
-        }
         Ok(self.target)
     }
     #[inline]
@@ -289,7 +289,10 @@ impl Sink for ColumnSink<'_> {
     fn absent_field(&mut self, s: &mut NodeId, field: u16) -> Result<(), Bug> {
         if self.raw.is_none() {
             let c = self.layout.nodes[*s as usize].children[field as usize];
-            self.cols.push_null(c);
+            // A sparse field records the rows it is present in: absent costs nothing.
+            if !self.layout.nodes[c as usize].sparse {
+                self.cols.push_null(self.layout, c);
+            }
         }
         Ok(())
     }
@@ -322,9 +325,6 @@ impl Sink for ColumnSink<'_> {
 
     #[inline]
     fn begin_list(&mut self, _cap: usize) -> Result<NodeId, Bug> {
-        if self.raw.is_none() {
-            self.cols.catch_up(self.layout, self.target);
-        }
         Ok(self.target)
     }
     #[inline]
@@ -364,12 +364,38 @@ impl Sink for ColumnSink<'_> {
         {
             return false;
         }
-        let children = &self.layout.nodes[*s as usize].children;
-        for it in &run.items {
-            let Some(f) = it.field else { continue };
-            let col = &mut self.cols.cols[children[f as usize] as usize];
+        let key = run as *const Run as usize;
+        let Self {
+            writers,
+            cols,
+            layout,
+            ..
+        } = self;
+        let runs = &mut writers[*s as usize];
+        let at = match runs.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                let children = &layout.nodes[*s as usize].children;
+                let ws = run
+                    .items
+                    .iter()
+                    .filter_map(|it| {
+                        let col = children[it.field? as usize];
+                        Some(Writer {
+                            off: it.off,
+                            col,
+                            put: put_of(&cols.cols[col as usize].buf, it.scalar),
+                            scalar: it.scalar,
+                        })
+                    })
+                    .collect();
+                runs.push((key, ws));
+                runs.len() - 1
+            }
+        };
+        for w in runs[at].1.iter() {
             // The layout gives each of these scalars its own column type.
-            let pushed = push_scalar(col, &it.scalar, &bytes[it.off..]);
+            let pushed = put(&mut cols.cols[w.col as usize], w, bytes);
             debug_assert!(pushed, "a plain scalar's column");
         }
         true
@@ -381,6 +407,11 @@ impl Sink for ColumnSink<'_> {
             Some(r) => r.depth += 1,
             None => {
                 let c = self.layout.nodes[*s as usize].children[field as usize];
+                if self.layout.nodes[c as usize].sparse {
+                    // A conditional struct: present in the row the struct is decoding.
+                    let row = self.cols.cols[*s as usize].len;
+                    self.cols.cols[c as usize].sel.push(row);
+                }
                 self.aim(c, at);
             }
         }
@@ -407,17 +438,159 @@ impl Sink for ColumnSink<'_> {
     fn choose(&mut self, case: usize, at: usize) {
         if self.raw.is_none() {
             let u = self.target;
-            // Only the variant column and the chosen case: the other cases catch up in
-            // bulk when they are next chosen, or when the table is finished.
-            let rows = self.cols.cols[u as usize].len;
-            let children = &self.layout.nodes[u as usize].children;
-            let c = children[1 + case];
-            self.cols.pad(children[0], rows);
-            self.cols.pad(c, rows);
+            // The chosen case records the union's row; the other cases are not touched (their
+            // nulls are laid out when the table is finished).
+            let row = self.cols.cols[u as usize].len;
+            let c = self.layout.nodes[u as usize].children[1 + case];
+            self.cols.cols[c as usize].sel.push(row);
             self.chosen[u as usize] = case;
             self.aim(c, at);
         }
     }
+}
+
+/// How a scalar of a run goes to its column: chosen once per run (the first time the sink
+/// meets it) from the column's type and the scalar's, so each value costs one dispatch.
+#[derive(Debug, Clone, Copy)]
+enum Put {
+    /// One byte to a 1-byte integer column.
+    Byte,
+    /// 2, 4 or 8 bytes to an integer or float column of that width, in this byte order.
+    Le2,
+    Be2,
+    Le4,
+    Be4,
+    Le8,
+    Be8,
+    /// Fixed bytes to a fixed-size binary column.
+    Fixed(usize),
+    /// An unsigned bit field of a group of at most 8 bytes to an integer column.
+    Bits {
+        group: u8,
+        shift: u8,
+        mask: u64,
+        lsb: bool,
+    },
+    /// Anything else (odd widths, signed or boolean bit fields): [`push_scalar`].
+    Slow,
+}
+
+/// One named scalar of a run: where it is in the run, its column and how it goes there.
+#[derive(Debug, Clone, Copy)]
+struct Writer {
+    off: usize,
+    col: NodeId,
+    put: Put,
+    scalar: Scalar,
+}
+
+/// The writers of the runs of one struct column, by the run's address in the program.
+type RunWriters = Vec<(usize, Box<[Writer]>)>;
+
+fn put_of(buf: &Buf, s: Scalar) -> Put {
+    match (buf, s) {
+        (Buf::U8(_) | Buf::I8(_), Scalar::Int { width: 1, .. }) => Put::Byte,
+        (Buf::U16(_) | Buf::I16(_), Scalar::Int { width: 2, big, .. }) => {
+            if big {
+                Put::Be2
+            } else {
+                Put::Le2
+            }
+        }
+        (Buf::U32(_) | Buf::I32(_), Scalar::Int { width: 4, big, .. })
+        | (Buf::F32(_), Scalar::Float { width: 4, big }) => {
+            if big {
+                Put::Be4
+            } else {
+                Put::Le4
+            }
+        }
+        (Buf::U64(_) | Buf::I64(_), Scalar::Int { width: 8, big, .. })
+        | (Buf::F64(_), Scalar::Float { width: 8, big }) => {
+            if big {
+                Put::Be8
+            } else {
+                Put::Le8
+            }
+        }
+        (Buf::Fixed { size, .. }, Scalar::Bytes(n)) if *size == n => Put::Fixed(n),
+        (
+            Buf::U8(_) | Buf::U16(_) | Buf::U32(_) | Buf::U64(_),
+            Scalar::Bits {
+                group,
+                shift,
+                width,
+                signed: false,
+                lsb,
+                boolean: false,
+                ..
+            },
+        ) if group <= 8 && width < 64 => Put::Bits {
+            group,
+            shift,
+            mask: (1u64 << width) - 1,
+            lsb,
+        },
+        _ => Put::Slow,
+    }
+}
+
+/// Appends the scalar of `w` in `run` (the run's bytes) to its column; false when the
+/// column is not the scalar's (nothing appended then).
+#[inline(always)]
+fn put(col: &mut Col, w: &Writer, run: &[u8]) -> bool {
+    let b = &run[w.off..];
+    macro_rules! num {
+        ($n:expr, $from:ident, $($var:ident => $t:ty),+) => {{
+            let a: [u8; $n] = b[..$n].try_into().expect("width");
+            match &mut col.buf {
+                $(Buf::$var(v) => v.push(<$t>::$from(a)),)+
+                _ => return false,
+            }
+        }};
+    }
+    match w.put {
+        Put::Byte => match &mut col.buf {
+            Buf::U8(v) => v.push(b[0]),
+            Buf::I8(v) => v.push(b[0] as i8),
+            _ => return false,
+        },
+        Put::Le2 => num!(2, from_le_bytes, U16 => u16, I16 => i16),
+        Put::Be2 => num!(2, from_be_bytes, U16 => u16, I16 => i16),
+        Put::Le4 => num!(4, from_le_bytes, U32 => u32, I32 => i32, F32 => f32),
+        Put::Be4 => num!(4, from_be_bytes, U32 => u32, I32 => i32, F32 => f32),
+        Put::Le8 => num!(8, from_le_bytes, U64 => u64, I64 => i64, F64 => f64),
+        Put::Be8 => num!(8, from_be_bytes, U64 => u64, I64 => i64, F64 => f64),
+        Put::Fixed(n) => match &mut col.buf {
+            Buf::Fixed { data, .. } => data.extend_from_slice(&b[..n]),
+            _ => return false,
+        },
+        Put::Bits {
+            group,
+            shift,
+            mask,
+            lsb,
+        } => {
+            let g = &b[..group as usize];
+            let bits = if lsb {
+                g.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x))
+            } else {
+                g.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))
+            };
+            let v = (bits >> shift) & mask;
+            match &mut col.buf {
+                Buf::U8(c) => c.push(v as u8),
+                Buf::U16(c) => c.push(v as u16),
+                Buf::U32(c) => c.push(v as u32),
+                Buf::U64(c) => c.push(v),
+                _ => return false,
+            }
+        }
+        Put::Slow => return push_scalar(col, &w.scalar, b),
+    }
+    col.valid.append_non_null();
+    col.len += 1;
+    true
 }
 
 /// Appends the scalar at the start of `b` to its column; false when the column is not the

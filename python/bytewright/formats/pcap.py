@@ -757,8 +757,9 @@ def read_table(source: Any, *, threads: int | None = None) -> bw.Table:
     unions"). As in Wireshark no
     packet fails the table: a packet the snap length cut short, or a frame that does not
     decode (a malformed packet, ``total_length`` 0 from segmentation offload), keeps its
-    bytes as ``frame.Raw``. Checksums are not verified here (``read`` and
-    ``ip.checksums`` do). A file cut inside a packet keeps the packets before it and warns
+    bytes as ``frame.Raw``. Checksums are not verified here, so a wrong one (offloaded, as
+    in captures of a host's own traffic) keeps its packet decoded, as in ``read``;
+    ``packet.checksums`` and ``ip.checksums`` check them. A file cut inside a packet keeps the packets before it and warns
     (``CutShortWarning``); a malformed file header is a ``bw.DecodeError``.
 
     >>> from bytewright.formats import pcap
@@ -791,14 +792,18 @@ def _lenient_table(
     parts: list[bw.Table] = []
     while True:
         try:
-            parts.append(cls.unpack_table(data, offset=offset, threads=threads))
+            parts.append(
+                cls.unpack_table(data, offset=offset, threads=threads, verify_checksums=False)
+            )
             break
         except bw.DecodeError as e:
             row = _failed_row(e)
             if row is None:
                 raise
             if row:
-                good = cls.unpack_table(data, offset=offset, count=row, threads=threads)
+                good = cls.unpack_table(
+                    data, offset=offset, count=row, threads=threads, verify_checksums=False
+                )
                 parts.append(good)
                 offset += row * head + sum(good["captured_length"].to_pylist())
             try:

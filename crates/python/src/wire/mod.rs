@@ -67,6 +67,8 @@ pub struct Codec {
     flat: Option<bulk::FlatInts>,
     /// The column layout, built on first columnar use.
     columnar: OnceLock<Arc<Columnar>>,
+    /// The same with no checksum verified (`unpack_table(verify_checksums=False)`).
+    unverified: OnceLock<Arc<Columnar>>,
 }
 
 impl Codec {
@@ -180,6 +182,7 @@ impl Codec {
         let flat = bulk::flat_ints(&prog, &infos);
         Ok(Codec {
             columnar: OnceLock::new(),
+            unverified: OnceLock::new(),
             flat,
             prog: Arc::new(prog),
             structs: infos,
@@ -448,8 +451,10 @@ impl Codec {
 
     /// Decodes back-to-back messages into a `bw.Table`: one column per field, with no
     /// Python object per record. `count` asks for exactly that many messages; `threads`
-    /// (default: one per MiB up to the cores) splits the work.
-    #[pyo3(signature = (data, *, count=None, offset=0, threads=None, enum_names=false))]
+    /// (default: one per MiB up to the cores) splits the work; `verify_checksums=False`
+    /// keeps checksum fields as stored without checking them.
+    #[pyo3(signature = (data, *, count=None, offset=0, threads=None, enum_names=false, verify_checksums=true))]
+    #[allow(clippy::too_many_arguments)]
     fn unpack_table(
         &self,
         py: Python<'_>,
@@ -458,6 +463,7 @@ impl Codec {
         offset: usize,
         threads: Option<usize>,
         enum_names: bool,
+        verify_checksums: bool,
     ) -> PyResult<crate::columns::Table> {
         let buf = InBuf::new(data, false)?;
         let bytes = buf.as_slice();
@@ -475,7 +481,13 @@ impl Codec {
         } else {
             None
         };
-        crate::columns::decode(py, self.columnar(), bytes, req, enums.as_ref())
+        let columnar = if verify_checksums {
+            self.columnar()
+        } else {
+            self.unverified
+                .get_or_init(|| Arc::new(self.columnar().without_checksums()))
+        };
+        crate::columns::decode(py, columnar, bytes, req, enums.as_ref())
     }
 
     /// Tables of at most `rows` rows from a path, a binary file object or an iterable of
