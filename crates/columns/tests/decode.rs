@@ -441,7 +441,7 @@ fn constants_and_bools_are_checked_on_the_strided_path() {
 /// Every buffer of `data` and of its children: (capacity, length) in bytes. Columns no row
 /// of a batch reached are left out: they are slices of one zeroed block the batch shares.
 fn buffer_sizes(data: &arrow_data::ArrayData, out: &mut Vec<(usize, usize)>) {
-    if data.len() > 0 && data.null_count() == data.len() {
+    if !data.is_empty() && data.null_count() == data.len() {
         return;
     }
     for b in data.buffers() {
