@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.columns import bytewright, data, dpkt, numpy, rustruct, scapy, struct
+from benchmarks.columns import bytewright, data, dpkt, numpy, peak, rustruct, scapy, struct
 from benchmarks.columns.arm import ColumnArm
 from benchmarks.harness import Sampling, race
 from benchmarks.report import Part, Section, Table, Ui, fmt, per_second, ratio
@@ -86,6 +86,9 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
         source = "lab unpack" if workload == "lab pack" else workload
         inputs[source] = inputs.get(source) or INPUTS[source](conf)
         tables.append(compare(workload, inputs[source], conf, sampling, part))
+    del inputs
+    ui.step("threads: peak memory of one call, in fresh processes", advance=0)
+    tables.append(peak.table(conf, part))
     ui.finish()
     intro = (
         "Every arm's output was checked against the generated input before timing: equal "

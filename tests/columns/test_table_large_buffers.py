@@ -72,3 +72,51 @@ def test_columns_that_grow_past_their_first_block_keep_their_bytes() -> None:
     pieces = [Sample.unpack_table(p).to_arrow() for p in parts]
     assert whole.equals(pa.concat_tables(pieces).combine_chunks())
     assert len(whole) == 3 * ROWS
+
+
+@pytest.mark.parametrize("rows", [150_000, 300_000])
+def test_blocks_of_one_to_four_mib_are_reused_and_rezeroed(rows: int) -> None:
+    # Columns of 1-4 MiB (one thread's share of a table) come from the same kept blocks:
+    # decoded again and again on 1-3 threads they agree, and a zeroed block reused after
+    # another table's values is zero.
+    rng = np.random.default_rng(rows)
+    values = rng.integers(1, 2**63, rows, dtype=np.uint64)
+    rec = np.empty(rows, dtype=np.dtype([("kind", "u1"), ("value", ">u8"), ("extra", ">u8")]))
+    rec["kind"], rec["value"], rec["extra"] = 1, values, values[::-1]
+    data = rec.tobytes()
+    first = Sample.unpack_table(data, threads=1).to_arrow()
+    assert np.array_equal(first["value"].to_numpy(), values)
+    assert np.array_equal(first["extra"].combine_chunks().field("a").to_numpy(), values[::-1])
+    for threads in (2, 3, 1, 2):
+        assert Sample.unpack_table(data, threads=threads).to_arrow().equals(first)
+    bare = np.empty(rows, dtype=np.dtype([("kind", "u1"), ("value", ">u8")]))
+    bare["kind"], bare["value"] = 0, values
+    table = Sample.unpack_table(bare.tobytes()).to_arrow()
+    extra = table["extra"].combine_chunks()
+    assert extra.null_count == rows
+    assert not np.frombuffer(extra.field("a").buffers()[1], dtype=np.uint8)[: rows * 8].any()
+
+
+class Note(bw.Struct):
+    id: bw.U32
+    size: bw.U16
+    text: bytes = bw.field(len="size")
+
+
+def notes(sizes: list[int]) -> tuple[bytes, list[bytes]]:
+    texts = [bytes((i + k) & 0xFF for k in range(n)) for i, n in enumerate(sizes)]
+    return b"".join(Note(id=i, text=t).pack() for i, t in enumerate(texts)), texts
+
+
+@pytest.mark.parametrize("long_first", [True, False])
+def test_columns_sized_from_unlike_first_rows_hold_every_row(long_first: bool) -> None:
+    # Columns are sized from their first rows (docs/columns.md, "Memory"): rows far longer
+    # or far shorter than those still decode, equal on every thread count.
+    sizes = [200] * 3000 + [i % 4 for i in range(120_000)]
+    if not long_first:
+        sizes.reverse()
+    data, texts = notes(sizes)
+    for threads in (1, 2, 3):
+        table = Note.unpack_table(data, threads=threads).to_arrow()
+        assert table["id"].to_pylist() == list(range(len(sizes)))
+        assert table["text"].to_pylist() == texts

@@ -124,6 +124,29 @@ impl Offsets {
         }
     }
 
+    /// Makes room for `more` offsets, unless that is more than `max` bytes.
+    fn reserve(&mut self, more: usize, max: usize) {
+        match self {
+            Offsets::Small(v) if more.saturating_mul(4) <= max => v.reserve_exact(more),
+            Offsets::Large(v) if more.saturating_mul(8) <= max => v.reserve_exact(more),
+            _ => {}
+        }
+    }
+
+    /// See [`Buf::fit`].
+    fn fit(&mut self) {
+        let (cap, len, item) = match self {
+            Offsets::Small(v) => (v.capacity(), v.len(), 4),
+            Offsets::Large(v) => (v.capacity(), v.len(), 8),
+        };
+        if cap > 2 * len && cap * item > FIT_FROM {
+            match self {
+                Offsets::Small(v) => v.shrink_to_fit(),
+                Offsets::Large(v) => v.shrink_to_fit(),
+            }
+        }
+    }
+
     /// Switches to 64-bit offsets.
     #[cold]
     fn widen(&mut self) -> &mut Vec<i64> {
@@ -255,6 +278,78 @@ impl Col {
     }
 }
 
+impl Buf {
+    /// Makes room for `more` values, and `data` more bytes of variable-size values, unless
+    /// that is more than `max` bytes for one buffer (the buffer then grows as it is filled).
+    fn reserve(&mut self, more: usize, data: usize, max: usize) {
+        fn room<T>(v: &mut Vec<T>, more: usize, max: usize) {
+            if more.saturating_mul(size_of::<T>()) <= max {
+                v.reserve_exact(more);
+            }
+        }
+        match self {
+            Buf::I8(v) => room(v, more, max),
+            Buf::I16(v) => room(v, more, max),
+            Buf::I32(v) => room(v, more, max),
+            Buf::I64(v) => room(v, more, max),
+            Buf::U8(v) => room(v, more, max),
+            Buf::U16(v) | Buf::F16(v) => room(v, more, max),
+            Buf::U32(v) => room(v, more, max),
+            Buf::U64(v) => room(v, more, max),
+            Buf::F32(v) => room(v, more, max),
+            Buf::F64(v) => room(v, more, max),
+            Buf::Bool(b) => {
+                if more / 8 <= max {
+                    b.reserve(more);
+                }
+            }
+            Buf::Fixed { size, data } => room(data, more.saturating_mul(*size), max),
+            Buf::Var {
+                offsets,
+                data: bytes,
+            } => {
+                offsets.reserve(more, max);
+                room(bytes, data, max);
+            }
+            Buf::List { offsets } => offsets.reserve(more, max),
+            Buf::Rows => {}
+        }
+    }
+
+    /// Gives back the capacity of a buffer holding less than half of it (a size estimate
+    /// that came out too high), so no finished buffer is more than twice its contents.
+    fn fit(&mut self) {
+        fn fit<T>(v: &mut Vec<T>) {
+            if v.capacity() > 2 * v.len() && v.capacity() * size_of::<T>() > FIT_FROM {
+                v.shrink_to_fit();
+            }
+        }
+        match self {
+            Buf::I8(v) => fit(v),
+            Buf::I16(v) => fit(v),
+            Buf::I32(v) => fit(v),
+            Buf::I64(v) => fit(v),
+            Buf::U8(v) => fit(v),
+            Buf::U16(v) | Buf::F16(v) => fit(v),
+            Buf::U32(v) => fit(v),
+            Buf::U64(v) => fit(v),
+            Buf::F32(v) => fit(v),
+            Buf::F64(v) => fit(v),
+            Buf::Fixed { data, .. } => fit(data),
+            Buf::Var { offsets, data } => {
+                offsets.fit();
+                fit(data);
+            }
+            Buf::List { offsets } => offsets.fit(),
+            Buf::Bool(_) | Buf::Rows => {}
+        }
+    }
+}
+
+/// Buffers below this many bytes of capacity keep it when finished (giving back a few KiB
+/// costs more than it saves).
+const FIT_FROM: usize = 1 << 16;
+
 /// Appends `n` zeros: most gaps a union's variant leaves are a row or two, where a
 /// `memset` call costs more than the stores.
 #[inline]
@@ -375,6 +470,38 @@ impl Cols {
         }
     }
 
+    /// Sizes the columns for `total` rows from what the first `done` rows put in each
+    /// (values per row, bytes per variable-size value), so that a large table's buffers are
+    /// allocated once, at about their final size, instead of doubling (each doubling of a
+    /// large buffer moves or copies it, and leaves it up to twice too large). With `exact`,
+    /// `total` is the number of rows for certain, and a column of one value per row gets
+    /// exactly that; otherwise every estimate gets a sixteenth more. No buffer reserves more
+    /// than `max` bytes this way.
+    pub fn reserve_for(&mut self, done: usize, total: usize, exact: bool, max: usize) {
+        if done == 0 || total <= done {
+            return;
+        }
+        let scale = |n: usize, sure: bool| -> usize {
+            let s = (n as u128 * total as u128 / done as u128).min(usize::MAX as u128) as usize;
+            if sure {
+                s
+            } else {
+                s.saturating_add(s / 16)
+            }
+        };
+        for col in &mut self.cols {
+            if col.len == 0 {
+                continue;
+            }
+            let more = scale(col.len, exact && col.len == done).saturating_sub(col.len);
+            let data = match &col.buf {
+                Buf::Var { data, .. } => scale(data.len(), false).saturating_sub(data.len()),
+                _ => 0,
+            };
+            col.buf.reserve(more, data, max);
+        }
+    }
+
     /// Which variable-size nodes need 64-bit offsets.
     pub fn large(&self) -> Vec<bool> {
         self.cols.iter().map(Col::large).collect()
@@ -455,7 +582,11 @@ impl Cols {
             None => col.valid.finish(),
             Some(p) => Some(p.nulls(col.valid.finish())),
         };
-        let buf = std::mem::replace(&mut col.buf, Buf::Rows);
+        let mut buf = std::mem::replace(&mut col.buf, Buf::Rows);
+        if place.is_none() {
+            // Scattered columns get a new buffer of the right size anyway.
+            buf.fit();
+        }
         let b = ArrayData::builder(dt.clone()).len(len).nulls(nulls);
         macro_rules! prim {
             ($v:expr) => {

@@ -6,7 +6,7 @@
 //! thread 0 decodes from the real start up to the first message that starts at or after
 //! its region's end; every other thread guesses where a message starts in its region (the
 //! first position from which several messages decode in a row) and decodes from there,
-//! keeping where each row starts. Then the boundaries are
+//! keeping where its first rows start. Then the boundaries are
 //! followed in order: where the previous region ended is a real boundary, and if it is one
 //! of the guessed row starts, the guess decoded the real messages from that row on (the
 //! decode of a message depends only on where it starts), so the rows before it are
@@ -15,6 +15,10 @@
 //! the real ones within a few messages; a format where it never does decodes at the speed
 //! of one thread, never wrongly. The rows come out in input order whatever the thread
 //! count, and the first bad message in input order is the error.
+//!
+//! Every run sizes its columns once, after its first [`SAMPLE_ROWS`] rows, for the rows its
+//! region holds at the rate those rows took input, so a large table's buffers are
+//! allocated at about their final size instead of doubling their way there.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -58,11 +62,35 @@ const SYNC_MESSAGES: usize = 8;
 /// for large regions) before it leaves its region to the real boundaries.
 const SYNC_BUDGET: usize = 1 << 20;
 
+/// Rows decoded before the columns are sized for the whole region from what those rows
+/// hold (see [`Cols::reserve_for`]).
+const SAMPLE_ROWS: usize = 1024;
+
+/// Sizes `cols` for the rest of a region of `region` bytes from its first `done` rows,
+/// which took `bytes` of it; `exact` is the number of rows when it is known.
+fn size_for(cols: &mut Cols, done: usize, bytes: usize, region: usize, exact: Option<usize>) {
+    let total = match exact {
+        Some(n) => n,
+        None if bytes == 0 => return,
+        None => (done as u128 * region as u128 / bytes as u128).min(usize::MAX as u128) as usize,
+    };
+    // A column a sample overstates (lists far longer in the first rows) is capped at
+    // eight bytes of column per byte of input, and grows from there if it must.
+    cols.reserve_for(done, total, exact.is_some(), region.saturating_mul(8));
+}
+
+/// The rows of a guessed run whose starts are kept to meet the real boundaries: a guess
+/// off the boundaries meets them within a few messages, and one that has not met them by
+/// then is treated as one that never does (its region is decoded from the real
+/// boundaries), so a run does not keep 8 bytes per row for the one comparison.
+const KEPT_STARTS: usize = 4096;
+
 /// Rows decoded from a position guessed to be a message boundary.
 struct Guess {
     cols: Cols,
-    /// Where each row starts.
+    /// Where each of the first [`KEPT_STARTS`] rows starts.
     starts: Vec<usize>,
+    rows: usize,
     /// Where the last row ends (or the message that did not decode starts).
     end: usize,
     failed: bool,
@@ -371,6 +399,7 @@ impl Columnar {
             let from = pos;
             let mut fixed = 0;
             let mut met = None;
+            // (Only the first rows' starts are kept: past them, the guess is never met.)
             loop {
                 if let Ok(j) = guess.starts.binary_search(&pos) {
                     met = Some(j);
@@ -392,12 +421,12 @@ impl Columnar {
                 row += n;
             }
             if let Some(j) = met {
-                let real = guess.starts.len() - j;
+                let real = guess.rows - j;
                 if guess.failed {
                     // On the real boundaries, the message it stopped at is bad.
                     return Err(error_at(&self.prog, input, guess.end, row + real));
                 }
-                parts.push((guess.cols, guess.starts.len(), j));
+                parts.push((guess.cols, guess.rows, j));
                 row += real;
                 pos = guess.end;
             }
@@ -443,17 +472,23 @@ impl Columnar {
             return Guess {
                 cols: Cols::new(&self.layout, 0),
                 starts: Vec::new(),
+                rows: 0,
                 end: split,
                 failed: false,
             };
         };
-        let cap = (stop.saturating_sub(start) / self.prog.min_size.max(1) / 4).min(1 << 20);
+        let region = stop.saturating_sub(start);
+        let cap = (region / self.prog.min_size.max(1) / 4).min(SAMPLE_ROWS);
         let mut sink = ColumnSink::new(&self.layout, input, cap);
         let mut scratch = Scratch::new();
-        let mut starts = Vec::with_capacity(cap);
+        let mut starts = Vec::with_capacity(cap.min(KEPT_STARTS));
+        let mut rows = 0;
         let mut pos = start;
         let mut failed = false;
         while pos < stop {
+            if rows == SAMPLE_ROWS {
+                size_for(&mut sink.cols, rows, pos - start, region, None);
+            }
             sink.target = self.layout.root;
             let stored = match unpack_with(&self.prog, &mut scratch, &mut sink, input, pos) {
                 Ok((v, end)) if end > pos => sink.store_root(v).is_ok().then_some(end),
@@ -463,12 +498,16 @@ impl Columnar {
                 failed = true;
                 break;
             };
-            starts.push(pos);
+            if rows < KEPT_STARTS {
+                starts.push(pos);
+            }
+            rows += 1;
             pos = end;
         }
         Guess {
             cols: sink.cols,
             starts,
+            rows,
             end: pos,
             failed,
         }
@@ -484,16 +523,20 @@ impl Columnar {
         limit: Option<usize>,
         first_row: usize,
     ) -> DecodeResult<(Cols, usize, usize)> {
-        let cap = match (limit, self.prog.static_size) {
-            (Some(n), _) => n,
-            (None, _) => (stop_at.min(input.len()) - start) / self.prog.min_size.max(1) / 4,
+        let stop = stop_at.min(input.len());
+        let region = stop.saturating_sub(start);
+        let cap = match limit {
+            Some(n) => n,
+            None => region / self.prog.min_size.max(1) / 4,
         };
-        let mut sink = ColumnSink::new(&self.layout, input, cap.min(1 << 20));
+        let mut sink = ColumnSink::new(&self.layout, input, cap.min(SAMPLE_ROWS));
         let mut scratch = Scratch::new();
         let mut pos = start;
         let mut rows = 0usize;
-        let stop = stop_at.min(input.len());
         while pos < stop && limit.is_none_or(|n| rows < n) {
+            if rows == SAMPLE_ROWS {
+                size_for(&mut sink.cols, rows, pos - start, region, limit);
+            }
             sink.target = self.layout.root;
             match unpack_with(&self.prog, &mut scratch, &mut sink, input, pos) {
                 Ok((v, end)) => {

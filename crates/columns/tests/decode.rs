@@ -437,3 +437,61 @@ fn constants_and_bools_are_checked_on_the_strided_path() {
         }
     }
 }
+
+/// Every buffer of `data` and of its children: (capacity, length) in bytes. Columns no row
+/// of a batch reached are left out: they are slices of one zeroed block the batch shares.
+fn buffer_sizes(data: &arrow_data::ArrayData, out: &mut Vec<(usize, usize)>) {
+    if !data.is_empty() && data.null_count() == data.len() {
+        return;
+    }
+    for b in data.buffers() {
+        out.push((b.capacity(), b.len()));
+    }
+    for c in data.child_data() {
+        buffer_sizes(c, out);
+    }
+}
+
+#[test]
+fn column_buffers_are_sized_from_the_first_rows_and_never_twice_too_large() {
+    // Columns are sized for the whole input from its first rows: rows that hold far more
+    // (or far less) than the first ones still give buffers at most twice their contents
+    // (past a few KiB, below which a buffer keeps its capacity).
+    let c = columnar(VARYING);
+    let short = |i: usize| {
+        let mut m = varying_msg(i);
+        let count_at = m.len() - 1 - i % 6;
+        m.truncate(count_at);
+        m.push(0);
+        m
+    };
+    let long = |i: usize| varying_msg(i * 6 + 5);
+    let inputs: [Vec<u8>; 2] = [
+        (0..120_000)
+            .flat_map(|i| if i < 3000 { long(i) } else { short(i) })
+            .collect(),
+        (0..120_000)
+            .flat_map(|i| if i < 3000 { short(i) } else { long(i) })
+            .collect(),
+    ];
+    for data in &inputs {
+        let one = rows(&decode(&c, data, 1));
+        assert_eq!(one.len(), 120_000);
+        for threads in [1, 2, 3] {
+            let t = decode(&c, data, threads);
+            assert!(rows(&t) == one, "{threads} threads");
+            let mut sizes = Vec::new();
+            for b in &t.batches {
+                for col in b.columns() {
+                    buffer_sizes(&col.to_data(), &mut sizes);
+                }
+            }
+            for (cap, len) in sizes {
+                assert!(
+                    cap <= (2 * len).max(1 << 16),
+                    "a buffer of {len} bytes holds {cap} ({threads} threads)"
+                );
+            }
+        }
+    }
+}

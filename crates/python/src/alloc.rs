@@ -13,8 +13,8 @@
 //! whole 2 MiB pages inside a block are advised, so the advice never reaches memory of
 //! another allocation.
 //!
-//! On Linux, large blocks are mapped by the allocator itself, in whole 2 MiB units, and a
-//! freed one is kept for reuse ([`big`]): a table decoded again and again, on one thread or
+//! On Linux, blocks of 1 MiB and more are mapped by the allocator itself, in whole 2 MiB
+//! units, and a freed one is kept for reuse ([`big`]): a table decoded again and again, on one thread or
 //! several, then writes into pages that are already mapped instead of taking a fault per
 //! page every call (the faults of two threads also contend in the kernel, which was most of
 //! why two threads did not decode twice as fast). On other Unix systems large blocks come
@@ -153,7 +153,7 @@ unsafe impl GlobalAlloc for Allocator {
     }
 }
 
-// SAFETY (Linux): blocks below `HUGE_FROM`, and blocks whose alignment is above a huge page,
+// SAFETY (Linux): blocks below `big::FROM`, and blocks whose alignment is above a huge page,
 // are `System`'s, unchanged. The others are `big`'s; a block is `big`'s exactly when its
 // layout says so (`big::owns`), and a layout never changes between the calls that make a
 // block and the call that frees it. A block that moves between the two kinds is copied.
@@ -230,7 +230,15 @@ mod big {
     use std::ffi::{c_int, c_void};
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use super::{advise, madvise, HUGE_FROM, HUGE_PAGE};
+    use super::{advise, madvise, HUGE_PAGE};
+
+    /// Blocks from this size up are made here. Below [`super::HUGE_FROM`] they are not
+    /// advised, but they are cached like the others: a table decoded on several threads
+    /// has column buffers of a few MiB per thread, which the C allocator would take from
+    /// the threads' arenas and hand back to the kernel when they are freed (each call then
+    /// faulting on every page of them again). Rounding up to whole huge pages keeps every
+    /// block at most twice its size.
+    pub const FROM: usize = 1 << 20;
 
     /// The most bytes of freed blocks kept for reuse.
     pub const CACHE_BYTES: usize = 256 << 20;
@@ -268,7 +276,7 @@ mod big {
     /// Whether a block of this layout is made here.
     #[inline]
     pub fn owns(size: usize, align: usize) -> bool {
-        size >= HUGE_FROM && align <= HUGE_PAGE
+        size >= FROM && align <= HUGE_PAGE
     }
 
     /// The bytes a block of `size` maps: whole huge pages.
@@ -299,14 +307,26 @@ mod big {
         }),
     };
 
-    /// Runs `f` on the cache if no other thread holds it; `None` if one does.
+    /// Tries to take the cache's lock this many times (spinning in between) before going
+    /// without it: threads that free or allocate at the same moment wait a few hundred
+    /// nanoseconds for each other instead of both mapping fresh memory, and a child forked
+    /// while the lock was held only loses the cache.
+    const TRIES: u32 = 256;
+
+    /// Runs `f` on the cache unless another thread holds it for [`TRIES`] tries; `None`
+    /// then.
     fn with<T>(f: impl FnOnce(&mut Cache) -> T) -> Option<T> {
-        if CACHE
+        let mut tries = 0;
+        while CACHE
             .busy
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            return None;
+            tries += 1;
+            if tries == TRIES {
+                return None;
+            }
+            std::hint::spin_loop();
         }
         // SAFETY: this thread holds `busy`, so no other reference to the cache exists.
         let out = f(unsafe { &mut *CACHE.cache.get() });
@@ -330,6 +350,26 @@ mod big {
             Some(start)
         })
         .flatten()
+    }
+
+    /// Takes `len` bytes from the front of the cached block that starts at `at`, if there
+    /// is one that long: the block just before it then grows in place, with no system call
+    /// (the pages are mapped, advised and usually still resident).
+    fn take_at(at: usize, len: usize) -> bool {
+        with(|c| {
+            let Some(i) = (0..SLOTS).find(|&i| c.slots[i].0 == at && c.slots[i].1 >= len) else {
+                return false;
+            };
+            let (start, have) = c.slots[i];
+            c.slots[i] = if have > len {
+                (start + len, have - len)
+            } else {
+                (0, 0)
+            };
+            c.bytes -= len;
+            true
+        })
+        .unwrap_or(false)
     }
 
     /// Caches a freed block; false if it does not fit (the caller unmaps it).
@@ -467,6 +507,11 @@ mod big {
         if want <= have {
             // SAFETY: the tail past the new span is part of this block and unused now.
             unsafe { release(start + want, have - want) };
+            return ptr;
+        }
+        // Grow into the cached block that follows it, if any: a block that a cached one
+        // was split for (see `take`) finds the rest of it there.
+        if take_at(start + have, want - have) {
             return ptr;
         }
         // Grow where it is if the next pages are free (no MREMAP_MAYMOVE: the block keeps
