@@ -216,3 +216,40 @@ def test_instances_keep_identity_cycles_and_exact_types():
         assert type(back[0]) is _SubNode and back[1].child is back[0]
         assert back[2].child is back[2] and type(back[2]) is _Node
         assert back[3] == back[4] and back[3] is not back[4]
+
+
+def _body(record: bytes) -> bytes:
+    # Header: b"BW", version, flags, then the body length as one varint byte (short bodies).
+    assert record[:2] == b"BW" and record[4] == len(record) - 5
+    return record[5:]
+
+
+def test_only_containers_with_a_second_owner_take_a_memo_slot():
+    # SHARE (0xa6) marks a value with a memo slot; REF (0xa7) + slot is a later occurrence.
+    # Short lists are 0x60 + length, short dicts 0x80 + pairs, short tuples 0x70 + length.
+    inner = [1]
+    body = _body(pickle.dumps([[inner], inner, [[2]]]))
+    assert body == bytes([0x63, 0x61, 0xA6, 0x61, 1, 0xA7, 0, 0x61, 0x61, 2])
+    # Held by nothing outside the graph: no slot at any depth, for any container kind.
+    body = _body(pickle.dumps([[[]], {1: {}}, ([],)]))
+    assert body == bytes([0x63, 0x61, 0x60, 0x81, 1, 0x80, 0x71, 0x60])
+    # The same graph with its innermost containers held outside: each takes a slot once.
+    a, b, c = [], {}, []
+    body = _body(pickle.dumps([[a], {1: b}, (c,), a, b, c]))
+    assert body == bytes(
+        [0x66, 0x61, 0xA6, 0x60, 0x81, 1, 0xA6, 0x80, 0x71, 0xA6, 0x60]
+        + [0xA7, 0, 0xA7, 1, 0xA7, 2]
+    )
+    # A cycle goes through the memo although nothing outside the graph holds the list
+    # (its reference to itself is a second owner).
+    loop: list = []
+    loop.append(loop)
+    outer = [loop]
+    del loop
+    body = _body(pickle.dumps(outer))
+    assert body == bytes([0x61, 0xA6, 0x61, 0xA7, 0])
+    # Deterministic output shares only what the graph itself repeats.
+    det = _body(pickle.dumps([[inner], [inner]], deterministic=True))
+    assert det == bytes([0x62, 0x61, 0xA6, 0x61, 1, 0x61, 0xA7, 0])
+    det = _body(pickle.dumps([[inner], [2]], deterministic=True))
+    assert det == bytes([0x62, 0x61, 0x61, 1, 0x61, 2])

@@ -236,13 +236,23 @@ impl<'py> Encoder<'py> {
     /// `Some(slot)`: write the value; `slot` is its memo slot if it is shared.
     /// `prefix` values are remembered now (before their children, so cycles through
     /// them work); the others only by [`Encoder::memo_end`].
-    #[inline]
+    ///
+    /// Only the reference-count test is inlined into every container's writer: most
+    /// containers have no second owner, and the memo lookup behind it would otherwise make
+    /// each of them save and restore the registers it needs.
+    #[inline(always)]
     fn memo_begin(&mut self, obj: *mut ffi::PyObject, prefix: bool) -> Option<Option<u32>> {
         // SAFETY: obj is live; reading its reference count has no side effects.
         let refs = unsafe { ffi::Py_REFCNT(obj) };
         if refs <= 2 || !self.use_memo {
             return Some(None);
         }
+        self.memo_begin_shared(obj, prefix)
+    }
+
+    /// [`Encoder::memo_begin`] for a value with a second owner: a reference, or a new slot.
+    #[inline(never)]
+    fn memo_begin_shared(&mut self, obj: *mut ffi::PyObject, prefix: bool) -> Option<Option<u32>> {
         if let Some(only) = &self.only_shared {
             if !only.contains_key(&(obj as usize)) {
                 return Some(None);
