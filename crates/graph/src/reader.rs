@@ -137,6 +137,13 @@ pub enum Event<'a> {
         factory: u8,
         len: usize,
     },
+    /// An instance of a subclass of `collections.deque` (base code [`base::DEQUE`]): as
+    /// [`Event::Derived`] of a mutable base, with the deque's `maxlen`.
+    DerivedDeque {
+        class: usize,
+        maxlen: Option<u64>,
+        len: usize,
+    },
     /// The next value takes the next memo slot.
     Share,
     Ref(usize),
@@ -1340,6 +1347,17 @@ impl<'a> Reader<'a> {
                 if code == 0 || code > base::LAST {
                     return Err(bad(format!("unknown builtin base code {code}")));
                 }
+                if code == base::DEQUE {
+                    let m = self.varint()?;
+                    let len = self.counted_len(1)?;
+                    // The items, then the state.
+                    self.open_frames(len as u64 + 1, None)?;
+                    return Ok(Event::DerivedDeque {
+                        class,
+                        maxlen: m.checked_sub(1),
+                        len,
+                    });
+                }
                 if base::is_mutable(code) {
                     let factory = if code == base::DEFAULT_DICT {
                         self.byte()?
@@ -2050,6 +2068,64 @@ mod tests {
     }
 
     #[test]
+    fn derived_deques_carry_their_maxlen() {
+        // [shared DERIVED deque m.Q maxlen 2 [1, REF itself] state {"a": 1},
+        //  DERIVED deque m.Q maxlen None [] state {}]
+        let b = body(|w| {
+            w.list(2);
+            w.share();
+            w.class_new(DERIVED, b"m.Q", 1, std::iter::empty());
+            w.derived_deque(Some(2), 2);
+            w.int(1);
+            w.reference(0);
+            w.dict(1);
+            w.str(b"a");
+            w.int(1);
+            w.class_ref(DERIVED, 0);
+            w.derived_deque(None, 0);
+            w.dict(0);
+        });
+        assert_eq!(&b[b.len() - 6..], &[DERIVED, 1, base::DEQUE, 0, 0, 0x80]);
+        let ev = events(&b).unwrap();
+        for e in [
+            Event::DerivedDeque {
+                class: 0,
+                maxlen: Some(2),
+                len: 2,
+            },
+            Event::DerivedDeque {
+                class: 0,
+                maxlen: None,
+                len: 0,
+            },
+        ] {
+            assert!(ev.contains(&e), "{e:?} missing from {ev:?}");
+        }
+        Reader::new(&b, Limits::default()).validate().unwrap();
+        Reader::runs_self_check(&b, Limits::default()).unwrap();
+        for cut in 0..b.len() {
+            assert!(events(&b[..cut]).is_err());
+            let got = Reader::new(&b[..cut], Limits::default()).validate();
+            assert_eq!(got, events(&b[..cut]).map(|_| ()));
+        }
+        for i in 0..b.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut m = b.clone();
+                m[i] ^= flip;
+                let plain = events(&m).map(|_| ());
+                assert_eq!(Reader::new(&m, Limits::default()).validate(), plain);
+                Reader::runs_self_check(&m, Limits::default()).unwrap();
+            }
+        }
+        // A lying item count is refused before anything is allocated for it.
+        let b = body(|w| {
+            w.class_new(DERIVED, b"m.Q", 1, std::iter::empty());
+            w.derived_deque(Some(1), 1 << 40);
+        });
+        assert!(events(&b).is_err());
+    }
+
+    #[test]
     fn an_exception_or_immutable_derived_value_is_usable_after_its_first_child() {
         // A reference to the exception from inside its own arguments: not yet made.
         let b = body(|w| {
@@ -2101,7 +2177,7 @@ mod tests {
                     w.class_new(DERIVED, b"m.D", 1, std::iter::empty());
                     w.derived_base(base::LAST + 1, 0);
                 }),
-                "DERIVED record at byte 0: unknown builtin base code 15",
+                "DERIVED record at byte 0: unknown builtin base code 16",
             ),
             (
                 body(|w| w.class_new(CLASS, b"m.D", 1, [&b"x"[..]].into_iter())),

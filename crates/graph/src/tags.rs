@@ -67,8 +67,8 @@ pub const DERIVED: u8 = 0xb5;
 pub const LAST: u8 = DERIVED;
 
 /// The builtin base of a `DERIVED` record. The mutable ones (dict, list, set, ordered dict,
-/// defaultdict) are followed by an item count and the items, the others by one value (of
-/// the base type, or an exception's argument tuple).
+/// defaultdict, deque) are followed by an item count and the items, the others by one value
+/// (of the base type, or an exception's argument tuple).
 pub mod base {
     pub const DICT: u8 = 1;
     pub const LIST: u8 = 2;
@@ -89,12 +89,18 @@ pub mod base {
     /// A builtin exception class: the argument tuple, then a tuple of 4 (state, cause,
     /// context, suppress_context).
     pub const EXCEPTION: u8 = 14;
+    /// `collections.deque`: a varint `m` before the item count, the `maxlen` (`None` if
+    /// `m` is 0, else `m - 1`), set before the items are added.
+    pub const DEQUE: u8 = 15;
     /// The highest code.
-    pub const LAST: u8 = EXCEPTION;
+    pub const LAST: u8 = DEQUE;
 
     /// Whether the instance exists before its items (so its items may refer to it).
     pub const fn is_mutable(code: u8) -> bool {
-        matches!(code, DICT | LIST | SET | ORDERED_DICT | DEFAULT_DICT)
+        matches!(
+            code,
+            DICT | LIST | SET | ORDERED_DICT | DEFAULT_DICT | DEQUE
+        )
     }
 }
 

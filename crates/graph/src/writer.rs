@@ -360,10 +360,9 @@ impl Writer {
     /// After the class ref of a `DERIVED` record: the base code, and for a mutable base
     /// the item count (`len` is ignored for the others).
     pub fn derived_base(&mut self, code: u8, len: usize) {
-        debug_assert_ne!(
-            code,
-            base::DEFAULT_DICT,
-            "defaultdicts use derived_default_dict"
+        debug_assert!(
+            !matches!(code, base::DEFAULT_DICT | base::DEQUE),
+            "defaultdicts and deques have their own"
         );
         self.buf.push(code);
         if base::is_mutable(code) {
@@ -377,6 +376,14 @@ impl Writer {
     pub fn derived_default_dict(&mut self, factory: u8, len: usize) {
         self.buf.push(base::DEFAULT_DICT);
         self.buf.push(factory);
+        varint::put(&mut self.buf, len as u64);
+    }
+
+    /// After the class ref of a `DERIVED` record of a deque subclass: the base code, the
+    /// `maxlen` (as [`Self::deque`] writes it) and the item count.
+    pub fn derived_deque(&mut self, maxlen: Option<u64>, len: usize) {
+        self.buf.push(base::DEQUE);
+        varint::put(&mut self.buf, maxlen.map_or(0, |m| m.saturating_add(1)));
         varint::put(&mut self.buf, len as u64);
     }
 

@@ -105,7 +105,7 @@ class ClassInfo:
         # The builtin type it subclasses (dict, list, int, ...), or None: loads_pickle
         # rebuilds such classes through their hooks; bytewright.pickle writes DERIVED
         # records for subclasses of dict, list, set, frozenset, tuple, str, bytes,
-        # bytearray, int, float, complex, OrderedDict, defaultdict and the builtin
+        # bytearray, int, float, complex, OrderedDict, defaultdict, deque and the builtin
         # exceptions, and refuses the others.
         self.builtin_base: type | None = None
         self.slot_names: tuple[str, ...] = ()

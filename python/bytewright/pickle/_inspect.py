@@ -119,8 +119,9 @@ _DERIVED_BASES = {
     12: "OrderedDict",
     13: "defaultdict",
     14: "exception",
+    15: "deque",
 }
-_MUTABLE_BASES = {1: 2, 2: 1, 3: 1, 12: 2, 13: 2}  # code -> values per item (pairs: 2)
+_MUTABLE_BASES = {1: 2, 2: 1, 3: 1, 12: 2, 13: 2, 15: 1}  # code -> values per item (pairs: 2)
 _FACTORY_VALUE = 0xFF
 
 
@@ -272,6 +273,10 @@ class _RecordWalk:
                 p += 1
                 if fcode != _FACTORY_VALUE:
                     n.notes = (*n.notes, f"factory code {fcode}")
+            elif code == 15:
+                maxlen, p = self.varint(p)
+                if maxlen:
+                    n.notes = (*n.notes, f"maxlen {maxlen - 1}")
             per_item = _MUTABLE_BASES.get(code)
             if per_item is not None:
                 count, p = self.varint(p)

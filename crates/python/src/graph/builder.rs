@@ -882,6 +882,10 @@ impl<'py, 'a> Builder<'py, 'a> {
                     self.start_derived(class, base, factory, len)?;
                     continue;
                 }
+                Event::DerivedDeque { class, maxlen, len } => {
+                    self.start_derived_deque(class, maxlen, len)?;
+                    continue;
+                }
             };
             if let Some(v) = self.deliver(value)? {
                 root = Some(v);

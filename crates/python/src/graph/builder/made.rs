@@ -31,6 +31,7 @@ fn base_name(code: u8) -> &'static str {
         base::ORDERED_DICT => "OrderedDict",
         base::DEFAULT_DICT => "defaultdict",
         base::EXCEPTION => "exception",
+        base::DEQUE => "deque",
         _ => "?",
     }
 }
@@ -225,6 +226,34 @@ impl<'py> Builder<'py, '_> {
             factory_due: code == base::DEFAULT_DICT && factory == FACTORY_VALUE,
         });
         Ok(())
+    }
+
+    /// Starts a DERIVED record of a deque subclass: the instance, made as for the other
+    /// mutable bases, gets its `maxlen` from deque's own `__init__` (it is still empty, and
+    /// no method of the class runs) before its items come.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn start_derived_deque(
+        &mut self,
+        class: usize,
+        maxlen: Option<u64>,
+        len: usize,
+    ) -> PyResult<()> {
+        let py = self.py;
+        let Some(maxlen) = maxlen.map_or(Some(None), |m| isize::try_from(m).ok().map(Some)) else {
+            return Err(self.fail("deque maxlen out of range".into(), None));
+        };
+        self.start_derived(class, base::DEQUE, 0, len)?;
+        let Some(Frame::Made { obj: Some(obj), .. }) = self.frames.last() else {
+            unreachable!()
+        };
+        let r = self
+            .cfg
+            .deque
+            .bind(py)
+            .getattr(pyo3::intern!(py, "__init__"))
+            .and_then(|init| init.call1((obj, &self.empty_tuple, maxlen)));
+        self.wrap("deque", r.map(drop))
     }
 
     /// Makes the exception or immutable instance of the `Made` frame on top from the value
@@ -456,6 +485,15 @@ impl<'py> Builder<'py, '_> {
             (base::LIST, None) => unsafe { ffi::PyList_Append(target.as_ptr(), value.as_ptr()) },
             // SAFETY: as above.
             (base::SET, None) => unsafe { ffi::PySet_Add(target.as_ptr(), value.as_ptr()) },
+            (base::DEQUE, None) => {
+                // deque's own `append` (which honours its maxlen), never an override.
+                let r = cfg
+                    .deque
+                    .bind(py)
+                    .getattr(pyo3::intern!(py, "append"))
+                    .and_then(|f| f.call1((&target, &value)));
+                return self.wrap("deque", r.map(drop));
+            }
             _ => return Err(self.fail("items in a record that holds none".into(), None)),
         };
         if rc < 0 {

@@ -43,6 +43,7 @@ pub(crate) fn base_type(cfg: &Config, code: u8) -> *mut ffi::PyTypeObject {
         base::COMPLEX => addr_of_mut!(ffi::PyComplex_Type),
         base::ORDERED_DICT => cfg.ordered_dict.as_ptr().cast(),
         base::DEFAULT_DICT => cfg.default_dict.as_ptr().cast(),
+        base::DEQUE => cfg.deque.as_ptr().cast(),
         _ => std::ptr::null_mut(),
     }
 }
@@ -258,7 +259,7 @@ impl<'py> Encoder<'py> {
         let code = base_code(self.cfg, &info).map_err(cannot)?;
         if code == 0 {
             return Err(EncodeError::new(format!(
-                "cannot pickle '{}' object: it subclasses the built-in type '{}', whose state bytewright.pickle cannot capture (it writes subclasses of dict, list, set, frozenset, tuple, str, bytes, bytearray, int, float, complex, OrderedDict, defaultdict and of the builtin exceptions; loads_pickle reads pickle's own)",
+                "cannot pickle '{}' object: it subclasses the built-in type '{}', whose state bytewright.pickle cannot capture (it writes subclasses of dict, list, set, frozenset, tuple, str, bytes, bytearray, int, float, complex, OrderedDict, defaultdict, deque and of the builtin exceptions; loads_pickle reads pickle's own)",
                 facts.name,
                 facts.builtin_base.as_deref().unwrap_or("?"),
             )));
@@ -281,6 +282,22 @@ impl<'py> Encoder<'py> {
                 )));
             };
             Some((fcode, factory))
+        } else {
+            None
+        };
+        // A deque's maxlen, read through deque's own attribute (before anything is written).
+        let maxlen = if code == base::DEQUE {
+            let maxlen = self
+                .cfg
+                .deque
+                .bind(py)
+                .getattr(pyo3::intern!(py, "maxlen"))
+                .and_then(|m| m.call_method1(pyo3::intern!(py, "__get__"), (obj,)))
+                .map_err(|e| EncodeError::caused("bad deque", e))?;
+            let maxlen: Option<u64> = maxlen
+                .extract()
+                .map_err(|_| EncodeError::new("bad deque maxlen"))?;
+            maxlen
         } else {
             None
         };
@@ -334,6 +351,15 @@ impl<'py> Encoder<'py> {
                         let item = ffi::PyList_GET_ITEM(ptr, i);
                         self.item(item).map_err(|e| e.at(Step::Index(i as usize)))?;
                     }
+                }
+            }
+            base::DEQUE => {
+                // Its items as pickle takes them (iterating it), in order.
+                let items = self.items(obj)?;
+                self.w.derived_deque(maxlen, items.len());
+                for (i, item) in items.iter().enumerate() {
+                    self.encode(item.as_ptr())
+                        .map_err(|e| e.at(Step::Index(i)))?;
                 }
             }
             base::SET => {
