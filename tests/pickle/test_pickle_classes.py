@@ -311,6 +311,33 @@ def test_a_descriptor_added_after_a_load_is_never_called():
     assert back.__dict__ == {"a": 1, "b": 2}
 
 
+class LaterBase:
+    pass
+
+
+@dataclasses.dataclass
+class LaterDerived(LaterBase):
+    a: int
+
+
+def test_a_descriptor_added_to_a_base_after_loads_is_never_called():
+    # Loads of a class with no attribute of a field's name remember that until the class or
+    # a base changes; a property added to a base must end it.
+    allowed = (LaterDerived,)
+    data = pickle.dumps(LaterDerived(1))
+    for _ in range(3):
+        assert pickle.loads(data, classes=allowed) == LaterDerived(1)
+    calls = []
+    LaterBase.a = property(lambda self: self.__dict__["a"], lambda self, v: calls.append(v))
+    try:
+        back = pickle.loads(data, classes=allowed)
+    finally:
+        del LaterBase.a
+    assert calls == []
+    assert back.__dict__ == {"a": 1}
+    assert pickle.loads(data, classes=allowed).__dict__ == {"a": 1}
+
+
 def test_field_order_mismatch_takes_the_checked_path():
     p = Point(1, 2)
     del p.__dict__["x"]

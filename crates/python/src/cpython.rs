@@ -280,6 +280,37 @@ pub unsafe fn has_data_descriptor(
     Some(!attr.is_null() && (*ffi::Py_TYPE(attr)).tp_descr_set.is_some())
 }
 
+/// Whether neither `ty` nor a base class has an attribute called `name` (found without
+/// running any code); `None` on the portable path.
+///
+/// # Safety
+/// `ty` is a live type and `name` a live exact str; the GIL is held.
+#[inline]
+pub unsafe fn lacks_attribute(
+    ty: *mut ffi::PyTypeObject,
+    name: *mut ffi::PyObject,
+) -> Option<bool> {
+    if !internals() {
+        return None;
+    }
+    Some(_PyType_Lookup(ty, name).is_null())
+}
+
+/// The attribute-cache version tag of `ty`; 0 when it has none (or on the portable path).
+/// CPython drops a type's tag whenever an attribute of it or of a base changes, and never
+/// hands out a tag twice, so while a type shows the same non-zero tag, every attribute
+/// lookup on it gives what it gave before.
+///
+/// # Safety
+/// `ty` is a live type; the GIL is held.
+#[inline]
+pub unsafe fn type_version(ty: *mut ffi::PyTypeObject) -> u32 {
+    if !internals() || (*ty).tp_flags & ffi::Py_TPFLAGS_VALID_VERSION_TAG == 0 {
+        return 0;
+    }
+    (*ty).tp_version_tag
+}
+
 // ---- lists ----
 
 /// A new empty list to be filled with `n` items: with room for them already allocated when

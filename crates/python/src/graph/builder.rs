@@ -28,7 +28,7 @@ mod made;
 /// new compact string, skipping the general decoder; 0 and 1 bytes use CPython's
 /// cached strings.
 #[inline(always)]
-fn new_str(s: &[u8]) -> *mut ffi::PyObject {
+pub(super) fn new_str(s: &[u8]) -> *mut ffi::PyObject {
     if s.len() >= super::RELEASE_GIL_FROM {
         return new_large_str(s);
     }
@@ -286,12 +286,38 @@ fn fill_list_portable<'py>(
 }
 
 /// Whether no field name of `obj`'s class is a data descriptor (found without running
-/// code; `false` when that cannot be told).
-fn plain_fields(obj: &Bound<'_, PyAny>, names: &[Py<PyString>]) -> bool {
-    // SAFETY: obj is a live instance and each name a live exact str; the lookup runs no code.
-    names.iter().all(|name| unsafe {
-        cpython::has_data_descriptor(ffi::Py_TYPE(obj.as_ptr()), name.as_ptr()) == Some(false)
-    })
+/// code; `false` when that cannot be told). Kept in `r` while the class has no attribute
+/// of a field's name and its version tag stays the same.
+#[inline]
+fn plain_fields(obj: &Bound<'_, PyAny>, r: &Resolved) -> bool {
+    // SAFETY: obj is a live instance.
+    let ty = unsafe { ffi::Py_TYPE(obj.as_ptr()) };
+    let known = r.no_class_attrs.get();
+    // SAFETY: ty is the live type of a live instance; reading its tag runs no code.
+    if known != 0 && unsafe { cpython::type_version(ty) } == known {
+        return true;
+    }
+    plain_fields_looked_up(ty, r)
+}
+
+#[cold]
+#[inline(never)]
+fn plain_fields_looked_up(ty: *mut ffi::PyTypeObject, r: &Resolved) -> bool {
+    // SAFETY: ty is a live type and each name a live exact str; the lookups run no code.
+    unsafe {
+        if r.names
+            .iter()
+            .all(|name| cpython::lacks_attribute(ty, name.as_ptr()) == Some(true))
+        {
+            // Read after the lookups, which give the type a tag if it had none.
+            r.no_class_attrs.set(cpython::type_version(ty));
+            return true;
+        }
+        r.no_class_attrs.set(0);
+        r.names
+            .iter()
+            .all(|name| cpython::has_data_descriptor(ty, name.as_ptr()) == Some(false))
+    }
 }
 
 enum Collect {
@@ -1197,6 +1223,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             version: def.version,
             names: names.into_iter().map(Bound::unbind).collect(),
             fast,
+            no_class_attrs: std::cell::Cell::new(0),
             setstate: setstate && kind != KIND_TUPLE && kind != KIND_ENUM,
             record: if kind == KIND_ENUM {
                 RECORD_ENUM
@@ -1251,7 +1278,7 @@ impl<'py, 'a> Builder<'py, 'a> {
         let dict = match (&obj, resolved) {
             // With no data descriptor of a field's name on the class, setting the attribute
             // is the same plain store into its instance dict, and does not make the dict.
-            (Some(o), Some(r)) if fast && r.kind == KIND_DICT && !plain_fields(o, &r.names) => {
+            (Some(o), Some(r)) if fast && r.kind == KIND_DICT && !plain_fields(o, r) => {
                 // SAFETY: a live instance of a class with an instance dict; returns a new
                 // reference or NULL with an exception set.
                 let d = unsafe { ffi::PyObject_GenericGetDict(o.as_ptr(), std::ptr::null_mut()) };

@@ -9,6 +9,7 @@ pub(crate) mod infocache;
 mod memo;
 mod ptrmap;
 mod resolved;
+mod small;
 
 use bytewright_graph::{integrity, record, Header, Limits, Reader, Writer};
 use pyo3::buffer::PyBuffer;
@@ -325,6 +326,12 @@ fn loads<'py>(
         record::open(input, key, &limits)
     }
     .map_err(|e| errors::read_error(py, cfg, &e))?;
+    if small::eligible(body, &limits) {
+        if let Some(value) = small::build(body) {
+            // SAFETY: a new reference.
+            return Ok(unsafe { Bound::from_owned_ptr(py, value) });
+        }
+    }
     let classes = AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any()));
     Builder::new(py, cfg, body, limits, classes).build()
 }

@@ -27,6 +27,9 @@ pub struct Resolved {
     pub names: Vec<Py<PyString>>,
     /// Same version and exactly the declared fields: set them directly.
     pub fast: bool,
+    /// The version tag (`cpython::type_version`) `cls` had when none of its field names
+    /// was an attribute of it or a base (0: not known to be so).
+    pub no_class_attrs: std::cell::Cell<u32>,
     /// The class defines `__setstate__`: its instances get their state through it, once
     /// the whole record has been read.
     pub setstate: bool,
