@@ -404,7 +404,7 @@ NO_STATE = b"\x74\x90\x90\x90\x91"  # (None, None, None, False)
         (b"\xad\xff\x00\x60", "factory must be None or a class, not list"),
         (b"\xad\x40\x00", "unknown defaultdict factory code 64"),
         (derived(Ordered, 12) + b"\x01\x41a\x01\x60", "its state must be a dict"),
-        (derived(Ordered, 15) + b"\x00\x80", "DERIVED record at byte 0: unknown builtin base code"),
+        (derived(Ordered, 16) + b"\x00\x80", "DERIVED record at byte 0: unknown builtin base code"),
     ],
 )
 def test_malformed_records_name_the_record(body, match):
