@@ -237,8 +237,7 @@ def test_only_containers_with_a_second_owner_take_a_memo_slot():
     a, b, c = [], {}, []
     body = _body(pickle.dumps([[a], {1: b}, (c,), a, b, c]))
     assert body == bytes(
-        [0x66, 0x61, 0xA6, 0x60, 0x81, 1, 0xA6, 0x80, 0x71, 0xA6, 0x60]
-        + [0xA7, 0, 0xA7, 1, 0xA7, 2]
+        [0x66, 0x61, 0xA6, 0x60, 0x81, 1, 0xA6, 0x80, 0x71, 0xA6, 0x60, 0xA7, 0, 0xA7, 1, 0xA7, 2]
     )
     # A cycle goes through the memo although nothing outside the graph holds the list
     # (its reference to itself is a second owner).
