@@ -1928,6 +1928,29 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         Ok(())
     }
 
+    /// The `PROTO` and `FRAME` that open almost every pickle, read once here rather than
+    /// by the loops: as the general loop reads them (a protocol past 5, or a frame longer
+    /// than the input, is left to it, which says what is wrong).
+    #[inline(always)]
+    fn preamble(&mut self) {
+        let data = self.data;
+        let mut pos = self.dec.pos();
+        if let Some(&[PROTO, p]) = data.get(pos..pos + 2) {
+            if p > 5 {
+                return;
+            }
+            self.prog.protocol = p;
+            pos += 2;
+        }
+        if let Some(&[FRAME, a, b, c, d, e, f, g, h]) = data.get(pos..pos + 9) {
+            let n = u64::from_le_bytes([a, b, c, d, e, f, g, h]);
+            if n <= i64::MAX as u64 && n <= (data.len() - (pos + 9)) as u64 {
+                pos += 9;
+            }
+        }
+        self.dec.skip_to(pos);
+    }
+
     /// Runs the whole stream through the checks; the program is what the adapter executes.
     pub fn run(mut self) -> Res<Program> {
         self.execute()?;
@@ -1952,6 +1975,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
             ));
         }
         let (max_str, max_bytes) = (self.limits.max_str_len, self.limits.max_bytes_len);
+        self.preamble();
         loop {
             if !self.recording {
                 self.fast_ops()?;
