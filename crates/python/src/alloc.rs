@@ -291,6 +291,21 @@ mod big {
         bytes: usize,
     }
 
+    impl Cache {
+        /// Takes the first `len` bytes of cached block `i` (at least that long): returns
+        /// where they start; the rest, if any, stays cached.
+        fn cut(&mut self, i: usize, len: usize) -> usize {
+            let (start, have) = self.slots[i];
+            self.slots[i] = if have > len {
+                (start + len, have - len)
+            } else {
+                (0, 0)
+            };
+            self.bytes -= len;
+            start
+        }
+    }
+
     struct Locked {
         busy: AtomicBool,
         cache: UnsafeCell<Cache>,
@@ -340,14 +355,7 @@ mod big {
             let i = (0..SLOTS)
                 .filter(|&i| c.slots[i].1 >= len)
                 .min_by_key(|&i| c.slots[i].1)?;
-            let (start, have) = c.slots[i];
-            c.slots[i] = if have > len {
-                (start + len, have - len)
-            } else {
-                (0, 0)
-            };
-            c.bytes -= len;
-            Some(start)
+            Some(c.cut(i, len))
         })
         .flatten()
     }
@@ -360,13 +368,7 @@ mod big {
             let Some(i) = (0..SLOTS).find(|&i| c.slots[i].0 == at && c.slots[i].1 >= len) else {
                 return false;
             };
-            let (start, have) = c.slots[i];
-            c.slots[i] = if have > len {
-                (start + len, have - len)
-            } else {
-                (0, 0)
-            };
-            c.bytes -= len;
+            c.cut(i, len);
             true
         })
         .unwrap_or(false)
