@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 else:
     FunctionType = type(lambda: None)  # types.FunctionType, without importing types
 
-__all__ = ["Methods", "make_eq", "make_init"]
+__all__ = ["make_eq", "make_init"]
 
 # Field count -> (template code, the names in its co_names before the field placeholders).
 _inits: dict[int, tuple[CodeType, tuple[str, ...]]] = {}
@@ -66,12 +66,6 @@ def make_init(
     return fn
 
 
-def _getter(names: Sequence[str]) -> Callable[[Any], Any]:
-    # One C call reads the fields; a 1-tuple keeps tuple equality (identity first, as for
-    # NaN) when there is one field.
-    return attrgetter(*names) if len(names) > 1 else attrgetter(names[0], names[0])
-
-
 def make_eq(qualname: str, module: str, names: Sequence[str]) -> Callable[[Any, object], Any]:
     """Equality of the same class on ``names``, in order (else NotImplemented)."""
     if not names:
@@ -80,7 +74,9 @@ def make_eq(qualname: str, module: str, names: Sequence[str]) -> Callable[[Any, 
             return type(other) is type(self) or NotImplemented
 
     else:
-        fields = _getter(names)
+        # One C call reads the fields; a 1-tuple keeps tuple equality (identity first, as
+        # for NaN) when there is one field.
+        fields = attrgetter(*names) if len(names) > 1 else attrgetter(names[0], names[0])
 
         def __eq__(self: Any, other: object) -> Any:
             if type(other) is not type(self):
@@ -90,36 +86,3 @@ def make_eq(qualname: str, module: str, names: Sequence[str]) -> Callable[[Any, 
     __eq__.__qualname__ = f"{qualname}.__eq__"
     __eq__.__module__ = module
     return __eq__
-
-
-class Methods:
-    """A class's ``__init__`` and ``__eq__`` made before its codec is compiled, with every
-    field compared and no derived field defaulted; ``derive`` then gives the derived fields
-    (which pack computes) their None default and leaves them out of equality, on the
-    functions themselves: the class is not touched again."""
-
-    __slots__ = ("eq", "init", "names")
-
-    def __init__(
-        self, init: Callable[..., None], eq: Callable[[Any, object], Any], names: list[str]
-    ) -> None:
-        self.init = init
-        self.eq = eq
-        self.names = names
-
-    def derive(self, derived: frozenset[str]) -> bool:
-        """Whether the functions now treat ``derived`` as derived (False when every field
-        would be: then the class needs the functions ``make_eq`` writes for no field)."""
-        compared = [n for n in self.names if n not in derived]
-        closure = getattr(self.eq, "__closure__", None)
-        if not compared or not closure:
-            return False
-        init: Any = self.init
-        kwdefaults = init.__kwdefaults__
-        if kwdefaults is None:
-            kwdefaults = init.__kwdefaults__ = {}
-        for name in self.names:
-            if name in derived and name not in kwdefaults:
-                kwdefaults[name] = None
-        closure[0].cell_contents = _getter(compared)
-        return True

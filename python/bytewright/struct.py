@@ -11,7 +11,7 @@ import sys
 from keyword import iskeyword
 
 from bytewright._info import Pending, Registry, SchemaMeta, StructField, StructInfo, info_of
-from bytewright._methods import Methods, make_eq, make_init
+from bytewright._methods import make_eq, make_init
 from bytewright._native import Codec, check_align
 from bytewright._value import MISSING
 from bytewright.errors import SchemaError, schema_error, unknown
@@ -83,7 +83,6 @@ class StructMeta(SchemaMeta):
             align = check_align(align, name)
         declared, strings = _declare(name, ns)
         localns = _caller_locals(strings, sys._getframe(1))
-        methods = _methods_in_namespace(name, bases, ns, declared, tag, default, registry)
         cls = super().__new__(mcls, name, bases, ns)
         if not declared and not any(isinstance(b, StructMeta) for b in bases):
             cls.__bw__ = None
@@ -102,7 +101,7 @@ class StructMeta(SchemaMeta):
         )
         cls.__bw__ = info
         _register_variant(info, tag, default)
-        _compile_or_defer(info, methods)
+        _compile_or_defer(info)
         return cls
 
 
@@ -212,60 +211,13 @@ def _register_variant(info: StructInfo, tag: Any, default: bool) -> None:
     reg.dependents.clear()
 
 
-def _methods_in_namespace(
-    name: str,
-    bases: tuple[type, ...],
-    ns: dict[str, Any],
-    declared: tuple[StructField, ...],
-    tag: Any,
-    default: bool,
-    registry: str | None,
-) -> Methods | None:
-    """Puts the ``__init__``, ``__eq__`` and ``__match_args__`` of a class that inherits no
-    fields into its namespace, before the class is created (setting them on the class
-    afterwards updates its slots and caches three times). They are the ones
-    ``_install_methods`` writes with no derived fields; the derived fields, known once the
-    codec is compiled, are then filled in on the functions (``Methods.derive``)."""
-    if (
-        not declared
-        or registry is not None
-        or tag is not MISSING
-        or default
-        or "__module__" not in ns
-        or any(isinstance(b, SchemaMeta) and b.__bw__ is not None for b in bases)
-    ):
-        return None  # inherited fields, registries and variants: set after the class exists
-    names: list[str] = []
-    defaults: dict[str, Any] = {}
-    for f in declared:
-        spec = f.spec
-        if spec.is_pad:
-            continue
-        names.append(f.name)
-        if spec.default is not MISSING:
-            defaults[f.name] = spec.default
-        elif spec.const is not MISSING:
-            defaults[f.name] = spec.const
-        elif spec.when is not None:
-            defaults[f.name] = None
-    qualname = ns.get("__qualname__", name)
-    module = ns["__module__"]
-    methods = Methods(
-        make_init(qualname, module, names, defaults), make_eq(qualname, module, names), names
-    )
-    ns["__init__"] = methods.init
-    ns["__eq__"] = methods.eq
-    ns["__match_args__"] = tuple(names)
-    return methods
-
-
-def _compile_or_defer(info: StructInfo, methods: Methods | None = None) -> None:
+def _compile_or_defer(info: StructInfo) -> None:
     """Compiles the class's typed codec now, or leaves it to compile on first use."""
     if info.registry is not None:
         _install_methods(info, frozenset())  # its variants come later
         return
     try:
-        _compile(info, methods)
+        _compile(info)
     except NameError:
         # A forward reference to a class not defined yet: compile on first use.
         type.__setattr__(info.cls, "__init__", _init_on_first_use)
@@ -298,7 +250,7 @@ def _schema_module() -> Any:
     return _schema
 
 
-def _compile(info: StructInfo, methods: Methods | None = None) -> Codec[Any]:
+def _compile(info: StructInfo) -> Codec[Any]:
     """Compiles the typed codec of a class and generates its ``__init__`` and ``__eq__``."""
     used: list[type] = []
     schema, infos, parts = (_schema or _schema_module()).describe(
@@ -311,8 +263,7 @@ def _compile(info: StructInfo, methods: Methods | None = None) -> Codec[Any]:
             base_info.registry.dependents.add(info.cls)
     derived = frozenset(codec.derived_fields(0))
     info.compiled(codec, derived)
-    if methods is None or (derived and not methods.derive(derived)):
-        _install_methods(info, derived)
+    _install_methods(info, derived)
     return codec
 
 
