@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from bytewright import pickle
+from records import record
 
 
 class Queue(collections.deque):  # type: ignore[type-arg]
@@ -144,15 +145,6 @@ def test_records_of_the_earlier_format_still_load():
     body = b"\xb5\x00" + bytes([len(name)]) + name + b"\x01\x00" + b"\x02\x01\x01\x80"
     with pytest.raises(pickle.UnpicklingError, match="holds a list, but the class subclasses"):
         pickle.loads(record(body), classes=CLASSES)
-
-
-def record(body: bytes) -> bytes:
-    n, length = len(body), bytearray()
-    while n >= 0x80:
-        length.append((n & 0x7F) | 0x80)
-        n >>= 7
-    length.append(n)
-    return b"BW\x01\x00" + bytes(length) + body
 
 
 def derived(cls: type, code: int) -> bytes:

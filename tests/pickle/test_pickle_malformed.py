@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from bytewright import pickle
+from records import record
 
 
 @dataclasses.dataclass
@@ -93,16 +94,6 @@ def test_every_byte_set_to_a_tag(rich, value):
         changed = bytearray(rich)
         changed[i] = value
         only_unpickling_errors(bytes(changed))
-
-
-def record(body: bytes, flags: int = 0) -> bytes:
-    n = len(body)
-    length = bytearray()
-    while n >= 0x80:
-        length.append((n & 0x7F) | 0x80)
-        n >>= 7
-    length.append(n)
-    return b"BW\x01" + bytes([flags]) + bytes(length) + body
 
 
 def varint(n: int) -> bytes:

@@ -13,6 +13,7 @@ import pickle as std_pickle
 
 import pytest
 from bytewright import pickle
+from records import record
 
 HEADER_LEN = 4
 
@@ -26,13 +27,6 @@ def body_len(data: bytes) -> int:
         shift += 7
         if b < 0x80:
             return n
-
-
-def record(body: bytes) -> bytes:
-    """An unsigned record around `body` (a length below 2**14)."""
-    n = len(body)
-    length = bytes([n]) if n < 0x80 else bytes([n & 0x7F | 0x80, n >> 7])
-    return b"BW\x01\x00" + length + body
 
 
 def general(data: bytes) -> pickle.Limits:

@@ -11,6 +11,7 @@ import pytest
 from bytewright import pickle
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from records import record
 
 # ---------------------------------------------------------------- classes of the tests
 
@@ -353,15 +354,6 @@ def test_hypothesis_subclasses_agree_with_pickle(pairs, moves, data, factory, ar
 
 
 # ---------------------------------------------------------------- malformed records
-
-
-def record(body: bytes) -> bytes:
-    n, length = len(body), bytearray()
-    while n >= 0x80:
-        length.append((n & 0x7F) | 0x80)
-        n >>= 7
-    length.append(n)
-    return b"BW\x01\x00" + bytes(length) + body
 
 
 def short(text: str) -> bytes:
