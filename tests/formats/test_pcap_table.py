@@ -68,8 +68,9 @@ def test_every_packet_is_a_row_that_agrees_with_read(path: Path) -> None:
             assert (t["src_port"], t["dst_port"]) == want, path.name
 
 
-def test_frames_that_do_not_decode_keep_their_bytes() -> None:
-    good = ethernet.Ethernet(
+def udp_frame(src_port: int, dst_port: int, payload: bytes) -> bytes:
+    """An Ethernet frame of one IPv4 UDP datagram from 10.0.0.1 to 10.0.0.2."""
+    return ethernet.Ethernet(
         dst="ff:ff:ff:ff:ff:ff",
         src="02:00:00:00:00:01",
         type=ethernet.EtherType.IPV4,
@@ -77,9 +78,13 @@ def test_frames_that_do_not_decode_keep_their_bytes() -> None:
             src="10.0.0.1",
             dst="10.0.0.2",
             protocol=17,
-            payload=ip.UDP(src_port=53, dst_port=5353, payload=b"x"),
+            payload=ip.UDP(src_port=src_port, dst_port=dst_port, payload=payload),
         ),
-    ).pack(verify=False)
+    ).pack()
+
+
+def test_frames_that_do_not_decode_keep_their_bytes() -> None:
+    good = udp_frame(53, 5353, b"x")
     bad = bytearray(good)
     bad[14] = 0x45 + 0x10  # a version the IPv4 declaration refuses: Raw below Ethernet?
     tso = bytearray(good)
@@ -105,20 +110,7 @@ def test_cut_files_keep_the_packets_before_the_cut() -> None:
 
 
 def test_threads_give_the_same_table() -> None:
-    frames = [
-        ethernet.Ethernet(
-            dst="ff:ff:ff:ff:ff:ff",
-            src="02:00:00:00:00:01",
-            type=ethernet.EtherType.IPV4,
-            payload=ip.IPv4(
-                src="10.0.0.1",
-                dst="10.0.0.2",
-                protocol=17,
-                payload=ip.UDP(src_port=i % 65536, dst_port=53, payload=bytes(i % 50)),
-            ),
-        ).pack()
-        for i in range(200)
-    ]
+    frames = [udp_frame(i % 65536, 53, bytes(i % 50)) for i in range(200)]
     # 6000 packets (about 500 KB): enough for two threads to split.
     cap = pcap.write([(i, 0, frames[i % 200]) for i in range(6000)])
     one = pcap.read_table(cap, threads=1)
@@ -127,19 +119,7 @@ def test_threads_give_the_same_table() -> None:
 
 
 def test_wrong_checksums_keep_the_packet_decoded_as_read_does() -> None:
-    frame = bytearray(
-        ethernet.Ethernet(
-            dst="ff:ff:ff:ff:ff:ff",
-            src="02:00:00:00:00:01",
-            type=ethernet.EtherType.IPV4,
-            payload=ip.IPv4(
-                src="10.0.0.1",
-                dst="10.0.0.2",
-                protocol=17,
-                payload=ip.UDP(src_port=53, dst_port=5353, payload=b"x"),
-            ),
-        ).pack()
-    )
+    frame = bytearray(udp_frame(53, 5353, b"x"))
     good = bytes(frame)
     frame[24:26] = b"\xbe\xef"  # the IPv4 header checksum (offloaded, or corrupt)
     cap = pcap.write([(1, 0, good), (2, 0, bytes(frame))])
