@@ -235,19 +235,24 @@ pub fn run(
         let part = parts.pop().unwrap_or_default();
         block(plan, input, start, 0, rows, part)
     } else {
+        // The calling thread decodes the first rows itself while the others decode theirs.
+        let mut parts = parts.into_iter();
+        let own = parts.next().unwrap_or_default();
         std::thread::scope(|scope| {
             let handles: Vec<_> = parts
-                .into_iter()
                 .enumerate()
-                .map(|(t, part)| {
-                    let first = t * per;
+                .map(|(i, part)| {
+                    let first = (i + 1) * per;
                     let n = per.min(rows.saturating_sub(first));
                     scope.spawn(move || block(plan, input, start, first, n, part))
                 })
                 .collect();
+            let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                block(plan, input, start, 0, per.min(rows), own)
+            }));
             let mut bad: Option<usize> = None;
-            for h in handles {
-                match h.join() {
+            for r in std::iter::once(mine).chain(handles.into_iter().map(|h| h.join())) {
+                match r {
                     Ok(Some(r)) => bad = Some(bad.map_or(r, |b| b.min(r))),
                     Ok(None) => {}
                     Err(_) => return Err(Stop::Panicked),
