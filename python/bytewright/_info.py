@@ -136,7 +136,7 @@ class StructInfo:
         self._fields = None
         self._cache = {}
         self._bases = bases
-        self.__class__ = StructInfo
+        object.__setattr__(self, "__class__", StructInfo)
         return self
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -199,7 +199,8 @@ class _Draft(StructInfo):
     """A StructInfo being filled in: its slots take plain writes."""
 
     __slots__ = ()
-    __setattr__ = object.__setattr__
+    # object's own, not a def: each write stays a C-level slot store.
+    __setattr__ = object.__setattr__  # type: ignore[assignment]
 
 
 class SchemaMeta(type):
