@@ -8,8 +8,6 @@ references may name classes defined later), the compiled codec and the derived f
 from __future__ import annotations
 
 import sys
-from _operator import call  # operator's C half: importing operator.py costs more
-from itertools import repeat
 
 from bytewright.errors import SchemaError
 
@@ -102,8 +100,8 @@ class StructInfo:
     _cache: dict[Any, Any]
     _bases: tuple[StructInfo, ...]  # of the Struct classes it derives from, nearest first
 
-    def __init__(
-        self,
+    def __new__(
+        info_type,
         cls: type,
         declared: tuple[StructField, ...],
         *,
@@ -115,36 +113,31 @@ class StructInfo:
         tag: Any,
         localns: dict[str, Any] | None,
         codec: Pending,
-    ) -> None:
-        bases = tuple([i for b in cls.__mro__[1:] if (i := info_of(b)) is not None])
+    ) -> StructInfo:
+        # ``object`` ends every MRO and is never a Struct class.
+        bases = tuple([i for b in cls.__mro__[1:-1] if (i := info_of(b)) is not None])
         base = bases[0] if bases else None
-        # Through the slot descriptors (the class's own __setattr__ refuses every write), in
-        # one C-level pass.
-        any(
-            map(
-                call,
-                _SETTERS,
-                repeat(self),
-                (
-                    cls,
-                    cls.__name__,
-                    declared,
-                    byteorder or (base.byteorder if base else None),
-                    bitorder or (base.bitorder if base else None),
-                    align,
-                    limits or (base.limits if base else None),
-                    Registry(registry) if registry is not None else None,
-                    registry or (base.tag_field if base else None),
-                    tag,
-                    localns,
-                    codec,
-                    _NOTHING,
-                    None,
-                    {},
-                    bases,
-                ),
-            )
-        )
+        # Filled in as a _Draft (plain slot writes, which the class's own __setattr__ refuses),
+        # then frozen by becoming a StructInfo.
+        self = object.__new__(_Draft)
+        self.cls = cls
+        self.name = cls.__name__
+        self.declared = declared
+        self.byteorder = byteorder or (base.byteorder if base else None)
+        self.bitorder = bitorder or (base.bitorder if base else None)
+        self.align = align
+        self.limits = limits or (base.limits if base else None)
+        self.registry = Registry(registry) if registry is not None else None
+        self.tag_field = registry or (base.tag_field if base else None)
+        self.tag = tag
+        self.localns = localns
+        self.codec = codec
+        self.derived = _NOTHING
+        self._fields = None
+        self._cache = {}
+        self._bases = bases
+        object.__setattr__(self, "__class__", StructInfo)
+        return self
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"StructInfo is read-only ({name!r})")
@@ -202,6 +195,14 @@ class StructInfo:
         return tuple(fields)
 
 
+class _Draft(StructInfo):
+    """A StructInfo being filled in: its slots take plain writes."""
+
+    __slots__ = ()
+    # object's own, not a def: each write stays a C-level slot store.
+    __setattr__ = object.__setattr__  # type: ignore[assignment]
+
+
 class SchemaMeta(type):
     """The base of ``StructMeta``: ``isinstance(x, SchemaMeta)`` tells a Struct class."""
 
@@ -209,27 +210,6 @@ class SchemaMeta(type):
 
 
 _NOTHING: frozenset[str] = frozenset()
-_SETTERS = tuple(
-    StructInfo.__dict__[name].__set__
-    for name in (
-        "cls",
-        "name",
-        "declared",
-        "byteorder",
-        "bitorder",
-        "align",
-        "limits",
-        "registry",
-        "tag_field",
-        "tag",
-        "localns",
-        "codec",
-        "derived",
-        "_fields",
-        "_cache",
-        "_bases",
-    )
-)
 
 
 def info_of(cls: object) -> StructInfo | None:

@@ -261,14 +261,19 @@ class _Builder:
         inherited = self.order
         self.order = o or inherited
         tag_field = info.tag_field
+        scalar_aliases = t.SCALAR_ALIASES
         for f in info.fields():
             spec = f.spec
             if spec is PLAIN and f.name != tag_field:
                 # The common case: a plain scalar (no options, no converter).
-                metadata = getattr(f.annotation, "__metadata__", None)
-                if metadata and isinstance(metadata[0], t.Scalar):
+                scalar = scalar_aliases.get(id(f.annotation))
+                if scalar is None:
+                    metadata = getattr(f.annotation, "__metadata__", None)
+                    if metadata and isinstance(metadata[0], t.Scalar):
+                        scalar = metadata[0].describe(None)
+                if scalar is not None:
                     name = f.name
-                    text += f'{sep}{{"name":"{name}","type":{metadata[0].describe(None)}}}'
+                    text += f'{sep}{{"name":"{name}","type":{scalar}}}'
                     sep = ","
                     names.append(name)
                     defaults.append(None)

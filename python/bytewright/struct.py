@@ -17,6 +17,7 @@ from bytewright._value import MISSING
 from bytewright.errors import SchemaError, schema_error, unknown
 from bytewright.fields import PLAIN, FieldSpec, Limits, bits, enum, field, flag, normalize_byteorder
 from bytewright.stream import Reader
+from bytewright.types import SCALAR_ALIASES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -132,7 +133,9 @@ def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bo
     typing = sys.modules.get("typing")
     class_var = typing.ClassVar if typing is not None else None
     for fname, ann in ns.get("__annotations__", {}).items():
-        if ann.__class__ is str:
+        if id(ann) in SCALAR_ALIASES:
+            pass  # bw.U16 and the like: neither a string nor a ClassVar
+        elif ann.__class__ is str:
             if ann.startswith("ClassVar"):
                 continue
             strings = True

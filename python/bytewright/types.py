@@ -71,6 +71,10 @@ class Scalar(Value):
 
 
 _SCALAR_TEXT: dict[tuple[str, int, bool, str | None], str] = {}
+# The scalar aliases above (bw.U16, ...) by id, with the description of a field that does
+# not set its byte order: a struct's plain fields are looked up here, not taken apart. The
+# aliases live as long as the module, so their ids are never reused.
+SCALAR_ALIASES: dict[int, str] = {}
 
 
 class _Rest:
@@ -325,6 +329,10 @@ else:
         out["Bool"] = Annotated[bool, Scalar("bool", 1)]
         out["VarUInt"] = Annotated[int, Varint(False)]
         out["VarInt"] = Annotated[int, Varint(True)]
+        for alias in out.values():
+            metadata = getattr(alias, "__metadata__", ())
+            if metadata and isinstance(metadata[0], Scalar):
+                SCALAR_ALIASES[id(alias)] = metadata[0].describe(None)
         return out
 
     _LAZY = frozenset(
