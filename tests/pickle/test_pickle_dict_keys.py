@@ -43,7 +43,7 @@ def test_long_keys_and_wide_dicts_are_fresh_objects():
     data = pickle.dumps(wide)
     first, second = pickle.loads(data), pickle.loads(data)
     assert first == second == wide
-    assert all(a is not b for a, b in zip(first, second))
+    assert all(a is not b for a, b in zip(first, second, strict=True))
 
 
 def test_many_distinct_keys_replace_each_other_safely():
