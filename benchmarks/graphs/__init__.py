@@ -290,7 +290,9 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
         "The 16 shapes of the pysafe-pickle performance page; pickle uses protocol 5. Every "
         "arm's round trip was checked (same types and values; pysafe-pickle's look-alike "
         "dataclasses are accepted for it) before timing. msgspec is `n/a` where MessagePack "
-        "cannot express a shape (shared references, cycles, sets, tuples).",
+        "cannot express a shape (shared references, cycles, sets, tuples). Options are bound "
+        "once where a library offers it: msgspec's `Decoder(type=...)`, bytewright's "
+        "`Decoder(classes=...)`.",
         [time_table("dumps"), time_table("loads"), size_table, hmac, threads],
     )
     speedups = {

@@ -1,4 +1,4 @@
-"""bytewright.pickle: `dumps`/`loads` (with `classes=`) and `loads_pickle` of pickle's bytes."""
+"""bytewright.pickle: `dumps`, `Decoder(classes=...).loads` and `loads_pickle` of pickle's bytes."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ BYTEWRIGHT, LOADS_PICKLE = "bytewright.pickle", "bytewright loads_pickle"
 
 
 def serializer() -> Serializer:
-    bwp = need("bytewright.pickle", "dumps", "loads")
+    bwp = need("bytewright.pickle", "dumps", "loads", "Decoder")
     return Serializer(
         bwp.dumps,
-        partial(bwp.loads, classes=CLASSES),
+        bwp.Decoder(classes=CLASSES).loads,
         signed_dumps=lambda obj, key: bwp.dumps(obj, hmac_key=key),
         signed_loads=lambda data, key: bwp.loads(data, classes=CLASSES, hmac_key=key),
     )

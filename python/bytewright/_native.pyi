@@ -13,6 +13,7 @@ __all__ = [
     "KIND_TUPLE",
     "Codec",
     "Column",
+    "Decoder",
     "Table",
     "TableReader",
     "TableSchema",
@@ -290,6 +291,25 @@ def pickle_loads(
     >>> bwp.loads(b"BW\\x01\\x00\\x05c\\x01Aa\\x90")
     [1, 'a', None]
     """
+
+@final
+class Decoder:
+    """``bytewright.pickle.loads`` with its options checked once, for many records.
+
+    >>> from bytewright import pickle as bwp
+    >>> bwp.Decoder().loads(b"BW\\x01\\x00\\x05c\\x01Aa\\x90")
+    [1, 'a', None]
+    """
+
+    def __new__(
+        cls,
+        *,
+        classes: Iterable[type] | Mapping[str, type] | None = None,
+        hmac_key: bytes | bytearray | memoryview | None = None,
+        limits: Any = None,
+    ) -> Decoder: ...
+    def loads(self, data: bytes | bytearray | memoryview) -> Any:
+        """Rebuild the object graph of one record, as ``loads`` does with these options."""
 
 def graph_record_len(prefix: bytes) -> int: ...
 

@@ -4,7 +4,7 @@ Nothing in a payload can import, look up or call code: only the types listed in
 docs/pickle.md and the classes you pass as `classes=` can come back.
 """
 
-from bytewright.pickle._api import Pickler, Unpickler, dump, dumps, load, loads
+from bytewright.pickle._api import Decoder, Pickler, Unpickler, dump, dumps, load, loads
 from bytewright.pickle._errors import (
     IntegrityError,
     LimitError,
@@ -35,6 +35,7 @@ else:
 
 
 __all__ = [
+    "Decoder",
     "IntegrityError",
     "LimitError",
     "Limits",

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 #   loads(data, *, classes=(), hmac_key=None, limits=None) -> Any
 dumps = _native.pickle_dumps
 loads = _native.pickle_loads
+# Decoder(*, classes=(), hmac_key=None, limits=None).loads(data): loads with its options
+# checked once (native; docs/pickle.md, "Decoding many records").
+Decoder = _native.Decoder
 
 
 def _read_exactly(file: BinaryIO, n: int) -> bytes:

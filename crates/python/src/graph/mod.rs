@@ -6,6 +6,7 @@ pub(crate) mod config;
 mod encoder;
 pub(crate) mod errors;
 pub(crate) mod infocache;
+mod keys;
 mod memo;
 mod ptrmap;
 mod resolved;
@@ -16,7 +17,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::fastcall;
 use builder::Builder;
@@ -73,6 +74,7 @@ pub(crate) fn new_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     DUMPS.add_to(m, dumps_trampoline)?;
     LOADS.add_to(m, loads_trampoline)?;
+    m.add_class::<Decoder>()?;
     m.add_function(wrap_pyfunction!(graph_record_len, m)?)?;
     infocache::register(m)?;
     Ok(())
@@ -313,9 +315,22 @@ fn loads<'py>(
     let cfg = config::get(py)?;
     let limits = limits_from(cfg, limits)?;
     let key = key_bytes(hmac_key)?;
+    let classes = classes.unwrap_or_else(|| PyTuple::empty(py).into_any());
+    load_record(py, cfg, data, classes, key.as_deref(), limits)
+}
+
+/// `loads` with its options already checked: `classes` as `classes=` takes it.
+#[inline(always)]
+fn load_record<'py>(
+    py: Python<'py>,
+    cfg: &'static config::Config,
+    data: &Bound<'py, PyAny>,
+    classes: Bound<'py, PyAny>,
+    key: Option<&[u8]>,
+    limits: Limits,
+) -> PyResult<Bound<'py, PyAny>> {
     let mut copied = Vec::new();
     let input = input_bytes(data, &mut copied, "loads")?;
-    let key = key.as_deref();
     let body = if input.len() >= RELEASE_GIL_FROM {
         py.detach(|| {
             let body = record::open(input, key, &limits)?;
@@ -332,8 +347,75 @@ fn loads<'py>(
             return Ok(unsafe { Bound::from_owned_ptr(py, value) });
         }
     }
-    let classes = AllowedClasses::new(classes.unwrap_or_else(|| PyTuple::empty(py).into_any()));
-    Builder::new(py, cfg, body, limits, classes).build()
+    Builder::new(py, cfg, body, limits, AllowedClasses::new(classes)).build()
+}
+
+/// `bytewright.pickle.Decoder`: `loads` with its options checked once.
+#[pyclass(frozen, module = "bytewright.pickle", name = "Decoder")]
+pub struct Decoder {
+    /// A tuple of classes, or the mapping given.
+    classes: Py<PyAny>,
+    key: Option<Vec<u8>>,
+    limits: Limits,
+    /// As given, for the repr.
+    limits_given: Py<PyAny>,
+}
+
+#[pymethods]
+impl Decoder {
+    #[new]
+    #[pyo3(signature = (*, classes = None, hmac_key = None, limits = None))]
+    fn new(
+        py: Python<'_>,
+        classes: Option<&Bound<'_, PyAny>>,
+        hmac_key: Option<&Bound<'_, PyAny>>,
+        limits: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let cfg = config::get(py)?;
+        let limits_value = limits_from(cfg, limits)?;
+        let key = key_bytes(hmac_key)?;
+        let class_map = cfg.class_map.bind(py);
+        let classes = match classes.filter(|c| !c.is_none()) {
+            None => PyTuple::empty(py).into_any(),
+            // A list or tuple becomes a tuple, and a dict stays the caller's, as `loads`
+            // takes them; any other iterable or mapping is read once, into a dict.
+            Some(c) if c.cast::<PyList>().is_ok() || c.cast::<PyTuple>().is_ok() => {
+                PyTuple::new(py, c.try_iter()?.collect::<PyResult<Vec<_>>>()?)?.into_any()
+            }
+            Some(c) if c.cast::<PyDict>().is_ok() => c.clone(),
+            Some(c) => class_map.call1((c,))?,
+        };
+        // The checks `loads` makes on first use, made now.
+        class_map.call1((&classes,))?;
+        Ok(Self {
+            classes: classes.unbind(),
+            key,
+            limits: limits_value,
+            limits_given: limits.map_or_else(|| py.None(), |l| l.clone().unbind()),
+        })
+    }
+
+    /// Rebuild the object graph of one record, as `loads` does with this decoder's options.
+    fn loads<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let cfg = config::get(py)?;
+        load_record(
+            py,
+            cfg,
+            data,
+            self.classes.bind(py).clone(),
+            self.key.as_deref(),
+            self.limits,
+        )
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Decoder(classes={}, hmac_key={}, limits={})",
+            self.classes.bind(py).repr()?,
+            if self.key.is_some() { "<set>" } else { "None" },
+            self.limits_given.bind(py).repr()?,
+        ))
+    }
 }
 
 /// Total length of the record whose header starts `prefix` (for framed streams).

@@ -16,6 +16,7 @@ use std::mem::MaybeUninit;
 use pyo3::ffi;
 
 use super::builder::new_str;
+use super::keys;
 use crate::cpython::{self, list_push};
 
 /// Longest body the pass takes (a body it gives up on was read at most this far).
@@ -258,6 +259,32 @@ impl Small<'_> {
         Ok(value)
     }
 
+    /// A dict's key: a short str (shared or not) through the key table (see `keys`), any
+    /// other value as `value` reads it.
+    #[inline(always)]
+    fn key(&mut self, depth: u32) -> Made {
+        let at = self.pos;
+        let shared = self.buf.get(at) == Some(&SHARE);
+        let tag_at = at + usize::from(shared);
+        match self.buf.get(tag_at) {
+            Some(&tag) if (SHORT_STR + 1..=SHORT_STR_LAST).contains(&tag) => {
+                let n = usize::from(tag - SHORT_STR);
+                let s = self.buf.get(tag_at + 1..tag_at + 1 + n).ok_or(GiveUp)?;
+                let key = made(keys::key_str(s))?;
+                self.pos = tag_at + 1 + n;
+                if shared {
+                    if let Err(e) = self.share(key) {
+                        // SAFETY: our new reference.
+                        unsafe { ffi::Py_DECREF(key) };
+                        return Err(e);
+                    }
+                }
+                Ok(key)
+            }
+            _ => self.value(depth),
+        }
+    }
+
     /// Gives up at a container opened at `depth` that holds children, when that is too
     /// deep to follow; releases `container` (our reference) whenever it gives up.
     #[inline(always)]
@@ -312,9 +339,12 @@ impl Small<'_> {
         }
         self.enter(dict, n, depth)?;
         for _ in 0..n {
-            let key = self
-                .value(depth + 1)
-                .map_err(|_| Self::drop_container(dict))?;
+            let key = if n <= keys::MAX_DICT_LEN {
+                self.key(depth + 1)
+            } else {
+                self.value(depth + 1)
+            }
+            .map_err(|_| Self::drop_container(dict))?;
             let value = match self.value(depth + 1) {
                 Ok(v) => v,
                 Err(_) => {
