@@ -849,6 +849,12 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             self.env.set_int(slot, v);
             return r.map_err(|e| self.host(e));
         }
+        if let (Node::Bytes { len, max }, None) = (&fs.node, fs.slot) {
+            // The commonest variable field, read here rather than through `node`.
+            let n = self.length(len, *max, "length")?;
+            let b = self.take(n)?;
+            return self.sink.bytes(b).map_err(|e| self.host(e));
+        }
         if let Some(slot) = fs.slot {
             // A variable-length bytes field used as a tag.
             let start = self.pos;
