@@ -1027,6 +1027,7 @@ fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
                         size: scalar.size(),
                         items: vec![item],
                         plain: false,
+                        checked: Vec::new(),
                     }));
                 }
             }
@@ -1044,6 +1045,12 @@ fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
                         Scalar::Int { .. } | Scalar::Float { .. } | Scalar::Bool
                     )
             });
+            run.checked = (0..run.items.len() as u32)
+                .filter(|&i| {
+                    let it = &run.items[i as usize];
+                    it.slot.is_some() || it.konst.is_some() || matches!(it.scalar, Scalar::Bool)
+                })
+                .collect();
         }
     }
     out

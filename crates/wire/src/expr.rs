@@ -133,6 +133,14 @@ impl Expr {
         }
     }
 
+    /// The value when [`Expr::eval`] gives an integer that fits an `i64`, computed without
+    /// `i128` or cloned values; `None` when the caller must take [`Expr::eval`] (which may
+    /// still give an integer, or the error).
+    #[inline]
+    pub fn eval_i64<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
+        self.small_operand(env)
+    }
+
     /// Evaluates to an integer.
     #[inline]
     pub fn eval_int<E: Env + ?Sized>(&self, env: &E) -> Result<i128, EvalError> {

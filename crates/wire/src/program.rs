@@ -199,6 +199,9 @@ pub struct Run {
     pub items: Vec<RunItem>,
     /// Every item is a named number without constant or derivation: pack takes a fast path.
     pub plain: bool,
+    /// The indices of the items that unpack still reads when the sink stores the run's
+    /// values itself: those with a slot, a constant or a bool to check.
+    pub checked: Vec<u32>,
 }
 
 /// A field that is not part of a run: variable size, conditional or windowed.

@@ -224,18 +224,25 @@ fn konst_matches(k: &Konst, raw: &Raw<'_>) -> bool {
 }
 
 /// A decoded scalar must equal its field's constant, if it has one.
+#[inline(always)]
 fn check_konst<E>(k: &Option<Konst>, raw: &Raw<'_>, at: usize) -> Result<(), E> {
     match k {
-        Some(k) if !konst_matches(k, raw) => Err(Error::invalid(
-            format!(
-                "expected the constant {}, found {}",
-                show_konst(k),
-                show_raw(raw)
-            ),
-            at,
-        )),
+        Some(k) if !konst_matches(k, raw) => Err(konst_mismatch(k, raw, at)),
         _ => Ok(()),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn konst_mismatch<E>(k: &Konst, raw: &Raw<'_>, at: usize) -> Box<Error<E>> {
+    Error::invalid(
+        format!(
+            "expected the constant {}, found {}",
+            show_konst(k),
+            show_raw(raw)
+        ),
+        at,
+    )
 }
 
 fn show_raw(raw: &Raw<'_>) -> String {
@@ -284,9 +291,12 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         let n = match len {
             Len::Fixed(n) => *n as i128,
             Len::Rest => return Ok(self.end - self.pos),
-            Len::Expr(e) => e
-                .eval_int(&*self.env)
-                .map_err(|err| self.eval_err(err, what))?,
+            Len::Expr(e) => match e.eval_i64(&*self.env) {
+                Some(n) => i128::from(n),
+                None => e
+                    .eval_int(&*self.env)
+                    .map_err(|err| self.eval_err(err, what))?,
+            },
         };
         if n < 0 {
             return Err(Error::invalid(
@@ -434,6 +444,17 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 cases,
                 default,
             } => {
+                // Most tags are small integers: matched without building a `Value`.
+                if let Some(t) = tag.eval_i64(&*self.env) {
+                    let t = i128::from(t);
+                    let case = cases
+                        .iter()
+                        .position(|(v, _)| matches!(v, Value::Int(x) if *x == t));
+                    if let Some(n) = case.map(|i| &cases[i].1).or(default.as_deref()) {
+                        self.sink.choose(case.unwrap_or(cases.len()), self.pos);
+                        return self.node(n);
+                    }
+                }
                 let t = tag
                     .eval(&*self.env)
                     .map_err(|e| self.eval_err(e, "union tag"))?;
@@ -715,46 +736,65 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         // A sink that stores the run's values itself leaves the VM the checks and the
         // values later fields refer to.
         let stored = S::KEEPS_VALUES && self.sink.run(st, run, start, b);
-        for it in &run.items {
-            // Finding where a message ends needs only the values later fields refer to.
-            if !S::KEEPS_VALUES && it.slot.is_none() {
-                continue;
+        if stored || !S::KEEPS_VALUES {
+            // The VM only checks constants and bools and keeps the slots: `run.checked`
+            // lists the items that have any of them.
+            for &i in &run.checked {
+                self.run_item(&run.items[i as usize], sp, st, start, b, stored)?;
             }
-            if stored
-                && it.slot.is_none()
-                && it.konst.is_none()
-                && !matches!(it.scalar, Scalar::Bool)
-            {
-                continue;
+        } else {
+            for it in &run.items {
+                self.run_item(it, sp, st, start, b, false)?;
             }
-            let at = start + it.off;
-            let raw = match read_scalar(&it.scalar, &b[it.off..]) {
-                Ok(Some(raw)) => raw,
-                Ok(None) => {
-                    self.sink.padding(st, at, it.scalar.size());
-                    continue;
-                }
-                Err(m) => {
-                    return Err(Error::invalid(m, at))
-                        .at_field(&sp.fields[it.field.unwrap_or(0) as usize])
-                }
-            };
-            let f = it.field.expect("only padding has no field");
-            check_konst(&it.konst, &raw, at).at_field(&sp.fields[f as usize])?;
-            if let Some(slot) = it.slot {
-                self.set_slot(slot, &raw);
-            }
-            if stored {
-                continue;
-            }
-            self.sink.enter_field(st, f, at);
-            let v = self.emit(raw)?;
-            self.sink.leave_field(st, f, at + it.scalar.span());
-            self.sink
-                .set_field(st, f, v)
-                .map_err(|e| self.host(e))
-                .at_field(&sp.fields[f as usize])?;
         }
+        Ok(())
+    }
+
+    /// One item of a run whose bytes `b` start at `start`.
+    #[inline(always)]
+    fn run_item(
+        &mut self,
+        it: &'p RunItem,
+        sp: &'p StructProg,
+        st: &mut S::Struct,
+        start: usize,
+        b: &'b [u8],
+        stored: bool,
+    ) -> Result<(), S::Error> {
+        // Finding where a message ends needs only the values later fields refer to.
+        if !S::KEEPS_VALUES && it.slot.is_none() {
+            return Ok(());
+        }
+        if stored && it.slot.is_none() && it.konst.is_none() && !matches!(it.scalar, Scalar::Bool) {
+            return Ok(());
+        }
+        let at = start + it.off;
+        let raw = match read_scalar(&it.scalar, &b[it.off..]) {
+            Ok(Some(raw)) => raw,
+            Ok(None) => {
+                self.sink.padding(st, at, it.scalar.size());
+                return Ok(());
+            }
+            Err(m) => {
+                return Err(Error::invalid(m, at))
+                    .at_field(&sp.fields[it.field.unwrap_or(0) as usize])
+            }
+        };
+        let f = it.field.expect("only padding has no field");
+        check_konst(&it.konst, &raw, at).at_field(&sp.fields[f as usize])?;
+        if let Some(slot) = it.slot {
+            self.set_slot(slot, &raw);
+        }
+        if stored {
+            return Ok(());
+        }
+        self.sink.enter_field(st, f, at);
+        let v = self.emit(raw)?;
+        self.sink.leave_field(st, f, at + it.scalar.span());
+        self.sink
+            .set_field(st, f, v)
+            .map_err(|e| self.host(e))
+            .at_field(&sp.fields[f as usize])?;
         Ok(())
     }
 
@@ -808,6 +848,12 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             };
             self.env.set_int(slot, v);
             return r.map_err(|e| self.host(e));
+        }
+        if let (Node::Bytes { len, max }, None) = (&fs.node, fs.slot) {
+            // The commonest variable field, read here rather than through `node`.
+            let n = self.length(len, *max, "length")?;
+            let b = self.take(n)?;
+            return self.sink.bytes(b).map_err(|e| self.host(e));
         }
         if let Some(slot) = fs.slot {
             // A variable-length bytes field used as a tag.
