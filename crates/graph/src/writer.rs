@@ -134,56 +134,26 @@ impl Writer {
     }
 
     /// An int that fits 64 bits, in its shortest form.
-    ///
-    /// Ints and floats fill most large records: each is written with one capacity check
-    /// and plain stores (no call to `memcpy`), and small ints stay inline in the caller.
-    #[inline(always)]
+    #[inline]
     pub fn int(&mut self, v: i64) {
         if (0..=SMALL_INT_MAX as i64).contains(&v) {
             self.buf.push(v as u8);
-        } else {
-            self.wide_int(v);
-        }
-    }
-
-    #[inline]
-    fn wide_int(&mut self, v: i64) {
-        // -1 - v for negative v: the magnitude the NEG forms store.
-        let (m, neg) = if v < 0 {
-            (!v as u64, true)
-        } else {
-            (v as u64, false)
-        };
-        let (tag, n) = if m <= 0xff {
-            (if neg { NEG8 } else { UINT8 }, 1)
-        } else if m <= 0xffff {
-            (if neg { NEG16 } else { UINT16 }, 2)
-        } else if i32::try_from(v).is_ok() {
-            (INT32, 4)
+        } else if (0..=0xff).contains(&v) {
+            self.buf.extend_from_slice(&[UINT8, v as u8]);
+        } else if (-0x100..0).contains(&v) {
+            self.buf.extend_from_slice(&[NEG8, (-1 - v) as u8]);
+        } else if (0..=0xffff).contains(&v) {
+            let [a, b] = (v as u16).to_le_bytes();
+            self.buf.extend_from_slice(&[UINT16, a, b]);
+        } else if (-0x10000..0).contains(&v) {
+            let [a, b] = ((-1 - v) as u16).to_le_bytes();
+            self.buf.extend_from_slice(&[NEG16, a, b]);
+        } else if let Ok(v32) = i32::try_from(v) {
+            let [a, b, c, d] = v32.to_le_bytes();
+            self.buf.extend_from_slice(&[INT32, a, b, c, d]);
         } else {
             let bytes = v.to_le_bytes();
             self.bigint(minimal_le(&bytes));
-            return;
-        };
-        // INT32 stores v itself (two's complement); the other forms the magnitude.
-        let data = if tag == INT32 { v as u64 } else { m };
-        self.tag_and_le(tag, data, n);
-    }
-
-    /// Appends `tag` and the low `n` (at most 8) bytes of `data`, little-endian.
-    #[inline(always)]
-    fn tag_and_le(&mut self, tag: u8, data: u64, n: usize) {
-        debug_assert!(n <= 8);
-        self.buf.reserve(9);
-        let len = self.buf.len();
-        // SAFETY: the reserve above leaves at least 9 writable bytes after `len`; all 9 are
-        // written (the bytes past 1 + n are scratch, not exposed), then `set_len` exposes
-        // exactly the 1 + n bytes that belong to the value.
-        unsafe {
-            let dst = self.buf.as_mut_ptr().add(len);
-            *dst = tag;
-            std::ptr::write_unaligned(dst.add(1).cast::<[u8; 8]>(), data.to_le_bytes());
-            self.buf.set_len(len + 1 + n);
         }
     }
 
@@ -194,13 +164,16 @@ impl Writer {
     }
 
     /// A float; the 4-byte form is used only when it converts back bit for bit.
-    #[inline(always)]
+    #[inline]
     pub fn float(&mut self, f: f64) {
         let narrow = f as f32;
         if f64::from(narrow).to_bits() == f.to_bits() {
-            self.tag_and_le(FLOAT32, u64::from(narrow.to_bits()), 4);
+            let [a, b, c, d] = narrow.to_le_bytes();
+            self.buf.extend_from_slice(&[FLOAT32, a, b, c, d]);
         } else {
-            self.tag_and_le(FLOAT64, f.to_bits(), 8);
+            let mut out = [FLOAT64; 9];
+            out[1..].copy_from_slice(&f.to_le_bytes());
+            self.buf.extend_from_slice(&out);
         }
     }
 
@@ -529,6 +502,14 @@ mod tests {
         });
         assert_eq!(two.drain(..3).collect::<Vec<_>>(), [NEG16, 43, 1]);
         assert_eq!(float_value(two[0], &two), Some(0.1));
+    }
+
+    #[test]
+    fn references_take_a_varint_slot() {
+        assert_eq!(body(|w| w.reference(0)), [REF, 0]);
+        assert_eq!(body(|w| w.reference(0x7f)), [REF, 0x7f]);
+        assert_eq!(body(|w| w.reference(0x80)), [REF, 0x80, 1]);
+        assert_eq!(body(|w| w.reference(300)), [REF, 0xac, 2]);
     }
 
     #[test]
