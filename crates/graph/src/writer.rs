@@ -91,6 +91,13 @@ impl Writer {
     fn put_header(&mut self, signed: bool) -> usize {
         let flags = if signed { FLAG_SIGNED } else { 0 };
         let mut v = self.body_len() as u64;
+        if v < 0x80 {
+            // Most records: a one-byte length, written with one store.
+            let start = MAX_HEADER_LEN - 5;
+            self.buf[start..MAX_HEADER_LEN]
+                .copy_from_slice(&[MAGIC[0], MAGIC[1], VERSION, flags, v as u8]);
+            return start;
+        }
         let start = MAX_HEADER_LEN - 4 - varint::len(v);
         let head = &mut self.buf[start..MAX_HEADER_LEN];
         head[..4].copy_from_slice(&[MAGIC[0], MAGIC[1], VERSION, flags]);
@@ -461,6 +468,48 @@ mod tests {
         assert_eq!(body(|w| w.int(1 << 20)), [INT32, 0, 0, 16, 0]);
         assert_eq!(body(|w| w.int(1 << 40)), [BIGINT, 6, 0, 0, 0, 0, 0, 1]);
         assert_eq!(body(|w| w.int(i64::MIN)).len(), 10);
+    }
+
+    #[test]
+    fn ints_at_every_form_boundary_read_back_exactly() {
+        let edges = [
+            0i64,
+            0x3f,
+            0x40,
+            0xff,
+            0x100,
+            0xffff,
+            0x10000,
+            i64::from(i32::MAX),
+        ];
+        for &e in &edges {
+            for v in [e - 1, e, e + 1, -e - 1, -e, -e + 1] {
+                let enc = body(|w| w.int(v));
+                let want = match v {
+                    0..=0x3f => 1,
+                    -0x100..=0xff => 2,
+                    -0x10000..=0xffff => 3,
+                    _ if i32::try_from(v).is_ok() => 5,
+                    _ => continue,
+                };
+                assert_eq!(enc.len(), want, "{v}");
+                assert_eq!(int_value(enc[0], &enc), Some(v), "{v}");
+            }
+        }
+        let mut two = body(|w| {
+            w.int(-300);
+            w.float(0.1);
+        });
+        assert_eq!(two.drain(..3).collect::<Vec<_>>(), [NEG16, 43, 1]);
+        assert_eq!(float_value(two[0], &two), Some(0.1));
+    }
+
+    #[test]
+    fn references_take_a_varint_slot() {
+        assert_eq!(body(|w| w.reference(0)), [REF, 0]);
+        assert_eq!(body(|w| w.reference(0x7f)), [REF, 0x7f]);
+        assert_eq!(body(|w| w.reference(0x80)), [REF, 0x80, 1]);
+        assert_eq!(body(|w| w.reference(300)), [REF, 0xac, 2]);
     }
 
     #[test]

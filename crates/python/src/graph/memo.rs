@@ -3,6 +3,8 @@
 //! Most graphs share a handful of objects, so the first entries live in an inline array
 //! (no allocation, a short linear scan); only larger graphs spill into a hash map.
 
+use std::mem::MaybeUninit;
+
 use pyo3::ffi;
 
 use super::ptrmap::PtrMap;
@@ -10,7 +12,9 @@ use super::ptrmap::PtrMap;
 const INLINE: usize = 8;
 
 pub struct Memo {
-    inline: [(usize, u32); INLINE],
+    /// The first `len` entries are written; the rest are never read (left uninitialised,
+    /// as every `dumps` builds a memo and most graphs put nothing in it).
+    inline: [MaybeUninit<(usize, u32)>; INLINE],
     len: usize,
     spill: PtrMap<u32>,
 }
@@ -18,7 +22,7 @@ pub struct Memo {
 impl Default for Memo {
     fn default() -> Self {
         Self {
-            inline: [(0, 0); INLINE],
+            inline: [MaybeUninit::uninit(); INLINE],
             len: 0,
             spill: PtrMap::default(),
         }
@@ -29,7 +33,9 @@ impl Memo {
     #[inline]
     pub fn get(&self, obj: *mut ffi::PyObject) -> Option<u32> {
         let key = obj as usize;
-        for &(k, slot) in &self.inline[..self.len] {
+        for entry in &self.inline[..self.len] {
+            // SAFETY: the first `len` entries are initialised (see `insert`).
+            let (k, slot) = unsafe { entry.assume_init() };
             if k == key {
                 return Some(slot);
             }
@@ -48,7 +54,7 @@ impl Memo {
         // from being reused while it is a key, and is released in Drop.
         unsafe { ffi::Py_INCREF(obj) };
         if self.len < INLINE {
-            self.inline[self.len] = (obj as usize, slot);
+            self.inline[self.len] = MaybeUninit::new((obj as usize, slot));
             self.len += 1;
         } else {
             self.spill_insert(obj, slot);
@@ -71,8 +77,9 @@ impl Drop for Memo {
         // SAFETY: every key holds one reference taken in `insert`; the memo only lives
         // inside a native call, with the GIL held.
         unsafe {
-            for &(key, _) in &self.inline[..self.len] {
-                ffi::Py_DECREF(key as *mut ffi::PyObject);
+            for entry in &self.inline[..self.len] {
+                // The first `len` entries are initialised (see `insert`).
+                ffi::Py_DECREF(entry.assume_init().0 as *mut ffi::PyObject);
             }
             if self.spill.is_empty() {
                 return;
