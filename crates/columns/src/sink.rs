@@ -446,6 +446,7 @@ impl Sink for ColumnSink<'_> {
                 // columns (a null struct pushes nulls into them), so only its runs wait.
                 let stage = (!layout.nodes[*s as usize].nullable
                     && run.size > 0
+                    && run.size <= STAGE_MAX_RUN
                     && bytes.len() == run.size
                     && ws.iter().all(|w| {
                         !layout.nodes[w.col as usize].nullable
@@ -577,6 +578,10 @@ struct RunWriter {
 /// Rows a staged run holds before they go to their columns: a few KiB, so the copy is
 /// still in cache when each column reads it back.
 const STAGE_ROWS: usize = 256;
+
+/// The largest run whose rows wait (its stage holds 64 KiB at most); a larger run's
+/// per-field dispatch is small next to moving its bytes.
+const STAGE_MAX_RUN: usize = 256;
 
 /// The rows of a run waiting for their columns: each row is the run's `size` bytes.
 struct Stage {
