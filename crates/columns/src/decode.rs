@@ -487,7 +487,7 @@ impl Columnar {
         let mut failed = false;
         while pos < stop {
             if rows == SAMPLE_ROWS {
-                size_for(&mut sink.cols, rows, pos - start, region, None);
+                size_for(sink.cols_mut(), rows, pos - start, region, None);
             }
             sink.target = self.layout.root;
             let stored = match unpack_with(&self.prog, &mut scratch, &mut sink, input, pos) {
@@ -505,7 +505,7 @@ impl Columnar {
             pos = end;
         }
         Guess {
-            cols: sink.cols,
+            cols: sink.into_cols(),
             starts,
             rows,
             end: pos,
@@ -535,7 +535,7 @@ impl Columnar {
         let mut rows = 0usize;
         while pos < stop && limit.is_none_or(|n| rows < n) {
             if rows == SAMPLE_ROWS {
-                size_for(&mut sink.cols, rows, pos - start, region, limit);
+                size_for(sink.cols_mut(), rows, pos - start, region, limit);
             }
             sink.target = self.layout.root;
             match unpack_with(&self.prog, &mut scratch, &mut sink, input, pos) {
@@ -550,7 +550,7 @@ impl Columnar {
                 Err(e) => return Err(host_free(e, first_row + rows)),
             }
         }
-        Ok((sink.cols, rows, pos))
+        Ok((sink.into_cols(), rows, pos))
     }
 
     /// The table of per-thread column sets, in order, each without its first `skip` rows.

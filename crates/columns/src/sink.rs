@@ -6,6 +6,11 @@
 //! them (`set_field`, `push`). Values stored as raw wire bytes (recursion, self-describing
 //! kinds) switch the sink to raw mode, which ignores everything until the value ends and
 //! then appends its bytes.
+//!
+//! The runs of a struct whose rows are never null (fixed-size fields that arrive together)
+//! are kept as they arrived, row after row, and moved to their columns a column at a time
+//! every [`STAGE_ROWS`] rows: one copy of the run's bytes per row, then one tight loop per
+//! column, instead of one dispatch per field per row.
 
 use bytewright_wire::host::Sink;
 
@@ -54,7 +59,8 @@ struct Raw {
 
 pub struct ColumnSink<'a> {
     pub layout: &'a Layout,
-    pub cols: Cols,
+    /// The columns (without the rows still staged: see [`ColumnSink::cols_mut`]).
+    cols: Cols,
     input: &'a [u8],
     /// The column that the next struct, list or union value fills.
     pub target: NodeId,
@@ -64,7 +70,7 @@ pub struct ColumnSink<'a> {
     /// Whether any column holds half floats (runs with one go field by field).
     half_floats: bool,
     /// The writers of each struct column's runs, made the first time a run is met.
-    writers: Vec<RunWriters>,
+    writers: Vec<Vec<RunWriter>>,
 }
 
 impl<'a> ColumnSink<'a> {
@@ -85,8 +91,39 @@ impl<'a> ColumnSink<'a> {
     }
 
     /// Stores a whole message's value (the root has no field to store it through).
+    #[inline]
     pub fn store_root(&mut self, v: CVal) -> Result<(), Bug> {
-        self.store(self.layout.root, v)
+        let root = self.layout.root;
+        // A struct is in its columns when it ends.
+        if matches!(v, CVal::Done)
+            && matches!(self.layout.nodes[root as usize].shape, Shape::Struct { .. })
+        {
+            return Ok(());
+        }
+        self.store(root, v)
+    }
+
+    /// The columns, every staged row moved to them.
+    pub fn cols_mut(&mut self) -> &mut Cols {
+        self.unstage();
+        &mut self.cols
+    }
+
+    /// The finished columns, every staged row moved to them.
+    pub fn into_cols(mut self) -> Cols {
+        self.unstage();
+        self.cols
+    }
+
+    /// Moves every staged run row to its columns.
+    fn unstage(&mut self) {
+        for runs in &mut self.writers {
+            for r in runs.iter_mut() {
+                if let Some(st) = &mut r.stage {
+                    unstage(&mut self.cols, &r.writers, st);
+                }
+            }
+        }
     }
 
     #[inline]
@@ -282,6 +319,22 @@ impl Sink for ColumnSink<'_> {
     fn set_field(&mut self, s: &mut NodeId, field: u16, v: CVal) -> Result<(), Bug> {
         if self.raw.is_none() {
             let c = self.layout.nodes[*s as usize].children[field as usize];
+            // Bytes of the input into a binary or text column: the common variable-size
+            // field, without the general store's dispatch.
+            if let CVal::In { at, len } = v {
+                let plain = !matches!(
+                    self.layout.nodes[c as usize].shape,
+                    Shape::Raw | Shape::Union { .. }
+                );
+                let col = &mut self.cols.cols[c as usize];
+                if let (true, Buf::Var { offsets, data }) = (plain, &mut col.buf) {
+                    data.extend_from_slice(&self.input[at..at + len]);
+                    offsets.push(data.len());
+                    col.valid.append_non_null();
+                    col.len += 1;
+                    return Ok(());
+                }
+            }
             self.store(c, v)?;
         }
         Ok(())
@@ -372,11 +425,11 @@ impl Sink for ColumnSink<'_> {
             ..
         } = self;
         let runs = &mut writers[*s as usize];
-        let at = match runs.iter().position(|(k, _)| *k == key) {
+        let at = match runs.iter().position(|r| r.key == key) {
             Some(i) => i,
             None => {
                 let children = &layout.nodes[*s as usize].children;
-                let ws = run
+                let ws: Box<[Writer]> = run
                     .items
                     .iter()
                     .filter_map(|it| {
@@ -389,11 +442,41 @@ impl Sink for ColumnSink<'_> {
                         })
                     })
                     .collect();
-                runs.push((key, ws));
+                // Only a struct that is never null gets no rows but its runs' in these
+                // columns (a null struct pushes nulls into them), so only its runs wait.
+                let stage = (!layout.nodes[*s as usize].nullable
+                    && run.size > 0
+                    && run.size <= STAGE_MAX_RUN
+                    && bytes.len() == run.size
+                    && ws.iter().all(|w| {
+                        !layout.nodes[w.col as usize].nullable
+                            && !matches!(w.put, Put::Bits { .. } | Put::Slow)
+                    }))
+                .then(|| Stage {
+                    size: run.size,
+                    rows: Vec::with_capacity(run.size * STAGE_ROWS),
+                });
+                runs.push(RunWriter {
+                    key,
+                    writers: ws,
+                    stage,
+                });
                 runs.len() - 1
             }
         };
-        for w in runs[at].1.iter() {
+        let r = &mut runs[at];
+        if let Some(st) = &mut r.stage {
+            if bytes.len() == st.size {
+                st.rows.extend_from_slice(bytes);
+                if st.rows.len() >= st.size * STAGE_ROWS {
+                    unstage(cols, &r.writers, st);
+                }
+                return true;
+            }
+            // Never expected (a run's bytes are its size): its rows so far go first.
+            unstage(cols, &r.writers, st);
+        }
+        for w in r.writers.iter() {
             // The layout gives each of these scalars its own column type.
             let pushed = put(&mut cols.cols[w.col as usize], w, bytes);
             debug_assert!(pushed, "a plain scalar's column");
@@ -484,8 +567,88 @@ struct Writer {
     scalar: Scalar,
 }
 
-/// The writers of the runs of one struct column, by the run's address in the program.
-type RunWriters = Vec<(usize, Box<[Writer]>)>;
+/// The writers of one run of a struct column, found by the run's address in the program.
+struct RunWriter {
+    key: usize,
+    writers: Box<[Writer]>,
+    /// The rows not yet in their columns, when the run's rows wait (see the module doc).
+    stage: Option<Stage>,
+}
+
+/// Rows a staged run holds before they go to their columns: a few KiB, so the copy is
+/// still in cache when each column reads it back.
+const STAGE_ROWS: usize = 256;
+
+/// The largest run whose rows wait (its stage holds 64 KiB at most); a larger run's
+/// per-field dispatch is small next to moving its bytes.
+const STAGE_MAX_RUN: usize = 256;
+
+/// The rows of a run waiting for their columns: each row is the run's `size` bytes.
+struct Stage {
+    size: usize,
+    rows: Vec<u8>,
+}
+
+/// Moves the staged rows of a run to their columns, a column at a time, and empties the
+/// stage.
+fn unstage(cols: &mut Cols, writers: &[Writer], st: &mut Stage) {
+    if st.rows.is_empty() {
+        return;
+    }
+    for w in writers {
+        let pushed = put_rows(&mut cols.cols[w.col as usize], w, &st.rows, st.size);
+        debug_assert!(pushed, "a plain scalar's column");
+    }
+    st.rows.clear();
+}
+
+/// Appends the scalar of `w` in every row of `rows` (rows of `size` bytes) to its column;
+/// false when the column is not the scalar's.
+fn put_rows(col: &mut Col, w: &Writer, rows: &[u8], size: usize) -> bool {
+    let off = w.off;
+    let each = rows.chunks_exact(size);
+    let n = each.len();
+    macro_rules! num {
+        ($n:expr, $from:ident, $($var:ident => $t:ty),+) => {
+            match &mut col.buf {
+                $(Buf::$var(v) => v.extend(each.map(|r| {
+                    let a: [u8; $n] = r[off..off + $n].try_into().expect("width");
+                    <$t>::$from(a)
+                })),)+
+                _ => return false,
+            }
+        };
+    }
+    match w.put {
+        Put::Byte => match &mut col.buf {
+            Buf::U8(v) => v.extend(each.map(|r| r[off])),
+            Buf::I8(v) => v.extend(each.map(|r| r[off] as i8)),
+            _ => return false,
+        },
+        Put::Le2 => num!(2, from_le_bytes, U16 => u16, I16 => i16),
+        Put::Be2 => num!(2, from_be_bytes, U16 => u16, I16 => i16),
+        Put::Le4 => num!(4, from_le_bytes, U32 => u32, I32 => i32, F32 => f32),
+        Put::Be4 => num!(4, from_be_bytes, U32 => u32, I32 => i32, F32 => f32),
+        Put::Le8 => num!(8, from_le_bytes, U64 => u64, I64 => i64, F64 => f64),
+        Put::Be8 => num!(8, from_be_bytes, U64 => u64, I64 => i64, F64 => f64),
+        Put::Fixed(k) => match &mut col.buf {
+            Buf::Fixed { data, .. } => {
+                data.reserve(n * k);
+                for r in each {
+                    data.extend_from_slice(&r[off..off + k]);
+                }
+            }
+            _ => return false,
+        },
+        Put::Bits { .. } | Put::Slow => {
+            // Never staged; correct all the same, a row at a time.
+            return rows.chunks_exact(size).all(|r| put(col, w, r));
+        }
+    }
+    col.valid.append_n_non_nulls(n);
+    col.len += n;
+    true
+}
 
 fn put_of(buf: &Buf, s: Scalar) -> Put {
     match (buf, s) {
