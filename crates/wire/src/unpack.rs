@@ -765,9 +765,6 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         if !S::KEEPS_VALUES && it.slot.is_none() {
             return Ok(());
         }
-        if stored && it.slot.is_none() && it.konst.is_none() && !matches!(it.scalar, Scalar::Bool) {
-            return Ok(());
-        }
         let at = start + it.off;
         let raw = match read_scalar(&it.scalar, &b[it.off..]) {
             Ok(Some(raw)) => raw,

@@ -374,19 +374,23 @@ impl Decoder {
         let cfg = config::get(py)?;
         let limits_value = limits_from(cfg, limits)?;
         let key = key_bytes(hmac_key)?;
+        // The checks `loads` makes on first use (class_map's), made now.
         let class_map = cfg.class_map.bind(py);
         let classes = match classes.filter(|c| !c.is_none()) {
             None => PyTuple::empty(py).into_any(),
             // A list or tuple becomes a tuple, and a dict stays the caller's, as `loads`
             // takes them; any other iterable or mapping is read once, into a dict.
             Some(c) if c.cast::<PyList>().is_ok() || c.cast::<PyTuple>().is_ok() => {
-                PyTuple::new(py, c.try_iter()?.collect::<PyResult<Vec<_>>>()?)?.into_any()
+                let tuple = PyTuple::new(py, c.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+                class_map.call1((&tuple,))?;
+                tuple.into_any()
             }
-            Some(c) if c.cast::<PyDict>().is_ok() => c.clone(),
+            Some(c) if c.cast::<PyDict>().is_ok() => {
+                class_map.call1((c,))?;
+                c.clone()
+            }
             Some(c) => class_map.call1((c,))?,
         };
-        // The checks `loads` makes on first use, made now.
-        class_map.call1((&classes,))?;
         Ok(Self {
             classes: classes.unbind(),
             key,

@@ -143,6 +143,18 @@ impl Small<'_> {
         Ok(n as usize)
     }
 
+    /// The item count after container `tag` (a varint after the `long` form, in the tag
+    /// after `short` + n), checked against what the body can hold at `per_item` bytes each.
+    #[inline(always)]
+    fn len_of(&mut self, tag: u8, long: u8, short: u8, per_item: u64) -> Result<usize, GiveUp> {
+        let n = if tag == long {
+            self.varint()?
+        } else {
+            u64::from(tag - short)
+        };
+        self.count(n, per_item)
+    }
+
     /// Takes the next memo slot for `p` (NULL: a tuple still being filled); its index.
     #[inline(always)]
     fn share(&mut self, p: *mut ffi::PyObject) -> Result<usize, GiveUp> {
@@ -195,30 +207,15 @@ impl Small<'_> {
             } else {
                 match tag {
                     SHORT_LIST..=0x6f | LIST => {
-                        let n = if tag == LIST {
-                            self.varint()?
-                        } else {
-                            u64::from(tag - SHORT_LIST)
-                        };
-                        let n = self.count(n, 1)?;
+                        let n = self.len_of(tag, LIST, SHORT_LIST, 1)?;
                         return self.list(n, shared, depth);
                     }
                     SHORT_DICT..=0x8f | DICT => {
-                        let n = if tag == DICT {
-                            self.varint()?
-                        } else {
-                            u64::from(tag - SHORT_DICT)
-                        };
-                        let n = self.count(n, 2)?;
+                        let n = self.len_of(tag, DICT, SHORT_DICT, 2)?;
                         return self.dict(n, shared, depth);
                     }
                     SHORT_TUPLE..=0x7f | TUPLE => {
-                        let n = if tag == TUPLE {
-                            self.varint()?
-                        } else {
-                            u64::from(tag - SHORT_TUPLE)
-                        };
-                        let n = self.count(n, 1)?;
+                        let n = self.len_of(tag, TUPLE, SHORT_TUPLE, 1)?;
                         return self.tuple(n, shared, depth);
                     }
                     STR => {
