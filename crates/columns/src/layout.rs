@@ -68,6 +68,12 @@ pub struct LNode {
     /// lists): a row that does not reach it costs nothing, and its nulls are laid out when
     /// the table is finished (see [`crate::builders::Cols::finish`]).
     pub sparse: bool,
+    /// Whether the sink may append a null row to this column: a conditional field that is
+    /// not sparse, or a column that holds a value in every row of such a node (a struct's
+    /// fields, a fixed-size list's items). Rows of the other columns are all values their
+    /// parent decoded, so a struct without null rows may keep its runs' rows aside and
+    /// move them to its columns later (see [`crate::sink`]).
+    pub null_rows: bool,
 }
 
 /// The most nodes (columns, nested ones included) a layout may have before its deepest
@@ -112,10 +118,12 @@ impl Layout {
             };
             let root = b.node(&prog.root, false);
             if b.nodes.len() <= max_nodes || depth == 0 {
-                return Layout {
+                let mut layout = Layout {
                     nodes: b.nodes,
                     root,
                 };
+                layout.mark_null_rows(root, false);
+                return layout;
             }
             // One level shallower than the deepest union this attempt laid out.
             depth = b.deepest.min(depth).saturating_sub(1);
@@ -124,6 +132,20 @@ impl Layout {
 
     pub fn node(&self, id: NodeId) -> &LNode {
         &self.nodes[id as usize]
+    }
+
+    /// Sets [`LNode::null_rows`] of `id` and what it holds: `nulls` when its parent may get
+    /// a null row that reaches it; a conditional field that is not sparse (marked so by the
+    /// builder) gets null rows of its own when absent.
+    fn mark_null_rows(&mut self, id: NodeId, nulls: bool) {
+        let node = &mut self.nodes[id as usize];
+        let nulls = !node.sparse && (nulls || node.null_rows);
+        node.null_rows = nulls;
+        // A variable-size list's null is an empty list: its items get no row.
+        let down = nulls && !matches!(node.shape, Shape::List { fixed: None, .. });
+        for c in node.children.clone() {
+            self.mark_null_rows(c, down);
+        }
     }
 
     /// The nodes that are the table's columns: the root struct's fields, or a root union's
@@ -219,6 +241,7 @@ impl<'p> Builder<'p> {
             names: Vec::new(),
             nullable,
             sparse: false,
+            null_rows: false,
         });
         (self.nodes.len() - 1) as NodeId
     }
@@ -414,6 +437,8 @@ impl<'p> Builder<'p> {
             {
                 node.sparse = true;
             }
+            // Absent, it is a null row (see `Layout::mark_null_rows`).
+            node.null_rows |= info.conditional;
             children.push(c);
         }
         self.active.pop();

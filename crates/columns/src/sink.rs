@@ -442,16 +442,14 @@ impl Sink for ColumnSink<'_> {
                         })
                     })
                     .collect();
-                // Only a struct that is never null gets no rows but its runs' in these
+                // Only a struct that never gets a null row (one that is never null, or a
+                // union's case, or what they hold) gets no rows but its runs' in these
                 // columns (a null struct pushes nulls into them), so only its runs wait.
-                let stage = (!layout.nodes[*s as usize].nullable
+                let stage = (!layout.nodes[*s as usize].null_rows
                     && run.size > 0
                     && run.size <= STAGE_MAX_RUN
                     && bytes.len() == run.size
-                    && ws.iter().all(|w| {
-                        !layout.nodes[w.col as usize].nullable
-                            && !matches!(w.put, Put::Bits { .. } | Put::Slow)
-                    }))
+                    && ws.iter().all(|w| !layout.nodes[w.col as usize].null_rows))
                 .then(|| Stage {
                     size: run.size,
                     rows: Vec::with_capacity(run.size * STAGE_ROWS),
@@ -554,8 +552,47 @@ enum Put {
         mask: u64,
         lsb: bool,
     },
-    /// Anything else (odd widths, signed or boolean bit fields): [`push_scalar`].
+    /// A one-bit boolean bit field of a group of at most 8 bytes to a boolean column.
+    Flag {
+        group: u8,
+        shift: u8,
+        lsb: bool,
+    },
+    /// Anything else (odd widths, signed or wider boolean bit fields): [`push_scalar`].
     Slow,
+}
+
+/// The `N` bytes of `r` at `off`.
+#[inline(always)]
+fn read_array<const N: usize>(r: &[u8], off: usize) -> [u8; N] {
+    r[off..off + N].try_into().expect("width")
+}
+
+/// Calls `f` with the `group`-byte number (big-endian unless `lsb`) at `off` of each row of
+/// `rows` (rows of `size` bytes): one loop per common group width.
+#[inline(always)]
+fn for_groups(rows: &[u8], size: usize, off: usize, group: u8, lsb: bool, mut f: impl FnMut(u64)) {
+    let each = rows.chunks_exact(size);
+    match (group, lsb) {
+        (1, _) => each.for_each(|r| f(u64::from(r[off]))),
+        (2, false) => each.for_each(|r| f(u64::from(u16::from_be_bytes(read_array(r, off))))),
+        (2, true) => each.for_each(|r| f(u64::from(u16::from_le_bytes(read_array(r, off))))),
+        (4, false) => each.for_each(|r| f(u64::from(u32::from_be_bytes(read_array(r, off))))),
+        (4, true) => each.for_each(|r| f(u64::from(u32::from_le_bytes(read_array(r, off))))),
+        (8, false) => each.for_each(|r| f(u64::from_be_bytes(read_array(r, off)))),
+        (8, true) => each.for_each(|r| f(u64::from_le_bytes(read_array(r, off)))),
+        _ => each.for_each(|r| f(read_uint(&r[off..off + group as usize], lsb))),
+    }
+}
+
+/// The unsigned number of up to 8 bytes `g`, big-endian unless `lsb`.
+#[inline(always)]
+fn read_uint(g: &[u8], lsb: bool) -> u64 {
+    if lsb {
+        g.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x))
+    } else {
+        g.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))
+    }
 }
 
 /// One named scalar of a run: where it is in the run, its column and how it goes there.
@@ -640,8 +677,38 @@ fn put_rows(col: &mut Col, w: &Writer, rows: &[u8], size: usize) -> bool {
             }
             _ => return false,
         },
-        Put::Bits { .. } | Put::Slow => {
-            // Never staged; correct all the same, a row at a time.
+        Put::Bits {
+            group,
+            shift,
+            mask,
+            lsb,
+        } => {
+            macro_rules! bits {
+                ($($var:ident => $t:ty),+) => {
+                    match &mut col.buf {
+                        $(Buf::$var(v) => {
+                            v.reserve(n);
+                            for_groups(rows, size, off, group, lsb, |g| {
+                                v.push(((g >> shift) & mask) as $t)
+                            });
+                        })+
+                        _ => return false,
+                    }
+                };
+            }
+            bits!(U8 => u8, U16 => u16, U32 => u32, U64 => u64);
+        }
+        Put::Flag { group, shift, lsb } => match &mut col.buf {
+            Buf::Bool(v) => {
+                v.reserve(n);
+                for_groups(rows, size, off, group, lsb, |g| {
+                    v.append((g >> shift) & 1 != 0)
+                });
+            }
+            _ => return false,
+        },
+        Put::Slow => {
+            // A row at a time (odd widths, signed bit fields).
             return rows.chunks_exact(size).all(|r| put(col, w, r));
         }
     }
@@ -694,6 +761,17 @@ fn put_of(buf: &Buf, s: Scalar) -> Put {
             mask: (1u64 << width) - 1,
             lsb,
         },
+        (
+            Buf::Bool(_),
+            Scalar::Bits {
+                group,
+                shift,
+                width: 1,
+                lsb,
+                boolean: true,
+                ..
+            },
+        ) if group <= 8 => Put::Flag { group, shift, lsb },
         _ => Put::Slow,
     }
 }
@@ -734,13 +812,7 @@ fn put(col: &mut Col, w: &Writer, run: &[u8]) -> bool {
             mask,
             lsb,
         } => {
-            let g = &b[..group as usize];
-            let bits = if lsb {
-                g.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x))
-            } else {
-                g.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))
-            };
-            let v = (bits >> shift) & mask;
+            let v = (read_uint(&b[..group as usize], lsb) >> shift) & mask;
             match &mut col.buf {
                 Buf::U8(c) => c.push(v as u8),
                 Buf::U16(c) => c.push(v as u16),
@@ -749,6 +821,10 @@ fn put(col: &mut Col, w: &Writer, run: &[u8]) -> bool {
                 _ => return false,
             }
         }
+        Put::Flag { group, shift, lsb } => match &mut col.buf {
+            Buf::Bool(v) => v.append((read_uint(&b[..group as usize], lsb) >> shift) & 1 != 0),
+            _ => return false,
+        },
         Put::Slow => return push_scalar(col, &w.scalar, b),
     }
     col.valid.append_non_null();
