@@ -746,7 +746,10 @@ impl Cols {
 
     /// A validity bitmap of `len` nulls.
     fn null_bits(&mut self, len: usize) -> NullBuffer {
-        NullBuffer::new(BooleanBuffer::new(self.zeros(len.div_ceil(8)), 0, len))
+        let bits = BooleanBuffer::new(self.zeros(len.div_ceil(8)), 0, len);
+        // SAFETY: every bit is zero (a slice of the zeroed block), so all `len` are null;
+        // `NullBuffer::new` would count them, once per column no row reached.
+        unsafe { NullBuffer::new_unchecked(bits, len) }
     }
 
     /// `n` zero bytes, sliced from the block shared by every null column.

@@ -7,10 +7,12 @@
 //! kinds) switch the sink to raw mode, which ignores everything until the value ends and
 //! then appends its bytes.
 //!
-//! The runs of a struct whose rows are never null (fixed-size fields that arrive together)
-//! are kept as they arrived, row after row, and moved to their columns a column at a time
-//! every [`STAGE_ROWS`] rows: one copy of the run's bytes per row, then one tight loop per
-//! column, instead of one dispatch per field per row.
+//! The runs of a struct that never gets a null row (fixed-size fields that arrive together;
+//! the struct is never null, or is a union's case or a conditional struct, which hold rows
+//! only for the values decoded: see [`crate::layout::LNode::null_rows`]) are kept as they
+//! arrived, row after row, and moved to their columns a column at a time every
+//! [`STAGE_ROWS`] rows: one copy of the run's bytes per row, then one tight loop per column
+//! (bit fields and flags included), instead of one dispatch per field per row.
 
 use bytewright_wire::host::Sink;
 
@@ -238,6 +240,31 @@ impl<'a> ColumnSink<'a> {
         Ok(())
     }
 
+    /// Stores a value that is already in its columns ([`CVal::Done`]) in column `id`: only
+    /// the unions on the way to it (a union, the union that is its chosen case...) get their
+    /// row here, as [`ColumnSink::store`] would give them.
+    #[inline]
+    fn done(&mut self, mut id: NodeId) {
+        let layout = self.layout;
+        loop {
+            let node = &layout.nodes[id as usize];
+            if !matches!(node.shape, Shape::Union { .. }) {
+                return;
+            }
+            let case = self.chosen[id as usize];
+            let vcol = &mut self.cols.cols[node.children[0] as usize];
+            if let Buf::I8(keys) = &mut vcol.buf {
+                keys.push(case as i8);
+            }
+            vcol.valid.append_non_null();
+            vcol.len += 1;
+            let col = &mut self.cols.cols[id as usize];
+            col.valid.append_non_null();
+            col.len += 1;
+            id = node.children[1 + case];
+        }
+    }
+
     /// Stores a union's value: the chosen variant holds it, the others hold nulls.
     fn store_union(&mut self, id: NodeId, v: CVal) -> Result<(), Bug> {
         let layout = self.layout;
@@ -321,6 +348,12 @@ impl Sink for ColumnSink<'_> {
             let c = self.layout.nodes[*s as usize].children[field as usize];
             // Bytes of the input into a binary or text column: the common variable-size
             // field, without the general store's dispatch.
+            // A struct, list or union that ended: in its columns already, but for the rows
+            // of the unions it passes through.
+            if let CVal::Done = v {
+                self.done(c);
+                return Ok(());
+            }
             if let CVal::In { at, len } = v {
                 let plain = !matches!(
                     self.layout.nodes[c as usize].shape,
@@ -384,6 +417,10 @@ impl Sink for ColumnSink<'_> {
     fn push(&mut self, l: &mut NodeId, v: CVal) -> Result<(), Bug> {
         if self.raw.is_none() {
             let item = self.layout.nodes[*l as usize].children[0];
+            if let CVal::Done = v {
+                self.done(item);
+                return Ok(());
+            }
             self.store(item, v)?;
         }
         Ok(())
@@ -671,9 +708,19 @@ fn put_rows(col: &mut Col, w: &Writer, rows: &[u8], size: usize) -> bool {
         Put::Fixed(k) => match &mut col.buf {
             Buf::Fixed { data, .. } => {
                 data.reserve(n * k);
-                for r in each {
-                    data.extend_from_slice(&r[off..off + k]);
+                // The common sizes (addresses, hashes) as arrays: a copy of known size
+                // rather than a call to `memcpy` per value.
+                macro_rules! sizes {
+                    ($($k:literal)+) => {
+                        match k {
+                            $($k => each.for_each(|r| {
+                                data.extend_from_slice(&read_array::<$k>(r, off))
+                            }),)+
+                            _ => each.for_each(|r| data.extend_from_slice(&r[off..off + k])),
+                        }
+                    };
                 }
+                sizes!(2 3 4 6 8 10 12 16 20 32);
             }
             _ => return false,
         },
