@@ -1034,7 +1034,9 @@ impl<'a> Reader<'a> {
                 n += 1;
             }
         } else {
-            while n < budget && buf.len() - pos >= len && buf[pos] == tag {
+            // At most as many as the input holds whole: one bound, checked once per int.
+            let bound = budget.min(((buf.len() - pos) / len) as u64);
+            while n < bound && buf[pos] == tag {
                 pos += len;
                 n += 1;
             }

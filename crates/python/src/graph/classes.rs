@@ -76,6 +76,67 @@ impl<'py> AllowedClasses<'py> {
         Ok(Ok(None))
     }
 
+    /// The class in a list or tuple whose `module.qualname` is `module.name` (compared in
+    /// place: nothing is built, and a class's module is read only when its qualname fits);
+    /// `Err(())` when `classes=` is some other kind of iterable.
+    fn find_parts(
+        &self,
+        module: &str,
+        name: &str,
+    ) -> Result<PyResult<Option<Bound<'py, PyType>>>, ()> {
+        let items: Vec<Bound<'py, PyAny>>;
+        let items: &[Bound<'py, PyAny>] = if let Ok(tuple) = self.given.cast::<PyTuple>() {
+            // A tuple's items never change: read in place.
+            tuple.as_slice()
+        } else if let Ok(list) = self.given.cast::<PyList>() {
+            items = list.iter().collect();
+            &items
+        } else {
+            return Err(());
+        };
+        for item in items {
+            let Ok(ty) = item.cast::<PyType>() else {
+                return Ok(Err(pyo3::exceptions::PyTypeError::new_err(
+                    "classes= must hold classes",
+                )));
+            };
+            let matches = (|| -> PyResult<bool> {
+                let qualname = ty.qualname()?;
+                let qualname = qualname.to_str()?.as_bytes();
+                if !ends_joined(module.as_bytes(), name.as_bytes(), qualname) {
+                    return Ok(false);
+                }
+                let ty_module = ty.module()?;
+                let ty_module = ty_module.to_str()?.as_bytes();
+                Ok(joined_eq(
+                    (ty_module, qualname),
+                    (module.as_bytes(), name.as_bytes()),
+                ))
+            })();
+            match matches {
+                Ok(true) => return Ok(Ok(Some(ty.clone()))),
+                Ok(false) => {}
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        Ok(Ok(None))
+    }
+
+    /// [`Self::get`] of `module.name`, given in two parts (joined only when needed).
+    pub fn get_parts(
+        &mut self,
+        cfg: &Config,
+        module: &str,
+        name: &str,
+    ) -> PyResult<Option<Bound<'py, PyType>>> {
+        if self.map.is_none() {
+            if let Ok(found) = self.find_parts(module, name) {
+                return found;
+            }
+        }
+        self.get(cfg, &format!("{module}.{name}"))
+    }
+
     /// The allowed class recorded under `name`, if any.
     pub fn get(&mut self, cfg: &Config, name: &str) -> PyResult<Option<Bound<'py, PyType>>> {
         if self.map.is_none() {
@@ -92,4 +153,40 @@ impl<'py> AllowedClasses<'py> {
             }),
         }
     }
+}
+
+/// True when `a.0 + "." + a.1` and `b.0 + "." + b.1` are the same text.
+fn joined_eq(a: (&[u8], &[u8]), b: (&[u8], &[u8])) -> bool {
+    if a.0.len() + a.1.len() != b.0.len() + b.1.len() {
+        return false;
+    }
+    if a.0.len() == b.0.len() {
+        return a.0 == b.0 && a.1 == b.1;
+    }
+    a.0.iter()
+        .chain(b".")
+        .chain(a.1)
+        .eq(b.0.iter().chain(b".").chain(b.1))
+}
+
+/// True when `module + "." + name` ends with `"." + tail`.
+fn ends_joined(module: &[u8], name: &[u8], tail: &[u8]) -> bool {
+    use std::cmp::Ordering;
+    match tail.len().cmp(&name.len()) {
+        Ordering::Equal => tail == name,
+        Ordering::Less => name.ends_with(tail) && name[name.len() - tail.len() - 1] == b'.',
+        Ordering::Greater => {
+            let (head, rest) = tail.split_at(tail.len() - name.len());
+            rest == name
+                && head.last() == Some(&b'.')
+                && ends_joined_module(module, &head[..head.len() - 1])
+        }
+    }
+}
+
+/// True when `module` ends with `"." + tail`.
+fn ends_joined_module(module: &[u8], tail: &[u8]) -> bool {
+    module.len() > tail.len()
+        && module.ends_with(tail)
+        && module[module.len() - tail.len() - 1] == b'.'
 }

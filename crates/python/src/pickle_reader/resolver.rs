@@ -118,15 +118,17 @@ impl<'py> Resolver<'py> {
         }
     }
 
-    fn lookup(&mut self, full: String) -> PyResult<Option<Global>> {
+    fn lookup(&mut self, module: &str, name: &str) -> PyResult<Option<Global>> {
         // A name read again (protocols 0-1 repeat GLOBAL) is resolved once per call.
-        if let Some(i) = self.names.iter().position(|n| *n == full) {
+        let same = |n: &String| joins(n.as_bytes(), module.as_bytes(), name.as_bytes());
+        if let Some(i) = self.names.iter().position(same) {
             return Ok(Some(Global::Class(i as u32, self.found[i].kind)));
         }
-        if let Some(i) = self.extra_names.iter().position(|n| *n == full) {
+        if let Some(i) = self.extra_names.iter().position(same) {
             return Ok(Some(Global::Extra(i as u32)));
         }
-        if let Some(cls) = self.classes.get(self.cfg, &full)? {
+        if let Some(cls) = self.classes.get_parts(self.cfg, module, name)? {
+            let full = format!("{module}.{name}");
             let d = infocache::describe(self.cfg, &cls)?;
             let kind = match d.kind {
                 KIND_TUPLE => ClassKind::Tuple,
@@ -168,6 +170,7 @@ impl<'py> Resolver<'py> {
             return Ok(Some(Global::Class(self.found.len() as u32 - 1, kind)));
         }
         if let Some(allow) = &self.allow {
+            let full = format!("{module}.{name}");
             if let Some(obj) = allow.get_item(&full)? {
                 self.extras.push(obj);
                 self.extra_names.push(full);
@@ -178,9 +181,18 @@ impl<'py> Resolver<'py> {
     }
 }
 
+/// True when `full` is `module.name` (compared in place, nothing built).
+#[inline]
+pub(crate) fn joins(full: &[u8], module: &[u8], name: &[u8]) -> bool {
+    full.len() == module.len() + 1 + name.len()
+        && full[module.len()] == b'.'
+        && full.starts_with(module)
+        && full.ends_with(name)
+}
+
 impl core::Resolve for Resolver<'_> {
     fn resolve(&mut self, module: &str, name: &str) -> Result<Option<Global>, core::ResolveFailed> {
-        self.lookup(format!("{module}.{name}")).map_err(|e| {
+        self.lookup(module, name).map_err(|e| {
             self.error = Some(e);
             core::ResolveFailed
         })
