@@ -217,12 +217,11 @@ unsafe impl GlobalAlloc for Allocator {
 ///
 /// A block of `size` bytes is `span(size)` bytes of its own mapping, so freeing it needs
 /// only its size. A freed block goes into the cache unless the cache would then hold more
-/// than [`CACHE_BYTES`]; a block of [`WARM_BELOW`] bytes or more is marked `MADV_FREE` there
-/// (smaller ones stay warm), so under memory pressure the kernel takes its pages back
-/// without writing them anywhere (a page it took is a fresh zeroed page when the block is
-/// used again; one it did not take is reused without a fault). An allocation takes the
-/// smallest cached block that is large enough, split to the size it needs (the rest stays
-/// cached). The cache is behind a try-lock: a thread that finds it
+/// than [`CACHE_BYTES`]; it is marked `MADV_FREE` there, so under memory pressure the kernel
+/// takes its pages back without writing them anywhere (a page it took is a fresh zeroed
+/// page when the block is used again; one it did not take is reused without a fault). An
+/// allocation takes the smallest cached block that is large enough, split to the size it
+/// needs (the rest stays cached). The cache is behind a try-lock: a thread that finds it
 /// taken maps or unmaps directly, so no thread ever waits for another, and a child process
 /// forked while the lock was held only loses the cache.
 #[cfg(target_os = "linux")]
@@ -243,13 +242,6 @@ mod big {
 
     /// The most bytes of freed blocks kept for reuse.
     pub const CACHE_BYTES: usize = 256 << 20;
-    /// Freed blocks smaller than this (the ones not advised for huge pages: one huge page
-    /// each) are cached warm, not marked `MADV_FREE`. They are the output buffer of a 1 MB
-    /// `dumps` and the small column buffers of a thread, freed and made again every call:
-    /// marking one costs a system call, and with several threads a TLB flush on every core
-    /// running the process, each time. At most [`CACHE_BYTES`] stay resident this way, as
-    /// the C library's own heaps would keep them; larger blocks are still marked.
-    const WARM_BELOW: usize = super::HUGE_FROM;
     /// Cached blocks at most.
     const SLOTS: usize = 32;
 
@@ -473,7 +465,7 @@ mod big {
         // SAFETY: the caller's range is ours and unused; MADV_FREE keeps it mapped.
         unsafe {
             if len <= CACHE_BYTES
-                && (len < WARM_BELOW || madvise(start as *mut c_void, len, MADV_FREE) == 0)
+                && madvise(start as *mut c_void, len, MADV_FREE) == 0
                 && keep(start, len)
             {
                 return;
