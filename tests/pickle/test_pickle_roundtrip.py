@@ -339,3 +339,20 @@ def test_large_values_round_trip_from_many_threads():
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(work, range(48)))
+
+
+@pytest.mark.parametrize("edge", [-4097, -4096, -4095, -1, 0, 1, 4095, 4096, 4097])
+def test_large_values_at_page_edges_keep_every_byte(edge):
+    # A large bytes or str is copied into pages mapped ahead of the copy: lengths on and
+    # around page boundaries, and the bytes just inside both ends, must come back exact.
+    n = (1 << 20) + edge
+    data = bytes((i * 7 + 3) & 0xFF for i in range(256)) * (n // 256) + b"\x5a" * (n % 256)
+    text = "".join(chr(0x21 + i % 90) for i in range(n))
+    for value in (data, text, [data, text]):
+        for key in (None, b"key"):
+            record = pickle.dumps(value, hmac_key=key)
+            back = pickle.loads(record, hmac_key=key)
+            assert back == value and type(back) is type(value)
+    assert len(data) == len(text) == n
+    back = pickle.loads(pickle.dumps(data))
+    assert back[:1] == data[:1] and back[-1:] == data[-1:]

@@ -58,9 +58,10 @@ fn new_large_str(s: &[u8]) -> *mut ffi::PyObject {
     if !p.is_null() {
         // SAFETY: p is a new compact ASCII str of n characters.
         let dst = unsafe { ffi::PyUnicode_1BYTE_DATA(p) } as usize;
-        // SAFETY: nobody else references the new str yet; src holds n bytes.
-        py.detach(move || unsafe {
-            std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n)
+        py.detach(move || {
+            crate::alloc::prefault(dst as *mut u8, n);
+            // SAFETY: nobody else references the new str yet; src holds n bytes.
+            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) }
         });
     }
     p

@@ -62,10 +62,11 @@ pub(crate) fn new_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
         // SAFETY: p is a new bytes object of n bytes.
         let (src, dst) = (data.as_ptr() as usize, unsafe { ffi::PyBytes_AsString(p) }
             as usize);
-        // SAFETY: nobody else references the new object yet, and `data` (immutable bytes of
-        // an object the caller holds, or memory of its own) outlives the call.
-        py.detach(move || unsafe {
-            std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n as usize)
+        py.detach(move || {
+            crate::alloc::prefault(dst as *mut u8, n as usize);
+            // SAFETY: nobody else references the new object yet, and `data` (immutable
+            // bytes of an object the caller holds, or memory of its own) outlives the call.
+            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n as usize) }
         });
     }
     p
@@ -206,6 +207,7 @@ fn assemble<'py>(
         .map(|c| (c.at, c.data as usize, c.len))
         .collect();
     let fill = move || {
+        crate::alloc::prefault(dst.as_mut_ptr(), dst.len());
         let mut o = 0;
         let mut prev = start;
         for &(at, data, len) in &pieces {
