@@ -1,6 +1,6 @@
 """Short dict keys are kept from one `loads` to the next (docs/pickle.md, "Dict keys").
 
-In a small record (body of at most 512 bytes), a str key of at most 24 UTF-8 bytes, in a
+In a small record (body of at most 1,024 bytes), a str key of at most 24 UTF-8 bytes, in a
 dict of at most 256 entries, is taken from a small table of keys that earlier calls made;
 the value is the same as without the table, and equal keys may be the same object. Every
 case is also checked against the general builder, which does not use the table (forced

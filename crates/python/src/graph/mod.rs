@@ -18,6 +18,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::Borrowed;
 
 use crate::fastcall;
 use builder::Builder;
@@ -76,6 +77,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     DUMPS.add_to(m, dumps_trampoline)?;
     LOADS.add_to(m, loads_trampoline)?;
     m.add_class::<Decoder>()?;
+    install_decoder_loads(m.py())?;
     m.add_function(wrap_pyfunction!(graph_record_len, m)?)?;
     infocache::register(m)?;
     Ok(())
@@ -401,7 +403,19 @@ impl Decoder {
         })
     }
 
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Decoder(classes={}, hmac_key={}, limits={})",
+            self.classes.bind(py).repr()?,
+            if self.key.is_some() { "<set>" } else { "None" },
+            self.limits_given.bind(py).repr()?,
+        ))
+    }
+}
+
+impl Decoder {
     /// Rebuild the object graph of one record, as `loads` does with this decoder's options.
+    #[inline(always)]
     fn loads<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let cfg = config::get(py)?;
         load_record(
@@ -413,15 +427,61 @@ impl Decoder {
             self.limits,
         )
     }
+}
 
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "Decoder(classes={}, hmac_key={}, limits={})",
-            self.classes.bind(py).repr()?,
-            if self.key.is_some() { "<set>" } else { "None" },
-            self.limits_given.bind(py).repr()?,
-        ))
+/// The C entry point of `Decoder.loads`.
+unsafe extern "C" fn decoder_loads(
+    slf: *mut ffi::PyObject,
+    data: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls a method with the GIL held.
+    let py = unsafe { Python::assume_attached() };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: both are live for the call (CPython holds them); the descriptor checked
+        // that `slf` is a Decoder (PyDescr_NewMethod binds the method to the type).
+        let (slf, data) = unsafe {
+            (
+                Borrowed::from_ptr(py, slf).cast_unchecked::<Decoder>(),
+                Borrowed::from_ptr(py, data),
+            )
+        };
+        slf.get().loads(py, &data)
+    }));
+    let err = match outcome {
+        Ok(Ok(value)) => return value.into_ptr(),
+        Ok(Err(err)) => err,
+        Err(_) => pyo3::exceptions::PyRuntimeError::new_err(
+            "internal error in Decoder.loads(): please report it",
+        ),
+    };
+    err.restore(py);
+    std::ptr::null_mut()
+}
+
+/// Puts `loads` into the Decoder type's dict as a `METH_O` method: CPython hands over the
+/// one argument with no argument parsing (pyo3's general method wrapper costs about 200
+/// instructions a call).
+fn install_decoder_loads(py: Python<'_>) -> PyResult<()> {
+    let ty = py.get_type::<Decoder>();
+    let def = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: c"loads".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunction: decoder_loads,
+        },
+        ml_flags: ffi::METH_O,
+        ml_doc: c"loads($self, data, /)\n--\n\nRebuild the object graph of one record, as `loads` does with this decoder's options.".as_ptr(),
+    }));
+    // SAFETY: a method descriptor of a PyMethodDef that lives for the rest of the process,
+    // for the live Decoder type; the
+    // type's dict is written before any Decoder exists (the module is being set up) and
+    // the type's method cache is told.
+    unsafe {
+        let descr =
+            Bound::from_owned_ptr_or_err(py, ffi::PyDescr_NewMethod(ty.as_type_ptr(), def))?;
+        ty.setattr("loads", descr)?;
+        ffi::PyType_Modified(ty.as_type_ptr());
     }
+    Ok(())
 }
 
 /// Total length of the record whose header starts `prefix` (for framed streams).

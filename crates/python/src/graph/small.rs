@@ -20,7 +20,7 @@ use super::keys;
 use crate::cpython::{self, list_push};
 
 /// Longest body the pass takes (a body it gives up on was read at most this far).
-pub const SMALL_BODY_MAX: usize = 512;
+pub const SMALL_BODY_MAX: usize = 1024;
 
 /// Shared values one record may hold in the pass (more: the general builder).
 const MEMO_SLOTS: usize = 64;
