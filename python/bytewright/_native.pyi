@@ -308,7 +308,7 @@ class Decoder:
         hmac_key: bytes | bytearray | memoryview | None = None,
         limits: Any = None,
     ) -> Decoder: ...
-    def loads(self, data: bytes | bytearray | memoryview) -> Any:
+    def loads(self, data: bytes | bytearray | memoryview, /) -> Any:
         """Rebuild the object graph of one record, as ``loads`` does with these options."""
 
 def graph_record_len(prefix: bytes) -> int: ...
