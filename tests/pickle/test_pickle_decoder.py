@@ -135,3 +135,22 @@ def test_decoder_is_immutable_and_shared_by_threads():
     for t in threads:
         t.join()
     assert results == [True] * 4
+
+
+def test_decoder_loads_takes_exactly_one_positional_argument():
+    decoder = pickle.Decoder()
+    data = pickle.dumps([1, "a"])
+    # Called through the class, as a bound method and as a method object kept aside.
+    assert pickle.Decoder.loads(decoder, data) == decoder.loads(data) == [1, "a"]
+    method = decoder.loads
+    assert method(data) == [1, "a"]
+    with pytest.raises(TypeError, match="exactly one argument"):
+        decoder.loads()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="exactly one argument"):
+        decoder.loads(data, data)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="no keyword arguments"):
+        decoder.loads(data=data)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="Decoder"):
+        pickle.Decoder.loads(object(), data)  # type: ignore[arg-type]
+    assert decoder.loads.__name__ == "loads"
+    assert "Rebuild the object graph" in (pickle.Decoder.loads.__doc__ or "")
