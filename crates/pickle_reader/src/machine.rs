@@ -1746,9 +1746,11 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
     /// the sink in one step, without decoding into an [`Op`] first. Only what passes is
     /// done here: a failed check, a limit or any other opcode returns with that opcode
     /// unread, and the general loop reads it again (and says what is wrong). Runs only
-    /// while the sink builds at once; it stops when the sink defers.
+    /// while the sink builds at once; it stops when the sink defers. A sink's error comes
+    /// back boxed: a one-word result needs no out-pointer held through the loop, which
+    /// leaves a register for the loop's own values.
     #[inline(never)]
-    fn fast_ops(&mut self) -> Res<()> {
+    fn fast_ops(&mut self) -> Result<(), Box<ReadError>> {
         let data = self.data;
         let mut pos = self.dec.pos();
         let (max_str, max_bytes) = (self.limits.max_str_len, self.limits.max_bytes_len);
@@ -1978,7 +1980,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
         self.preamble();
         loop {
             if !self.recording {
-                self.fast_ops()?;
+                self.fast_ops().map_err(|e| *e)?;
             }
             self.at = self.dec.pos();
             let Some(op) = self.dec.next_op(max_str, max_bytes)? else {
