@@ -661,7 +661,7 @@ fn binop(op: BinOp, l: &Value, r: &Value) -> Result<Value, EvalError> {
 
 /// [`binop`] on integers that fit an `i64`, when the result does too (and is no error);
 /// `None` sends the caller to the exact path.
-#[inline]
+#[inline(always)]
 fn small_binop(op: BinOp, a: i64, b: i64) -> Option<i64> {
     use BinOp::*;
     Some(match op {
