@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::expr::{self, Expr, SlotRef, Value};
+use crate::expr::{self, Compiled, Expr, SlotRef, Value};
 use crate::program::*;
 use crate::schema::{BitOrder, ConstDesc, FieldDesc, LenDesc, Order, Schema, StructDesc, TypeDesc};
 
@@ -206,7 +206,7 @@ impl Compiler<'_> {
                     u64::try_from(n)
                         .map_err(|_| self.err(field, "a length must not be negative"))?,
                 ),
-                e => Len::Expr(e),
+                e => Len::Expr(e.into()),
             },
         })
     }
@@ -323,7 +323,7 @@ impl Compiler<'_> {
                     None => None,
                 };
                 Node::Union {
-                    tag,
+                    tag: tag.into(),
                     cases: out,
                     default,
                 }
@@ -837,8 +837,8 @@ impl Compiler<'_> {
         frame.steps.push(FieldStep {
             field,
             node,
-            when,
-            window,
+            when: when.map(Compiled::from),
+            window: window.map(Compiled::from),
             slot: None,
             konst,
             derive: None,
@@ -894,20 +894,20 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
         match &steps[c].node {
             Node::Bytes {
                 len: Len::Expr(e), ..
-            } => candidates.push((e.clone(), Measure::ByteLen(None))),
+            } => candidates.push((e.expr.clone(), Measure::ByteLen(None))),
             Node::Str {
                 len: Len::Expr(e),
                 enc,
                 ..
-            } => candidates.push((e.clone(), Measure::ByteLen(Some(*enc)))),
+            } => candidates.push((e.expr.clone(), Measure::ByteLen(Some(*enc)))),
             Node::Array {
                 count: Len::Expr(e),
                 ..
-            } => candidates.push((e.clone(), Measure::Count)),
+            } => candidates.push((e.expr.clone(), Measure::Count)),
             _ => {}
         }
         if let Some(w) = &steps[c].window {
-            candidates.push((w.clone(), Measure::Window));
+            candidates.push((w.expr.clone(), Measure::Window));
         }
         for (e, measure) in candidates {
             let mut local: Vec<SlotRef> = Vec::new();
@@ -1145,7 +1145,7 @@ fn struct_min<S: StructSizes + ?Sized>(p: &StructProg, structs: &S) -> usize {
             Step::Run(r) => r.size,
             Step::Align(_) => 0,
             Step::Field(f) if f.when.is_some() => 0,
-            Step::Field(f) => match &f.window {
+            Step::Field(f) => match f.window.as_deref() {
                 Some(Expr::Const(Value::Int(n))) => usize::try_from(*n).unwrap_or(0),
                 _ => node_min(&f.node, structs),
             },
@@ -1160,7 +1160,7 @@ fn struct_static<S: StructSizes + ?Sized>(p: &StructProg, structs: &S) -> Option
             Step::Run(r) => r.size,
             Step::Align(n) => (n - total % n) % n,
             Step::Field(f) if f.when.is_some() => return None,
-            Step::Field(f) => match &f.window {
+            Step::Field(f) => match f.window.as_deref() {
                 Some(Expr::Const(Value::Int(n))) => usize::try_from(*n).ok()?,
                 Some(_) => return None,
                 None => node_static(&f.node, structs)?,

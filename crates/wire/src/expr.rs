@@ -386,6 +386,195 @@ impl Expr {
     }
 }
 
+/// An operand the closed form reads in place: a field, or an integer constant that fits an
+/// `i64`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leaf {
+    Slot(SlotRef),
+    Int(i64),
+}
+
+impl Leaf {
+    fn of(e: &Expr) -> Option<Leaf> {
+        match e {
+            Expr::Const(Value::Int(v)) => i64::try_from(*v).ok().map(Leaf::Int),
+            Expr::Slot(s, _) => Some(Leaf::Slot(*s)),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    fn get<E: Env + ?Sized>(self, env: &E) -> Option<i64> {
+        match self {
+            Leaf::Int(v) => Some(v),
+            Leaf::Slot(s) => match env.get(s) {
+                Value::Int(v) => i64::try_from(*v).ok(),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// An expression's closed form for the `i64` fast path, built once at compile time: the
+/// common shapes (a field, a field and a constant, one operation inside another, a
+/// condition on a comparison) are read without walking the tree. It computes exactly
+/// [`Expr::eval_small`]: the same operands in the same order, each intermediate an `i64`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Fast {
+    Leaf(Leaf),
+    /// `a op b`.
+    Bin(BinOp, Leaf, Leaf),
+    /// `(a inner b) op c`.
+    BinL(BinOp, BinOp, [Leaf; 3]),
+    /// `a op (b inner c)`.
+    BinR(BinOp, BinOp, [Leaf; 3]),
+    Gen(BinOp, Box<Fast>, Box<Fast>),
+    Un(UnOp, Box<Fast>),
+    And(Box<Fast>, Box<Fast>),
+    Or(Box<Fast>, Box<Fast>),
+    Cond(Box<Fast>, Box<Fast>, Box<Fast>),
+}
+
+impl Fast {
+    /// `None` when some constant is bytes or beyond an `i64` (then the tree is walked).
+    fn of(e: &Expr) -> Option<Fast> {
+        if let Some(l) = Leaf::of(e) {
+            return Some(Fast::Leaf(l));
+        }
+        let b = |e: &Expr| Fast::of(e).map(Box::new);
+        Some(match e {
+            Expr::Bin(op, a, c) => match (&**a, &**c) {
+                (x, y) if Leaf::of(x).is_some() && Leaf::of(y).is_some() => {
+                    Fast::Bin(*op, Leaf::of(x)?, Leaf::of(y)?)
+                }
+                (Expr::Bin(inner, x, y), z)
+                    if Leaf::of(x).is_some() && Leaf::of(y).is_some() && Leaf::of(z).is_some() =>
+                {
+                    Fast::BinL(*op, *inner, [Leaf::of(x)?, Leaf::of(y)?, Leaf::of(z)?])
+                }
+                (x, Expr::Bin(inner, y, z))
+                    if Leaf::of(x).is_some() && Leaf::of(y).is_some() && Leaf::of(z).is_some() =>
+                {
+                    Fast::BinR(*op, *inner, [Leaf::of(x)?, Leaf::of(y)?, Leaf::of(z)?])
+                }
+                _ => Fast::Gen(*op, b(a)?, b(c)?),
+            },
+            Expr::Un(op, a) => Fast::Un(*op, b(a)?),
+            Expr::LogicAnd(x, y) => Fast::And(b(x)?, b(y)?),
+            Expr::LogicOr(x, y) => Fast::Or(b(x)?, b(y)?),
+            Expr::Cond(c, x, y) => Fast::Cond(b(c)?, b(x)?, b(y)?),
+            Expr::Const(_) | Expr::Slot(..) => return None,
+        })
+    }
+
+    fn eval<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
+        Some(match self {
+            Fast::Leaf(l) => l.get(env)?,
+            Fast::Bin(op, a, b) => small_binop(*op, a.get(env)?, b.get(env)?)?,
+            Fast::BinL(op, inner, [a, b, c]) => {
+                let l = small_binop(*inner, a.get(env)?, b.get(env)?)?;
+                small_binop(*op, l, c.get(env)?)?
+            }
+            Fast::BinR(op, inner, [a, b, c]) => {
+                let l = a.get(env)?;
+                small_binop(*op, l, small_binop(*inner, b.get(env)?, c.get(env)?)?)?
+            }
+            Fast::Gen(op, a, b) => small_binop(*op, a.eval(env)?, b.eval(env)?)?,
+            Fast::Un(op, a) => {
+                let v = a.eval(env)?;
+                match op {
+                    UnOp::Not => i64::from(v == 0),
+                    UnOp::Neg => v.checked_neg()?,
+                    UnOp::Invert => !v,
+                }
+            }
+            Fast::And(a, b) => {
+                let l = a.eval(env)?;
+                if l != 0 {
+                    b.eval(env)?
+                } else {
+                    l
+                }
+            }
+            Fast::Or(a, b) => {
+                let l = a.eval(env)?;
+                if l != 0 {
+                    l
+                } else {
+                    b.eval(env)?
+                }
+            }
+            Fast::Cond(c, a, b) => {
+                if c.eval(env)? != 0 {
+                    a.eval(env)?
+                } else {
+                    b.eval(env)?
+                }
+            }
+        })
+    }
+}
+
+/// An expression the unpack VM evaluates per record (a length, a union tag, a condition, a
+/// window size), with its closed form for the `i64` fast path built once. It reads as the
+/// [`Expr`] it holds; its `eval*` methods give exactly that expression's results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compiled {
+    pub expr: Expr,
+    fast: Option<Fast>,
+}
+
+impl From<Expr> for Compiled {
+    fn from(expr: Expr) -> Self {
+        let fast = Fast::of(&expr);
+        Compiled { expr, fast }
+    }
+}
+
+impl std::ops::Deref for Compiled {
+    type Target = Expr;
+    fn deref(&self) -> &Expr {
+        &self.expr
+    }
+}
+
+impl Compiled {
+    /// [`Expr::eval_i64`].
+    #[inline]
+    pub fn eval_i64<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
+        match &self.fast {
+            Some(f) => f.eval(env),
+            None => self.expr.eval_i64(env),
+        }
+    }
+
+    /// [`Expr::eval`].
+    pub fn eval<E: Env + ?Sized>(&self, env: &E) -> Result<Value, EvalError> {
+        match self.eval_i64(env) {
+            Some(v) => Ok(Value::Int(i128::from(v))),
+            None => self.expr.eval(env),
+        }
+    }
+
+    /// [`Expr::eval_int`].
+    #[inline]
+    pub fn eval_int<E: Env + ?Sized>(&self, env: &E) -> Result<i128, EvalError> {
+        match self.eval_i64(env) {
+            Some(v) => Ok(i128::from(v)),
+            None => self.expr.eval_int(env),
+        }
+    }
+
+    /// [`Expr::eval_truthy`].
+    #[inline]
+    pub fn eval_truthy<E: Env + ?Sized>(&self, env: &E) -> Result<bool, EvalError> {
+        match self.eval_i64(env) {
+            Some(v) => Ok(v != 0),
+            None => self.expr.eval_truthy(env),
+        }
+    }
+}
+
 fn binop(op: BinOp, l: &Value, r: &Value) -> Result<Value, EvalError> {
     use BinOp::*;
     if let (Value::Bytes(a), Value::Bytes(b)) = (l, r) {
@@ -472,7 +661,7 @@ fn binop(op: BinOp, l: &Value, r: &Value) -> Result<Value, EvalError> {
 
 /// [`binop`] on integers that fit an `i64`, when the result does too (and is no error);
 /// `None` sends the caller to the exact path.
-#[inline]
+#[inline(always)]
 fn small_binop(op: BinOp, a: i64, b: i64) -> Option<i64> {
     use BinOp::*;
     Some(match op {
@@ -791,7 +980,63 @@ mod tests {
                 _ => exact.and_then(|v| int_of(&v, None)),
             };
             assert_eq!(e.eval_int(&env), int, "{e:?}");
+            // The closed form computes the same, shape for shape.
+            let c = Compiled::from(e.clone());
+            assert_eq!(c.eval_i64(&env), e.eval_i64(&env), "{e:?}");
+            assert_eq!(c.eval(&env), e.eval(&env), "{e:?}");
+            assert_eq!(c.eval_int(&env), e.eval_int(&env), "{e:?}");
+            assert_eq!(c.eval_truthy(&env), e.eval_truthy(&env), "{e:?}");
         }
+    }
+
+    /// The shapes of the common expressions get their closed forms.
+    #[test]
+    fn common_shapes_have_closed_forms() {
+        let env = Slots(vec![Value::Int(5), Value::Int(40)]);
+        for (e, want) in [
+            (json!(["name", "a"]), 5),
+            (json!(["bin", "-", ["name", "b"], ["int", 8]]), 32),
+            (
+                json!([
+                    "bin",
+                    "-",
+                    ["bin", "*", ["name", "a"], ["int", 4]],
+                    ["int", 20]
+                ]),
+                0,
+            ),
+            (
+                json!([
+                    "bin",
+                    "-",
+                    ["name", "b"],
+                    ["bin", "*", ["name", "a"], ["int", 4]]
+                ]),
+                20,
+            ),
+            (
+                json!([
+                    "if",
+                    ["bin", "==", ["name", "a"], ["int", 5]],
+                    ["int", 7],
+                    ["name", "b"]
+                ]),
+                7,
+            ),
+        ] {
+            let c = Compiled::from(p(e));
+            assert!(c.fast.is_some(), "{c:?}");
+            assert_eq!(c.eval_i64(&env), Some(want), "{c:?}");
+        }
+        // A constant beyond an i64 (or bytes) leaves the tree to be walked.
+        let big = Compiled::from(p(json!([
+            "bin",
+            "+",
+            ["name", "a"],
+            ["int", "18446744073709551615"]
+        ])));
+        assert!(big.fast.is_none());
+        assert_eq!(big.eval_int(&env), Ok(18_446_744_073_709_551_620));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::expr::{Expr, Value};
+use crate::expr::{Compiled, Expr, Value};
 pub use crate::schema::Encoding;
 
 /// A fixed-size scalar read or written at a known offset.
@@ -92,7 +92,7 @@ impl Scalar {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Len {
     Fixed(u64),
-    Expr(Expr),
+    Expr(Compiled),
     /// Up to the end of the enclosing region.
     Rest,
 }
@@ -158,7 +158,7 @@ pub enum Node {
         item_min: usize,
     },
     Union {
-        tag: Expr,
+        tag: Compiled,
         cases: Vec<(Value, Node)>,
         default: Option<Box<Node>>,
     },
@@ -209,8 +209,8 @@ pub struct Run {
 pub struct FieldStep {
     pub field: u16,
     pub node: Node,
-    pub when: Option<Expr>,
-    pub window: Option<Expr>,
+    pub when: Option<Compiled>,
+    pub window: Option<Compiled>,
     pub slot: Option<u16>,
     pub konst: Option<Konst>,
     pub derive: Option<Derive>,

@@ -2,7 +2,7 @@
 
 use crate::env::{Scratch, Slots};
 use crate::error::{At, Error, Kind, Result};
-use crate::expr::{EvalError, Expr, Value};
+use crate::expr::{Compiled, EvalError, Value};
 use crate::host::Sink;
 use crate::program::*;
 use crate::sums;
@@ -863,7 +863,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         self.node(&fs.node)
     }
 
-    fn window(&mut self, w: &'p Expr, fs: &'p FieldStep) -> Result<S::Value, S::Error> {
+    fn window(&mut self, w: &'p Compiled, fs: &'p FieldStep) -> Result<S::Value, S::Error> {
         let n = w
             .eval_int(&*self.env)
             .map_err(|e| self.eval_err(e, "window size"))?;
