@@ -40,49 +40,12 @@ impl<'py> AllowedClasses<'py> {
         }
     }
 
-    /// The class in a list or tuple whose `module.qualname` is `name`, compared without
-    /// building anything; `Err(())` when `classes=` is some other kind of iterable.
-    fn find_in_sequence(&self, name: &str) -> Result<PyResult<Option<Bound<'py, PyType>>>, ()> {
-        let items = if let Ok(list) = self.given.cast::<PyList>() {
-            list.iter().collect::<Vec<_>>()
-        } else if let Ok(tuple) = self.given.cast::<PyTuple>() {
-            tuple.iter().collect::<Vec<_>>()
-        } else {
-            return Err(());
-        };
-        for item in items {
-            let Ok(ty) = item.cast_into::<PyType>() else {
-                return Ok(Err(pyo3::exceptions::PyTypeError::new_err(
-                    "classes= must hold classes",
-                )));
-            };
-            let matches = (|| -> PyResult<bool> {
-                let qualname = ty.qualname()?;
-                let qualname = qualname.to_str()?;
-                let Some(module) = name
-                    .strip_suffix(qualname)
-                    .and_then(|m| m.strip_suffix('.'))
-                else {
-                    return Ok(false);
-                };
-                Ok(ty.module()?.to_str()? == module)
-            })();
-            match matches {
-                Ok(true) => return Ok(Ok(Some(ty))),
-                Ok(false) => {}
-                Err(e) => return Ok(Err(e)),
-            }
-        }
-        Ok(Ok(None))
-    }
-
-    /// The class in a list or tuple whose `module.qualname` is `module.name` (compared in
-    /// place: nothing is built, and a class's module is read only when its qualname fits);
-    /// `Err(())` when `classes=` is some other kind of iterable.
-    fn find_parts(
+    /// The first class of a list or tuple `classes=` for which `fits(qualname, class)`
+    /// holds, read in place (nothing is built); `Err(())` when `classes=` is some other kind
+    /// of iterable.
+    fn find_in_sequence(
         &self,
-        module: &str,
-        name: &str,
+        fits: impl Fn(&[u8], &Bound<'py, PyType>) -> PyResult<bool>,
     ) -> Result<PyResult<Option<Bound<'py, PyType>>>, ()> {
         let items: Vec<Bound<'py, PyAny>>;
         let items: &[Bound<'py, PyAny>] = if let Ok(tuple) = self.given.cast::<PyTuple>() {
@@ -100,26 +63,48 @@ impl<'py> AllowedClasses<'py> {
                     "classes= must hold classes",
                 )));
             };
-            let matches = (|| -> PyResult<bool> {
-                let qualname = ty.qualname()?;
-                let qualname = qualname.to_str()?.as_bytes();
-                if !ends_joined(module.as_bytes(), name.as_bytes(), qualname) {
-                    return Ok(false);
-                }
-                let ty_module = ty.module()?;
-                let ty_module = ty_module.to_str()?.as_bytes();
-                Ok(joined_eq(
-                    (ty_module, qualname),
-                    (module.as_bytes(), name.as_bytes()),
-                ))
-            })();
-            match matches {
+            let qualname = ty.qualname();
+            match qualname.and_then(|q| fits(q.to_str()?.as_bytes(), ty)) {
                 Ok(true) => return Ok(Ok(Some(ty.clone()))),
                 Ok(false) => {}
                 Err(e) => return Ok(Err(e)),
             }
         }
         Ok(Ok(None))
+    }
+
+    /// The class in a list or tuple whose `module.qualname` is `name`.
+    fn find_named(&self, name: &str) -> Result<PyResult<Option<Bound<'py, PyType>>>, ()> {
+        self.find_in_sequence(|qualname, ty| {
+            let Some(module) = name
+                .as_bytes()
+                .strip_suffix(qualname)
+                .and_then(|m| m.strip_suffix(b"."))
+            else {
+                return Ok(false);
+            };
+            Ok(ty.module()?.to_str()?.as_bytes() == module)
+        })
+    }
+
+    /// The class in a list or tuple whose `module.qualname` is `module.name` (a class's
+    /// module is read only when its qualname fits).
+    fn find_parts(
+        &self,
+        module: &str,
+        name: &str,
+    ) -> Result<PyResult<Option<Bound<'py, PyType>>>, ()> {
+        let (module, name) = (module.as_bytes(), name.as_bytes());
+        self.find_in_sequence(|qualname, ty| {
+            if !ends_joined(module, name, qualname) {
+                return Ok(false);
+            }
+            let ty_module = ty.module()?;
+            Ok(joined_eq(
+                (ty_module.to_str()?.as_bytes(), qualname),
+                (module, name),
+            ))
+        })
     }
 
     /// [`Self::get`] of `module.name`, given in two parts (joined only when needed).
@@ -140,7 +125,7 @@ impl<'py> AllowedClasses<'py> {
     /// The allowed class recorded under `name`, if any.
     pub fn get(&mut self, cfg: &Config, name: &str) -> PyResult<Option<Bound<'py, PyType>>> {
         if self.map.is_none() {
-            if let Ok(found) = self.find_in_sequence(name) {
+            if let Ok(found) = self.find_named(name) {
                 return found;
             }
         }
