@@ -346,14 +346,14 @@ impl Sink for ColumnSink<'_> {
     fn set_field(&mut self, s: &mut NodeId, field: u16, v: CVal) -> Result<(), Bug> {
         if self.raw.is_none() {
             let c = self.layout.nodes[*s as usize].children[field as usize];
-            // Bytes of the input into a binary or text column: the common variable-size
-            // field, without the general store's dispatch.
             // A struct, list or union that ended: in its columns already, but for the rows
             // of the unions it passes through.
             if let CVal::Done = v {
                 self.done(c);
                 return Ok(());
             }
+            // Bytes of the input into a binary or text column: the common variable-size
+            // field, without the general store's dispatch.
             if let CVal::In { at, len } = v {
                 let plain = !matches!(
                     self.layout.nodes[c as usize].shape,
