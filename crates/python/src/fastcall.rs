@@ -184,18 +184,57 @@ pub unsafe fn enter<const N: usize>(
 ) -> *mut ffi::PyObject {
     // SAFETY: CPython calls us with the GIL held.
     let py = Python::assume_attached();
-    let outcome =
-        std::panic::catch_unwind(AssertUnwindSafe(|| function.call(py, args, nargs, kwnames)));
-    let err = match outcome {
+    run(
+        py,
+        || function.call(py, args, nargs, kwnames),
+        || function.fname(),
+    )
+}
+
+/// Runs the body of a C entry point: its value as a new reference, or NULL with its error
+/// (and, defensively, a panic, as a `RuntimeError` naming `fname()`) raised.
+#[inline(always)]
+pub fn run<'py, F: std::fmt::Display>(
+    py: Python<'py>,
+    body: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+    fname: impl FnOnce() -> F,
+) -> *mut ffi::PyObject {
+    let err = match std::panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => return value.into_ptr(),
         Ok(Err(err)) => err,
-        Err(_) => PyRuntimeError::new_err(format!(
-            "internal error in {}(): please report it",
-            function.fname()
-        )),
+        Err(_) => {
+            PyRuntimeError::new_err(format!("internal error in {}(): please report it", fname()))
+        }
     };
     err.restore(py);
     std::ptr::null_mut()
+}
+
+/// Puts a `METH_O` method (one positional argument, no argument parsing) named `name` into
+/// the dict of `ty`, a type of this module being set up, before any instance exists.
+pub fn add_method_o(
+    ty: &Bound<'_, pyo3::types::PyType>,
+    name: &'static CStr,
+    doc: &'static CStr,
+    meth: ffi::PyCFunction,
+) -> PyResult<()> {
+    let py = ty.py();
+    let def = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: name.as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer { PyCFunction: meth },
+        ml_flags: ffi::METH_O,
+        ml_doc: doc.as_ptr(),
+    }));
+    // SAFETY: a method descriptor of a PyMethodDef that lives for the rest of the process,
+    // for a live type; its dict is written before any instance exists and its method cache
+    // is told.
+    unsafe {
+        let descr =
+            Bound::from_owned_ptr_or_err(py, ffi::PyDescr_NewMethod(ty.as_type_ptr(), def))?;
+        ty.setattr(name.to_str().unwrap_or("method"), descr)?;
+        ffi::PyType_Modified(ty.as_type_ptr());
+    }
+    Ok(())
 }
 
 /// Defines a `FastFunction` static and its C trampoline.

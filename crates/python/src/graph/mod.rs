@@ -436,7 +436,7 @@ unsafe extern "C" fn decoder_loads(
 ) -> *mut ffi::PyObject {
     // SAFETY: CPython calls a method with the GIL held.
     let py = unsafe { Python::assume_attached() };
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let body = || {
         // SAFETY: both are live for the call (CPython holds them); the descriptor checked
         // that `slf` is a Decoder (PyDescr_NewMethod binds the method to the type).
         let (slf, data) = unsafe {
@@ -446,42 +446,20 @@ unsafe extern "C" fn decoder_loads(
             )
         };
         slf.get().loads(py, &data)
-    }));
-    let err = match outcome {
-        Ok(Ok(value)) => return value.into_ptr(),
-        Ok(Err(err)) => err,
-        Err(_) => pyo3::exceptions::PyRuntimeError::new_err(
-            "internal error in Decoder.loads(): please report it",
-        ),
     };
-    err.restore(py);
-    std::ptr::null_mut()
+    fastcall::run(py, body, || "Decoder.loads")
 }
 
 /// Puts `loads` into the Decoder type's dict as a `METH_O` method: CPython hands over the
 /// one argument with no argument parsing (pyo3's general method wrapper costs about 200
 /// instructions a call).
 fn install_decoder_loads(py: Python<'_>) -> PyResult<()> {
-    let ty = py.get_type::<Decoder>();
-    let def = Box::leak(Box::new(ffi::PyMethodDef {
-        ml_name: c"loads".as_ptr(),
-        ml_meth: ffi::PyMethodDefPointer {
-            PyCFunction: decoder_loads,
-        },
-        ml_flags: ffi::METH_O,
-        ml_doc: c"loads($self, data, /)\n--\n\nRebuild the object graph of one record, as `loads` does with this decoder's options.".as_ptr(),
-    }));
-    // SAFETY: a method descriptor of a PyMethodDef that lives for the rest of the process,
-    // for the live Decoder type; the
-    // type's dict is written before any Decoder exists (the module is being set up) and
-    // the type's method cache is told.
-    unsafe {
-        let descr =
-            Bound::from_owned_ptr_or_err(py, ffi::PyDescr_NewMethod(ty.as_type_ptr(), def))?;
-        ty.setattr("loads", descr)?;
-        ffi::PyType_Modified(ty.as_type_ptr());
-    }
-    Ok(())
+    fastcall::add_method_o(
+        &py.get_type::<Decoder>(),
+        c"loads",
+        c"loads($self, data, /)\n--\n\nRebuild the object graph of one record, as `loads` does with this decoder's options.",
+        decoder_loads,
+    )
 }
 
 /// Total length of the record whose header starts `prefix` (for framed streams).
