@@ -1046,9 +1046,10 @@ fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
                     )
             });
             run.checked = (0..run.items.len() as u32)
-                .filter(|&i| {
+                .filter_map(|i| {
                     let it = &run.items[i as usize];
-                    it.slot.is_some() || it.konst.is_some() || matches!(it.scalar, Scalar::Bool)
+                    (it.slot.is_some() || it.konst.is_some() || matches!(it.scalar, Scalar::Bool))
+                        .then(|| Check::of(i, it))
                 })
                 .collect();
         }

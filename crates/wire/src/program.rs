@@ -199,9 +199,89 @@ pub struct Run {
     pub items: Vec<RunItem>,
     /// Every item is a named number without constant or derivation: pack takes a fast path.
     pub plain: bool,
-    /// The indices of the items that unpack still reads when the sink stores the run's
-    /// values itself: those with a slot, a constant or a bool to check.
-    pub checked: Vec<u32>,
+    /// The items that unpack still reads when the sink stores the run's values itself:
+    /// those with a slot, a constant or a bool to check.
+    pub checked: Vec<Check>,
+}
+
+/// An item of a run that unpack reads even when the sink stores the run's values: how to
+/// read it, and what to do with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Check {
+    /// The item's index in [`Run::items`].
+    pub item: u32,
+    pub off: usize,
+    pub peek: Peek,
+    pub slot: Option<u16>,
+    /// The constant the value must equal (for [`Peek::U`] and [`Peek::Bits`]).
+    pub konst: Option<u64>,
+}
+
+/// How a checked item is read: a closed form for the unsigned numbers and bit fields of up
+/// to 8 bytes (what headers' lengths and tags are), the general read of the item otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peek {
+    /// An unsigned number of 1, 2, 4 or 8 bytes.
+    U { width: u8, big: bool },
+    /// `(group >> shift) & mask` of a group of at most 8 bytes (big-endian unless `lsb`),
+    /// unsigned, or 0 or 1 when `boolean`.
+    Bits {
+        group: u8,
+        lsb: bool,
+        shift: u8,
+        mask: u64,
+        boolean: bool,
+    },
+    /// Everything else (signed, floats, bools, bytes, wider groups): the item's own read.
+    General,
+}
+
+impl Check {
+    /// The check of item `item` of a run.
+    pub fn of(item: u32, it: &RunItem) -> Check {
+        let konst = match &it.konst {
+            None => Ok(None),
+            Some(Konst::Int(v)) => u64::try_from(*v).map(Some).map_err(|_| ()),
+            Some(Konst::Bytes(_)) => Err(()),
+        };
+        let peek = match (it.scalar, konst) {
+            (_, Err(())) => Peek::General,
+            (
+                Scalar::Int {
+                    width: width @ (1 | 2 | 4 | 8),
+                    signed: false,
+                    big,
+                },
+                _,
+            ) => Peek::U { width, big },
+            (
+                Scalar::Bits {
+                    group,
+                    shift,
+                    width,
+                    signed: false,
+                    lsb,
+                    boolean,
+                    ..
+                },
+                _,
+            ) if group <= 8 && width < 64 => Peek::Bits {
+                group,
+                lsb,
+                shift,
+                mask: (1u64 << width) - 1,
+                boolean,
+            },
+            _ => Peek::General,
+        };
+        Check {
+            item,
+            off: it.off,
+            peek,
+            slot: it.slot,
+            konst: konst.ok().flatten(),
+        }
+    }
 }
 
 /// A field that is not part of a run: variable size, conditional or windowed.

@@ -137,6 +137,19 @@ pub(crate) fn read_group(b: &[u8], n: u8, lsb: bool) -> u128 {
     }
 }
 
+/// A group of `n` bytes (at most 8) as a number: big-endian, or little-endian when `lsb`.
+#[inline(always)]
+fn read_group64(b: &[u8], n: u8, lsb: bool) -> u64 {
+    match (n, lsb) {
+        (1, _) => u64::from(b[0]),
+        (2, false) => u64::from(u16::from_be_bytes([b[0], b[1]])),
+        (2, true) => u64::from(u16::from_le_bytes([b[0], b[1]])),
+        (4, false) => u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+        (4, true) => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        _ => read_group(b, n, lsb) as u64,
+    }
+}
+
 /// IEEE 754 half precision to double (exact).
 pub(crate) fn f16_to_f64(h: u16) -> f64 {
     let neg = h & 0x8000 != 0;
@@ -739,8 +752,42 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         if stored || !S::KEEPS_VALUES {
             // The VM only checks constants and bools and keeps the slots: `run.checked`
             // lists the items that have any of them.
-            for &i in &run.checked {
-                self.run_item(&run.items[i as usize], sp, st, start, b, stored)?;
+            for c in &run.checked {
+                // Finding where a message ends needs only the values later fields refer to.
+                if !S::KEEPS_VALUES && c.slot.is_none() {
+                    continue;
+                }
+                let v = match c.peek {
+                    Peek::U { width, big } => read_uint(&b[c.off..], width, big),
+                    Peek::Bits {
+                        group,
+                        lsb,
+                        shift,
+                        mask,
+                        boolean,
+                    } => {
+                        let v = (read_group64(&b[c.off..], group, lsb) >> shift) & mask;
+                        if boolean {
+                            u64::from(v != 0)
+                        } else {
+                            v
+                        }
+                    }
+                    Peek::General => {
+                        let it = &run.items[c.item as usize];
+                        self.run_item(it, sp, st, start, b, stored)?;
+                        continue;
+                    }
+                };
+                if c.konst.is_some_and(|k| k != v) {
+                    // The general read says what is wrong.
+                    let it = &run.items[c.item as usize];
+                    self.run_item(it, sp, st, start, b, stored)?;
+                    continue;
+                }
+                if let Some(slot) = c.slot {
+                    self.env.set_int(slot, i128::from(v));
+                }
             }
         } else {
             for it in &run.items {
