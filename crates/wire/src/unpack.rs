@@ -894,8 +894,16 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             return r.map_err(|e| self.host(e));
         }
         if let (Node::Bytes { len, max }, None) = (&fs.node, fs.slot) {
-            // The commonest variable field, read here rather than through `node`.
-            let n = self.length(len, *max, "length")?;
+            // The commonest variable field, read here rather than through `node`; its
+            // length without a call when it is the rest or a closed form within the limit.
+            let n = match len {
+                Len::Rest => self.end - self.pos,
+                Len::Expr(e) => match e.eval_i64(&*self.env) {
+                    Some(n) if n >= 0 && n as u64 <= *max => n as usize,
+                    _ => self.length(len, *max, "length")?,
+                },
+                Len::Fixed(_) => self.length(len, *max, "length")?,
+            };
             let b = self.take(n)?;
             return self.sink.bytes(b).map_err(|e| self.host(e));
         }
