@@ -149,8 +149,16 @@ impl<'a> ColumnSink<'a> {
     }
 
     /// Leaving a field or item at `end`: finishes raw mode when its value ends here.
-    #[inline]
+    #[inline(always)]
     fn leave(&mut self, end: usize) {
+        if self.raw.is_some() {
+            self.leave_raw(end);
+        }
+    }
+
+    /// [`ColumnSink::leave`] in raw mode.
+    #[inline(never)]
+    fn leave_raw(&mut self, end: usize) {
         if let Some(r) = &mut self.raw {
             if r.depth > 0 {
                 r.depth -= 1;
