@@ -650,12 +650,31 @@ impl<'py, 'a> Builder<'py, 'a> {
                     self.pending_share = true;
                     continue;
                 }
-                Event::End => {
-                    let Some(frame) = self.frames.pop() else {
-                        return Err(self.fail("unbalanced end of container".into(), None));
-                    };
-                    self.finish(frame)?
-                }
+                // A list or a dict (most containers) is its own value once complete: its
+                // frame is taken apart where it lies, not moved out whole.
+                Event::End => match self.frames.last_mut() {
+                    Some(Frame::List { obj, .. }) => {
+                        // SAFETY: `obj` is moved out of the last frame, which is then
+                        // forgotten (a list frame owns nothing else).
+                        unsafe {
+                            let obj = std::ptr::read(obj);
+                            self.frames.set_len(self.frames.len() - 1);
+                            obj
+                        }
+                    }
+                    Some(Frame::Dict { obj, key }) => {
+                        // SAFETY: as for a list; a dict frame also owns its pending key
+                        // (none in a well-formed record), dropped here.
+                        unsafe {
+                            let (obj, key) = (std::ptr::read(obj), std::ptr::read(key));
+                            self.frames.set_len(self.frames.len() - 1);
+                            drop(key);
+                            obj
+                        }
+                    }
+                    Some(_) => self.finish_last()?,
+                    None => return Err(self.fail("unbalanced end of container".into(), None)),
+                },
                 Event::Int(v) => {
                     // SAFETY: plain constructor; returns a new reference or NULL.
                     let v = self.owned("int", unsafe { ffi::PyLong_FromLongLong(v) })?;
@@ -1364,6 +1383,15 @@ impl<'py, 'a> Builder<'py, 'a> {
         let result = self.wrap(&what, result)?;
         self.fill(slot, &result);
         Ok(result)
+    }
+
+    /// Completes the value of the last frame (one other than a list or a dict).
+    #[inline(never)]
+    fn finish_last(&mut self) -> PyResult<Bound<'py, PyAny>> {
+        let Some(frame) = self.frames.pop() else {
+            unreachable!("finish_last is called with a frame open")
+        };
+        self.finish(frame)
     }
 
     fn finish(&mut self, frame: Frame<'py>) -> PyResult<Bound<'py, PyAny>> {
