@@ -627,7 +627,7 @@ impl<'py> Encoder<'py> {
         if self.memo_begin(obj, true).is_none() {
             return Ok(());
         }
-        // SAFETY: obj is a live dict; PyDict_Next tolerates mutation, and each key and
+        // SAFETY: obj is a live dict; dict_next (as PyDict_Next) tolerates mutation, and each key and
         // value is held by a new reference while it is encoded.
         unsafe {
             let n = ffi::PyDict_Size(obj);
@@ -651,7 +651,7 @@ impl<'py> Encoder<'py> {
         let mut count = 0;
         // SAFETY (whole block): see the function contract.
         unsafe {
-            while ffi::PyDict_Next(obj, &mut pos, &mut key, &mut value) != 0 {
+            while cpython::dict_next(obj, &mut pos, &mut key, &mut value) {
                 count += 1;
                 if count > n {
                     return Err(EncodeError::new("dict changed size during pickling"));
