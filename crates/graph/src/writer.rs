@@ -44,6 +44,12 @@ impl Writer {
         }
     }
 
+    /// Whether the writer owns no memory (as [`Writer::empty`] makes it).
+    #[inline]
+    pub fn is_unallocated(&self) -> bool {
+        self.buf.capacity() == 0
+    }
+
     /// The buffer, for [`Writer::reusing`] (its content is of no use).
     pub fn into_buffer(self) -> Vec<u8> {
         self.buf

@@ -9,6 +9,13 @@
 //!   holds `ob_item` and `allocated` after its `PyVarObject` header, items are allocated
 //!   with `PyMem_*`, and `ob_size` is the length. True of CPython 3.11 to 3.13 with the GIL
 //!   (not of the free-threaded build).
+//! - **Dict entries** (`dict_next`): on CPython 3.11 a dict whose `ma_values` is NULL (a
+//!   combined table) keeps its pairs in order in the entries that follow its keys object's
+//!   index array (`dk_indices`, `1 << dk_log2_index_bytes` bytes), `dk_nentries` of them,
+//!   each a `PyDictKeyEntry` (hash, key, value) or, when `dk_kind` is 1 (unicode keys), a
+//!   `PyDictUnicodeEntry` (key, value); a deleted entry's value is NULL. This is what
+//!   `_PyDict_Next` reads, so iteration (and its tolerance of changes) is the same; split
+//!   tables and other versions call `PyDict_Next`.
 //! - **Private functions** (`new_dict`, `int_from_le_bytes`, `int_to_le_bytes`,
 //!   `u64_of_large`, `has_data_descriptor`): `_PyDict_NewPresized`, `_PyType_Lookup`,
 //!   `_PyLong_NumBits` and `_PyLong_FromByteArray` are exported with the signatures below by
@@ -61,6 +68,8 @@ static INT_DIGITS: AtomicBool = AtomicBool::new(false);
 /// List internals are written and the private functions above (but `_PyLong_AsByteArray`)
 /// are called.
 static INTERNALS: AtomicBool = AtomicBool::new(false);
+/// Dict pairs are read from a combined table's entries (CPython 3.11 layout).
+static DICT_ENTRIES: AtomicBool = AtomicBool::new(false);
 /// `_PyLong_AsByteArray` is called with its 3.11/3.12 signature.
 static INT_TO_BYTES: AtomicBool = AtomicBool::new(false);
 
@@ -94,6 +103,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let fast = known && !portable;
     INT_DIGITS.store(fast && minor == 11 && digits_30, Ordering::Relaxed);
     INTERNALS.store(fast && (11..=13).contains(&minor), Ordering::Relaxed);
+    DICT_ENTRIES.store(fast && minor == 11, Ordering::Relaxed);
     INT_TO_BYTES.store(fast && (11..=12).contains(&minor), Ordering::Relaxed);
     m.add_function(wrap_pyfunction!(fast_paths, m)?)?;
     Ok(())
@@ -107,6 +117,7 @@ fn fast_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("list_internals", internals())?;
     d.set_item("private_functions", internals())?;
     d.set_item("int_to_bytes", INT_TO_BYTES.load(Ordering::Relaxed))?;
+    d.set_item("dict_entries", DICT_ENTRIES.load(Ordering::Relaxed))?;
     Ok(d)
 }
 
@@ -114,6 +125,81 @@ fn fast_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 #[inline(always)]
 pub fn internals() -> bool {
     INTERNALS.load(Ordering::Relaxed)
+}
+
+// ---- dicts ----
+
+/// The head of a CPython 3.11 `PyDictObject`.
+#[repr(C)]
+struct DictObject311 {
+    ob_base: ffi::PyObject,
+    ma_used: ffi::Py_ssize_t,
+    ma_version_tag: u64,
+    ma_keys: *mut DictKeys311,
+    ma_values: *mut std::ffi::c_void,
+}
+
+/// The head of a CPython 3.11 `PyDictKeysObject` (its index array follows).
+#[repr(C)]
+struct DictKeys311 {
+    dk_refcnt: ffi::Py_ssize_t,
+    dk_log2_size: u8,
+    dk_log2_index_bytes: u8,
+    dk_kind: u8,
+    dk_version: u32,
+    dk_usable: ffi::Py_ssize_t,
+    dk_nentries: ffi::Py_ssize_t,
+}
+
+/// `dk_kind` of a table whose keys are all strs (entries without a hash).
+const DICT_KEYS_UNICODE: u8 = 1;
+
+/// `PyDict_Next`: the pair at or after `*pos` (borrowed references), advancing `*pos` past
+/// it; `false` at the end. Combined tables are read in place (see the module comment).
+///
+/// # Safety
+/// `d` is a live dict (or subclass) and the GIL is held.
+#[inline(always)]
+pub unsafe fn dict_next(
+    d: *mut ffi::PyObject,
+    pos: &mut ffi::Py_ssize_t,
+    key: &mut *mut ffi::PyObject,
+    value: &mut *mut ffi::PyObject,
+) -> bool {
+    let dict = d.cast::<DictObject311>();
+    if !DICT_ENTRIES.load(Ordering::Relaxed) || !(*dict).ma_values.is_null() {
+        return ffi::PyDict_Next(d, pos, key, value) != 0;
+    }
+    // Read afresh on every call: the caller's code may have changed the dict.
+    let keys = (*dict).ma_keys;
+    let n = (*keys).dk_nentries;
+    let entries = keys
+        .cast::<u8>()
+        .add(std::mem::size_of::<DictKeys311>() + (1usize << (*keys).dk_log2_index_bytes));
+    let mut i = *pos;
+    if (*keys).dk_kind == DICT_KEYS_UNICODE {
+        let entries = entries.cast::<[*mut ffi::PyObject; 2]>();
+        while i < n {
+            let [k, v] = *entries.offset(i);
+            i += 1;
+            if !v.is_null() {
+                (*pos, *key, *value) = (i, k, v);
+                return true;
+            }
+        }
+    } else {
+        let entries = entries.cast::<(ffi::Py_hash_t, *mut ffi::PyObject, *mut ffi::PyObject)>();
+        while i < n {
+            let (_, k, v) = *entries.offset(i);
+            i += 1;
+            if !v.is_null() {
+                (*pos, *key, *value) = (i, k, v);
+                return true;
+            }
+        }
+    }
+    *pos = i;
+    false
 }
 
 // ---- ints ----

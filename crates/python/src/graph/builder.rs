@@ -449,18 +449,21 @@ thread_local! {
 pub struct Builder<'py, 'a> {
     py: Python<'py>,
     cfg: &'static Config,
-    reader: Reader<'a>,
+    /// Never dropped: `recycle` takes its storage, leaving nothing to free.
+    reader: std::mem::ManuallyDrop<Reader<'a>>,
     classes: AllowedClasses<'py>,
     memo: Vec<Option<Bound<'py, PyAny>>>,
     pending_share: bool,
     frames: Vec<Frame<'py>>,
-    /// Per class index of the record: its class, once a record of it was met.
-    resolved: Vec<Option<Rc<Resolved>>>,
+    /// Per class index of the record: its class, once a record of it was met. Never
+    /// dropped: `recycle` takes it whenever it holds storage.
+    resolved: std::mem::ManuallyDrop<Vec<Option<Rc<Resolved>>>>,
     empty_tuple: Bound<'py, PyTuple>,
     /// Lists are filled in place ([`cpython::internals`], read once per call).
     in_place: bool,
-    /// `__setstate__` calls, made in order once the record has been read.
-    restores: Vec<Restore<'py>>,
+    /// `__setstate__` calls, made in order once the record has been read. Dropped by
+    /// `recycle`, only when it holds storage.
+    restores: std::mem::ManuallyDrop<Vec<Restore<'py>>>,
 }
 
 impl Drop for Builder<'_, '_> {
@@ -505,15 +508,15 @@ impl<'py, 'a> Builder<'py, 'a> {
         Self {
             py,
             cfg,
-            reader: Reader::with_buffers(body, limits, reader),
+            reader: std::mem::ManuallyDrop::new(Reader::with_buffers(body, limits, reader)),
             classes,
             memo,
             pending_share: false,
             frames,
-            resolved: Vec::new(),
+            resolved: std::mem::ManuallyDrop::new(Vec::new()),
             empty_tuple: PyTuple::empty(py),
             in_place: cpython::internals(),
-            restores: Vec::new(),
+            restores: std::mem::ManuallyDrop::new(Vec::new()),
         }
     }
 
@@ -524,8 +527,12 @@ impl<'py, 'a> Builder<'py, 'a> {
         let mut memo = std::mem::take(&mut self.memo);
         frames.clear();
         memo.clear();
+        if self.restores.capacity() > 0 {
+            // SAFETY: `recycle` runs once, from `drop`; the field is not used after.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.restores) };
+        }
         if self.resolved.capacity() > 0 {
-            let mut resolved = std::mem::take(&mut self.resolved);
+            let mut resolved = std::mem::take(&mut *self.resolved);
             resolved.clear();
             if resolved.capacity() <= 64 {
                 let _ = RESOLVED.try_with(|slot| slot.set(resolved));
@@ -643,12 +650,31 @@ impl<'py, 'a> Builder<'py, 'a> {
                     self.pending_share = true;
                     continue;
                 }
-                Event::End => {
-                    let Some(frame) = self.frames.pop() else {
-                        return Err(self.fail("unbalanced end of container".into(), None));
-                    };
-                    self.finish(frame)?
-                }
+                // A list or a dict (most containers) is its own value once complete: its
+                // frame is taken apart where it lies, not moved out whole.
+                Event::End => match self.frames.last_mut() {
+                    Some(Frame::List { obj, .. }) => {
+                        // SAFETY: `obj` is moved out of the last frame, which is then
+                        // forgotten (a list frame owns nothing else).
+                        unsafe {
+                            let obj = std::ptr::read(obj);
+                            self.frames.set_len(self.frames.len() - 1);
+                            obj
+                        }
+                    }
+                    Some(Frame::Dict { obj, key }) => {
+                        // SAFETY: as for a list; a dict frame also owns its pending key
+                        // (none in a well-formed record), dropped here.
+                        unsafe {
+                            let (obj, key) = (std::ptr::read(obj), std::ptr::read(key));
+                            self.frames.set_len(self.frames.len() - 1);
+                            drop(key);
+                            obj
+                        }
+                    }
+                    Some(_) => self.finish_last()?,
+                    None => return Err(self.fail("unbalanced end of container".into(), None)),
+                },
                 Event::Int(v) => {
                     // SAFETY: plain constructor; returns a new reference or NULL.
                     let v = self.owned("int", unsafe { ffi::PyLong_FromLongLong(v) })?;
@@ -919,8 +945,18 @@ impl<'py, 'a> Builder<'py, 'a> {
             }
         }
         let root = root.ok_or_else(|| self.fail("the record holds no value".into(), None))?;
-        // The whole record has been read and checked: now the classes' own code runs.
-        for (info, obj, state, version, method) in std::mem::take(&mut self.restores) {
+        if !self.restores.is_empty() {
+            self.run_restores()?;
+        }
+        Ok(root)
+    }
+
+    /// The `__setstate__` calls held back: the whole record has been read and checked, so
+    /// now the classes' own code runs.
+    #[cold]
+    #[inline(never)]
+    fn run_restores(&mut self) -> PyResult<()> {
+        for (info, obj, state, version, method) in std::mem::take(&mut *self.restores) {
             let r = info.call_method1(method, (&obj, state, version));
             let what = if method == "restore" {
                 "an instance (__setstate__)"
@@ -929,7 +965,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             };
             self.wrap(what, r)?;
         }
-        Ok(root)
+        Ok(())
     }
 
     /// A str from strict UTF-8.
@@ -1130,7 +1166,7 @@ impl<'py, 'a> Builder<'py, 'a> {
         if self.resolved.len() <= class {
             if self.resolved.capacity() == 0 {
                 // A nested call finds the slot empty and allocates.
-                self.resolved = RESOLVED.try_with(std::cell::Cell::take).unwrap_or_default();
+                *self.resolved = RESOLVED.try_with(std::cell::Cell::take).unwrap_or_default();
             }
             self.resolved.resize_with(class + 1, || None);
         }
@@ -1347,6 +1383,15 @@ impl<'py, 'a> Builder<'py, 'a> {
         let result = self.wrap(&what, result)?;
         self.fill(slot, &result);
         Ok(result)
+    }
+
+    /// Completes the value of the last frame (one other than a list or a dict).
+    #[inline(never)]
+    fn finish_last(&mut self) -> PyResult<Bound<'py, PyAny>> {
+        let Some(frame) = self.frames.pop() else {
+            unreachable!("finish_last is called with a frame open")
+        };
+        self.finish(frame)
     }
 
     fn finish(&mut self, frame: Frame<'py>) -> PyResult<Bound<'py, PyAny>> {

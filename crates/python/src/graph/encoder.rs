@@ -79,6 +79,48 @@ thread_local! {
 /// Up to this many classes a record's class lookup scans a list; beyond, a map.
 const FEW_CLASSES: usize = 8;
 
+/// An encoder that, when it ends holding nothing (see [`Encoder::is_vacant`]), skips the
+/// drop of each of its parts; otherwise it is dropped as usual, on every path out.
+pub struct Walker<'py>(std::mem::ManuallyDrop<Encoder<'py>>);
+
+impl<'py> Walker<'py> {
+    #[inline(always)]
+    pub fn new(enc: Encoder<'py>) -> Self {
+        Self(std::mem::ManuallyDrop::new(enc))
+    }
+}
+
+impl<'py> std::ops::Deref for Walker<'py> {
+    type Target = Encoder<'py>;
+    #[inline(always)]
+    fn deref(&self) -> &Encoder<'py> {
+        &self.0
+    }
+}
+
+impl<'py> std::ops::DerefMut for Walker<'py> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Encoder<'py> {
+        &mut self.0
+    }
+}
+
+impl Drop for Walker<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if !self.0.is_vacant() {
+            drop_encoder(&mut self.0);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_encoder(enc: &mut std::mem::ManuallyDrop<Encoder<'_>>) {
+    // SAFETY: called once, from the walker's own drop; the encoder is not used after.
+    unsafe { std::mem::ManuallyDrop::drop(enc) }
+}
+
 pub struct Encoder<'py> {
     py: Python<'py>,
     cfg: &'static Config,
@@ -197,6 +239,21 @@ impl<'py> Encoder<'py> {
             self.keep_scratch();
         }
         out
+    }
+
+    /// Whether dropping this encoder would release nothing: no memo entry and no storage
+    /// of any kind (every graph without shared objects or classes, once its output is
+    /// taken).
+    #[inline(always)]
+    fn is_vacant(&self) -> bool {
+        self.memo.is_empty()
+            && self.w.is_unallocated()
+            && self.class_index.capacity() == 0
+            && self.classes.capacity() == 0
+            && self.seen_twice.capacity() == 0
+            && self.only_shared.is_none()
+            && self.chunks.capacity() == 0
+            && self.fields.capacity() == 0
     }
 
     /// Gives the class and field storage back to this thread (see [`Scratch`]).
@@ -570,7 +627,7 @@ impl<'py> Encoder<'py> {
         if self.memo_begin(obj, true).is_none() {
             return Ok(());
         }
-        // SAFETY: obj is a live dict; PyDict_Next tolerates mutation, and each key and
+        // SAFETY: obj is a live dict; dict_next (as PyDict_Next) tolerates mutation, and each key and
         // value is held by a new reference while it is encoded.
         unsafe {
             let n = ffi::PyDict_Size(obj);
@@ -594,7 +651,7 @@ impl<'py> Encoder<'py> {
         let mut count = 0;
         // SAFETY (whole block): see the function contract.
         unsafe {
-            while ffi::PyDict_Next(obj, &mut pos, &mut key, &mut value) != 0 {
+            while cpython::dict_next(obj, &mut pos, &mut key, &mut value) {
                 count += 1;
                 if count > n {
                     return Err(EncodeError::new("dict changed size during pickling"));

@@ -30,6 +30,12 @@ impl Default for Memo {
 }
 
 impl Memo {
+    /// Whether nothing was ever remembered (no reference held, no map allocated).
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0 && self.spill.capacity() == 0
+    }
+
     #[inline]
     pub fn get(&self, obj: *mut ffi::PyObject) -> Option<u32> {
         let key = obj as usize;

@@ -23,7 +23,7 @@ use pyo3::Borrowed;
 use crate::fastcall;
 use builder::Builder;
 use classes::AllowedClasses;
-use encoder::{Chunk, Encoder};
+use encoder::{Chunk, Encoder, Walker};
 
 /// Inputs and outputs from this size on are validated, signed and copied with the GIL
 /// released.
@@ -32,20 +32,41 @@ pub(crate) const RELEASE_GIL_FROM: usize = 64 * 1024;
 /// The largest output buffer a thread keeps for its next `dumps`.
 const SPARE_MAX: usize = 256 * 1024;
 
-thread_local! {
-    /// The buffer of this thread's last `dumps`, reused by its next one (no allocation and
-    /// no regrowing for a record no larger than the last).
-    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+/// The buffer of the last `dumps`, reused by the next one (no allocation and no regrowing
+/// for a record no larger than the last). A plain static rather than a thread-local: it is
+/// only touched with the GIL held, and a thread-local costs a call to find on every `dumps`.
+struct Spare(std::cell::UnsafeCell<Vec<u8>>);
+
+// SAFETY: the buffer is only taken or put back with the GIL held (every `dumps` holds it
+// there), so no two threads touch it at once.
+unsafe impl Sync for Spare {}
+
+static SPARE: Spare = Spare(std::cell::UnsafeCell::new(Vec::new()));
+
+/// The spare buffer as a writer; a nested `dumps` (a hook that pickles) finds it taken
+/// (empty) and allocates its own. The GIL is held.
+#[inline(always)]
+fn take_spare(_py: Python<'_>) -> Writer {
+    // SAFETY: the GIL is held (`_py`), so this is the only access to the buffer.
+    Writer::reusing(unsafe { std::mem::take(&mut *SPARE.0.get()) })
 }
 
-fn take_spare() -> Writer {
-    Writer::reusing(SPARE.with(|s| s.take()))
-}
-
-fn give_back(buf: Vec<u8>) {
+/// Keeps `buf` for the next `dumps` unless it is large (whatever was kept, a nested call's
+/// buffer, is freed).
+#[inline(always)]
+fn give_back(_py: Python<'_>, buf: Vec<u8>) {
     if buf.capacity() <= SPARE_MAX {
-        SPARE.with(|s| s.set(buf));
+        // SAFETY: the GIL is held (`_py`), so this is the only access to the buffer.
+        let old = unsafe { std::mem::replace(&mut *SPARE.0.get(), buf) };
+        if old.capacity() != 0 {
+            drop_buffer(old);
+        }
     }
+}
+
+#[cold]
+fn drop_buffer(buf: Vec<u8>) {
+    drop(buf);
 }
 
 /// A new bytes object holding `data` (NULL with an exception set on failure); large data is
@@ -156,13 +177,18 @@ fn dumps<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let cfg = config::get(py)?;
     let key = key_bytes(hmac_key)?;
-    let mut enc = Encoder::new(py, cfg, deterministic, take_spare());
+    let mut enc = Walker::new(Encoder::new(py, cfg, deterministic, take_spare(py)));
     enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     if deterministic {
         // Second pass: share only what the first pass met twice, never what merely has
         // outside references, so equal graphs give equal bytes in any process.
         let (w, _, shared) = enc.take_output();
-        enc = Encoder::new(py, cfg, deterministic, Writer::reusing(w.into_buffer()));
+        enc = Walker::new(Encoder::new(
+            py,
+            cfg,
+            deterministic,
+            Writer::reusing(w.into_buffer()),
+        ));
         enc.only_shared = Some(shared);
         enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     }
@@ -176,7 +202,7 @@ fn dumps<'py>(
         writer.finish(key.as_deref())
     };
     let out = new_bytes(py, &buf[start..]);
-    give_back(buf);
+    give_back(py, buf);
     // SAFETY: a new bytes object, or NULL with an exception set.
     unsafe { Bound::from_owned_ptr_or_err(py, out).map(|b| b.cast_into_unchecked()) }
 }
@@ -237,7 +263,7 @@ fn assemble<'py>(
     } else {
         fill()
     };
-    give_back(buf);
+    give_back(py, buf);
     Ok(out)
 }
 
