@@ -241,6 +241,19 @@ impl<'py> Encoder<'py> {
         out
     }
 
+    /// The record written so far, when no data was deferred (see [`Encoder::take_output`]
+    /// otherwise). The class and field storage goes back to this thread first.
+    #[inline(always)]
+    pub fn undeferred_output(&mut self) -> Option<&mut Writer> {
+        if !self.chunks.is_empty() {
+            return None;
+        }
+        if self.classes.capacity() != 0 || self.fields.capacity() != 0 {
+            self.keep_scratch();
+        }
+        Some(&mut self.w)
+    }
+
     /// Whether dropping this encoder would release nothing: no memo entry and no storage
     /// of any kind (every graph without shared objects or classes, once its output is
     /// taken).
