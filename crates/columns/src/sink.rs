@@ -527,7 +527,7 @@ impl Sink for ColumnSink<'_> {
         true
     }
 
-    #[inline]
+    #[inline(always)]
     fn enter_field(&mut self, s: &mut NodeId, field: u16, at: usize) {
         match &mut self.raw {
             Some(r) => r.depth += 1,
@@ -560,7 +560,7 @@ impl Sink for ColumnSink<'_> {
     fn leave_item(&mut self, _l: &mut NodeId, _index: usize, end: usize) {
         self.leave(end);
     }
-    #[inline]
+    #[inline(always)]
     fn choose(&mut self, case: usize, at: usize) {
         if self.raw.is_none() {
             let u = self.target;
