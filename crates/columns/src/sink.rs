@@ -350,7 +350,7 @@ impl Sink for ColumnSink<'_> {
     fn begin_struct(&mut self, _sink_id: u32) -> Result<NodeId, Bug> {
         Ok(self.target)
     }
-    #[inline]
+    #[inline(always)]
     fn set_field(&mut self, s: &mut NodeId, field: u16, v: CVal) -> Result<(), Bug> {
         if self.raw.is_none() {
             let c = self.layout.nodes[*s as usize].children[field as usize];
