@@ -251,7 +251,7 @@ impl<'a> ColumnSink<'a> {
     /// Stores a value that is already in its columns ([`CVal::Done`]) in column `id`: only
     /// the unions on the way to it (a union, the union that is its chosen case...) get their
     /// row here, as [`ColumnSink::store`] would give them.
-    #[inline]
+    #[inline(always)]
     fn done(&mut self, mut id: NodeId) {
         let layout = self.layout;
         loop {
