@@ -80,3 +80,14 @@ def test_a_dict_changed_while_written_is_refused(cls):
     cls.target = d
     with pytest.raises(pickle.PicklingError, match="dict changed size during pickling"):
         pickle.dumps(d)
+
+
+def test_a_split_table_with_a_deleted_and_readded_attribute():
+    objs = [Slotless() for _ in range(2)]
+    for o in objs:
+        o.a, o.b, o.c = 1, 2, 3
+    del objs[0].b
+    objs[0].b = "back"
+    back = pickle.loads(pickle.dumps(vars(objs[0])))
+    assert back == {"a": 1, "c": 3, "b": "back"} and list(back) == ["a", "c", "b"]
+    assert list(pickle.loads(pickle.dumps(vars(objs[1])))) == ["a", "b", "c"]

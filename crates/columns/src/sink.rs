@@ -251,7 +251,7 @@ impl<'a> ColumnSink<'a> {
     /// Stores a value that is already in its columns ([`CVal::Done`]) in column `id`: only
     /// the unions on the way to it (a union, the union that is its chosen case...) get their
     /// row here, as [`ColumnSink::store`] would give them.
-    #[inline]
+    #[inline(always)]
     fn done(&mut self, mut id: NodeId) {
         let layout = self.layout;
         loop {
@@ -350,7 +350,7 @@ impl Sink for ColumnSink<'_> {
     fn begin_struct(&mut self, _sink_id: u32) -> Result<NodeId, Bug> {
         Ok(self.target)
     }
-    #[inline]
+    #[inline(always)]
     fn set_field(&mut self, s: &mut NodeId, field: u16, v: CVal) -> Result<(), Bug> {
         if self.raw.is_none() {
             let c = self.layout.nodes[*s as usize].children[field as usize];
@@ -527,7 +527,7 @@ impl Sink for ColumnSink<'_> {
         true
     }
 
-    #[inline]
+    #[inline(always)]
     fn enter_field(&mut self, s: &mut NodeId, field: u16, at: usize) {
         match &mut self.raw {
             Some(r) => r.depth += 1,
@@ -560,7 +560,7 @@ impl Sink for ColumnSink<'_> {
     fn leave_item(&mut self, _l: &mut NodeId, _index: usize, end: usize) {
         self.leave(end);
     }
-    #[inline]
+    #[inline(always)]
     fn choose(&mut self, case: usize, at: usize) {
         if self.raw.is_none() {
             let u = self.target;

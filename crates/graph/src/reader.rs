@@ -910,6 +910,22 @@ impl<'a> Reader<'a> {
         self.atom_run_impl::<false>(sink);
     }
 
+    /// Whether the next value certainly starts no run of atoms (it is a container, a
+    /// record or another value that only [`Reader::next_event`] reads, or the body is
+    /// done): every run (`atom_run`, `float_run`, `int_run`) would return at once, taking
+    /// nothing, so a caller may skip them. One byte is looked at; `false` says nothing.
+    #[inline(always)]
+    pub fn no_run_next(&self) -> bool {
+        const SHORT_CONTAINER_LAST: u8 = SHORT_DICT + SHORT_CONTAINER_MAX as u8;
+        match self.buf.get(self.pos) {
+            Some(&tag) => {
+                matches!(tag, SHORT_LIST..=SHORT_CONTAINER_LAST)
+                    || (tag >= LIST && tag != SHARE && tag != REF)
+            }
+            None => true,
+        }
+    }
+
     /// `atom_run` that also stops before a float or a fixed-size int, for a caller that
     /// takes those through [`Reader::float_run`] and [`Reader::int_run`].
     #[inline]
@@ -981,8 +997,9 @@ impl<'a> Reader<'a> {
 
     /// The floats at the front of the innermost open container, consumed (each a FLOAT64
     /// or FLOAT32), with the same bounds as `atom_run`. Empty when the next child is
-    /// anything else.
-    #[inline(always)]
+    /// anything else. Out of line: its scan is laid out on its own registers, not on
+    /// those of the caller's loop (one call per run).
+    #[inline(never)]
     pub fn float_run(&mut self) -> FloatRun<'a> {
         let Some(budget) = self.run_budget() else {
             return FloatRun::default();
@@ -1506,6 +1523,53 @@ mod tests {
                 Event::End
             ]
         );
+    }
+
+    #[test]
+    fn no_run_next_only_where_every_run_takes_nothing() {
+        let mut skipped = Vec::new();
+        for tag in 0..=u8::MAX {
+            // A list of one item whose first byte is `tag`, with bytes enough for any
+            // fixed-size encoding after it.
+            let mut b = vec![SHORT_LIST + 1, tag];
+            b.extend_from_slice(&[0x01; 16]);
+            let mut r = Reader::new(&b, Limits::default());
+            assert_eq!(r.next_event().unwrap(), Some(Event::List(1)));
+            if !r.no_run_next() {
+                continue;
+            }
+            skipped.push(tag);
+            let at = r.offset();
+            assert!(r.float_run().is_empty(), "tag {tag:#x}");
+            assert!(r.int_run().is_empty(), "tag {tag:#x}");
+            let mut taken = 0;
+            r.atom_run(|_| {
+                taken += 1;
+                true
+            });
+            assert_eq!((taken, r.offset()), (0, at), "tag {tag:#x}");
+        }
+        // Containers, records and the other values only `next_event` reads.
+        for tag in [
+            SHORT_LIST,
+            SHORT_TUPLE + 3,
+            SHORT_DICT + 15,
+            LIST,
+            DICT,
+            OBJECT,
+            LAST,
+        ] {
+            assert!(skipped.contains(&tag), "tag {tag:#x}");
+        }
+        // Atoms, shares and references are always tried.
+        for tag in [0, SHORT_STR, NONE, FLOAT64, SHARE, REF] {
+            assert!(!skipped.contains(&tag), "tag {tag:#x}");
+        }
+        // The end of the body (the root complete) takes no run either.
+        let b = [0x05];
+        let mut r = Reader::new(&b, Limits::default());
+        assert_eq!(r.next_event().unwrap(), Some(Event::Int(5)));
+        assert!(r.no_run_next());
     }
 
     #[test]

@@ -70,6 +70,14 @@ impl Writer {
     /// Completes a record without deferred data; returns the buffer and where the
     /// record starts in it.
     pub fn finish(mut self, key: Option<&[u8]>) -> (Vec<u8>, usize) {
+        let start = self.finish_in_place(key);
+        (self.buf, start)
+    }
+
+    /// [`Writer::finish`] without moving the buffer: returns where the record starts; the
+    /// record is then [`Writer::record`], and [`Writer::take_buffer`] takes the buffer.
+    #[inline]
+    pub fn finish_in_place(&mut self, key: Option<&[u8]>) -> usize {
         debug_assert_eq!(
             self.deferred, 0,
             "records with deferred data use finish_header"
@@ -79,7 +87,20 @@ impl Writer {
             let tag = integrity::sign(key, &self.buf[start..]);
             self.buf.extend_from_slice(&tag);
         }
-        (self.buf, start)
+        start
+    }
+
+    /// The finished record, from the start [`Writer::finish_in_place`] returned.
+    #[inline]
+    pub fn record(&self, start: usize) -> &[u8] {
+        &self.buf[start..]
+    }
+
+    /// The buffer (for [`Writer::reusing`]), leaving the writer as [`Writer::empty`].
+    #[inline]
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        self.deferred = 0;
+        std::mem::take(&mut self.buf)
     }
 
     /// Writes the header of a record with deferred data. The record is `buf[start..]`

@@ -9,13 +9,15 @@
 //!   holds `ob_item` and `allocated` after its `PyVarObject` header, items are allocated
 //!   with `PyMem_*`, and `ob_size` is the length. True of CPython 3.11 to 3.13 with the GIL
 //!   (not of the free-threaded build).
-//! - **Dict entries** (`dict_next`): on CPython 3.11 a dict whose `ma_values` is NULL (a
-//!   combined table) keeps its pairs in order in the entries that follow its keys object's
-//!   index array (`dk_indices`, `1 << dk_log2_index_bytes` bytes), `dk_nentries` of them,
-//!   each a `PyDictKeyEntry` (hash, key, value) or, when `dk_kind` is 1 (unicode keys), a
-//!   `PyDictUnicodeEntry` (key, value); a deleted entry's value is NULL. This is what
-//!   `_PyDict_Next` reads, so iteration (and its tolerance of changes) is the same; split
-//!   tables and other versions call `PyDict_Next`.
+//! - **Dict entries** (`dict_next`, as `pycore_dict.h` of 3.11 lays them out): a dict's
+//!   keys object has its entries after its index array (`dk_indices`, `1 <<
+//!   dk_log2_index_bytes` bytes), each a `PyDictKeyEntry` (hash, key, value) when `dk_kind`
+//!   is 0, else a `PyDictUnicodeEntry` (key, value). A combined table (`ma_values` NULL)
+//!   holds its pairs in order in its first `dk_nentries` entries, a deleted one with a NULL
+//!   value; a split table holds `ma_used` values in `ma_values`, the insertion order as
+//!   value indices in the bytes before them (the j-th at byte `-3 - j`). This is what
+//!   `_PyDict_Next` reads, so iteration (and its tolerance of changes) is the same. Only
+//!   3.11 reads them (the layout was checked against its headers only).
 //! - **Private functions** (`new_dict`, `int_from_le_bytes`, `int_to_le_bytes`,
 //!   `u64_of_large`, `has_data_descriptor`): `_PyDict_NewPresized`, `_PyType_Lookup`,
 //!   `_PyLong_NumBits` and `_PyLong_FromByteArray` are exported with the signatures below by
@@ -151,11 +153,12 @@ struct DictKeys311 {
     dk_nentries: ffi::Py_ssize_t,
 }
 
-/// `dk_kind` of a table whose keys are all strs (entries without a hash).
-const DICT_KEYS_UNICODE: u8 = 1;
+/// `dk_kind` of a table whose entries hold a hash (any other kind holds only strs, and
+/// its entries no hash).
+const DICT_KEYS_GENERAL: u8 = 0;
 
 /// `PyDict_Next`: the pair at or after `*pos` (borrowed references), advancing `*pos` past
-/// it; `false` at the end. Combined tables are read in place (see the module comment).
+/// it; `false` at the end. Tables are read in place (see the module comment).
 ///
 /// # Safety
 /// `d` is a live dict (or subclass) and the GIL is held.
@@ -166,18 +169,30 @@ pub unsafe fn dict_next(
     key: &mut *mut ffi::PyObject,
     value: &mut *mut ffi::PyObject,
 ) -> bool {
-    let dict = d.cast::<DictObject311>();
-    if !DICT_ENTRIES.load(Ordering::Relaxed) || !(*dict).ma_values.is_null() {
+    if !DICT_ENTRIES.load(Ordering::Relaxed) {
         return ffi::PyDict_Next(d, pos, key, value) != 0;
     }
-    // Read afresh on every call: the caller's code may have changed the dict.
+    // Everything is read afresh on every call: the caller's code may change the dict.
+    let dict = d.cast::<DictObject311>();
     let keys = (*dict).ma_keys;
-    let n = (*keys).dk_nentries;
     let entries = keys
         .cast::<u8>()
         .add(std::mem::size_of::<DictKeys311>() + (1usize << (*keys).dk_log2_index_bytes));
     let mut i = *pos;
-    if (*keys).dk_kind == DICT_KEYS_UNICODE {
+    let values = (*dict).ma_values.cast::<*mut ffi::PyObject>();
+    if !values.is_null() {
+        // A split table: the `ma_used` values in insertion order, the order given by the
+        // bytes before the values (entry j at byte -3 - j).
+        if i < 0 || i >= (*dict).ma_used {
+            return false;
+        }
+        let index = usize::from(*values.cast::<u8>().offset(-3 - i));
+        let [k, _] = *entries.cast::<[*mut ffi::PyObject; 2]>().add(index);
+        (*pos, *key, *value) = (i + 1, k, *values.add(index));
+        return true;
+    }
+    let n = (*keys).dk_nentries;
+    if (*keys).dk_kind != DICT_KEYS_GENERAL {
         let entries = entries.cast::<[*mut ffi::PyObject; 2]>();
         while i < n {
             let [k, v] = *entries.offset(i);

@@ -25,7 +25,9 @@ impl Slots {
         self.top = self.vals.len();
         self.bases.push(self.top);
         if n > 0 {
-            self.vals.resize(self.top + n as usize, Value::Absent);
+            // Not `resize`: its clones of the fill value each match on it.
+            self.vals
+                .extend(std::iter::repeat_with(|| Value::Absent).take(n as usize));
         }
     }
 

@@ -217,10 +217,14 @@ fn fill_list<'py, const IN_PLACE: bool>(
     reader: &mut Reader<'_>,
     memo: &mut Vec<Option<Bound<'py, PyAny>>>,
     list: *mut ffi::PyObject,
-    filled: &mut isize,
+    filled_at: &mut isize,
     room: isize,
     failed: &mut RunFailure,
 ) {
+    // The count in a local while the run lasts (written back once): the loop then keeps
+    // it in a register rather than going through the frame.
+    let mut count = *filled_at;
+    let filled = &mut count;
     // The same sink at both call sites below, each its own closure (the float loop reads
     // `filled` and `failed` between runs).
     macro_rules! sink {
@@ -244,6 +248,7 @@ fn fill_list<'py, const IN_PLACE: bool>(
     }
     if room < FLOAT_RUN_FROM {
         reader.atom_run(sink!());
+        *filled_at = count;
         return;
     }
     // Long lists: runs of floats and same-width ints go through loops of their own, which
@@ -251,14 +256,20 @@ fn fill_list<'py, const IN_PLACE: bool>(
     loop {
         let floats = reader.float_run();
         if !floats.is_empty() {
-            if let Err(e) = fill_list_with_floats::<IN_PLACE>(py, list, filled, floats) {
+            let mut n = *filled;
+            let r = fill_list_with_floats::<IN_PLACE>(py, list, &mut n, floats);
+            *filled = n;
+            if let Err(e) = r {
                 *failed = Some(("float", e));
                 break;
             }
         }
         let ints = reader.int_run();
         if !ints.is_empty() {
-            if let Err(e) = fill_list_with_ints::<IN_PLACE>(py, list, filled, ints) {
+            let mut n = *filled;
+            let r = fill_list_with_ints::<IN_PLACE>(py, list, &mut n, ints);
+            *filled = n;
+            if let Err(e) = r {
                 *failed = Some(("int", e));
                 break;
             }
@@ -269,6 +280,7 @@ fn fill_list<'py, const IN_PLACE: bool>(
             break;
         }
     }
+    *filled_at = count;
 }
 
 /// [`fill_list`] through the public list API only (the portable path).
@@ -637,7 +649,8 @@ impl<'py, 'a> Builder<'py, 'a> {
                         | Frame::Dict { .. }
                         | Frame::Object { obj: Some(_), .. }
                 )
-            ) {
+            ) && !self.reader.no_run_next()
+            {
                 self.atom_run()?;
             }
             let event = match self.reader.next_event() {
@@ -1018,8 +1031,10 @@ impl<'py, 'a> Builder<'py, 'a> {
                     true
                 });
             }
-            Some(Frame::Dict { obj, key }) => {
+            Some(Frame::Dict { obj, key: key_at }) => {
                 let dict = obj.as_ptr();
+                // The pending key in a local while the run lasts (written back once).
+                let mut key = key_at.take();
                 reader.atom_run(|event| {
                     let (item, what) = new_atom(py, event, memo);
                     if item.is_null() {
@@ -1029,7 +1044,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                     // SAFETY: item is a new reference, owned by the Bound from here on.
                     let item = unsafe { Bound::from_owned_ptr(py, item) };
                     match key.take() {
-                        None => *key = Some(item),
+                        None => key = Some(item),
                         Some(k) => {
                             // SAFETY: a live dict, key and value; PyDict_SetItem takes its
                             // own references.
@@ -1043,6 +1058,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                     }
                     true
                 });
+                *key_at = key;
             }
             // The fields of a fast record (see `deliver`), set as they are read.
             Some(Frame::Object {

@@ -241,6 +241,19 @@ impl<'py> Encoder<'py> {
         out
     }
 
+    /// The record written so far, when no data was deferred (see [`Encoder::take_output`]
+    /// otherwise). The class and field storage goes back to this thread first.
+    #[inline(always)]
+    pub fn undeferred_output(&mut self) -> Option<&mut Writer> {
+        if !self.chunks.is_empty() {
+            return None;
+        }
+        if self.classes.capacity() != 0 || self.fields.capacity() != 0 {
+            self.keep_scratch();
+        }
+        Some(&mut self.w)
+    }
+
     /// Whether dropping this encoder would release nothing: no memo entry and no storage
     /// of any kind (every graph without shared objects or classes, once its output is
     /// taken).
@@ -1118,10 +1131,10 @@ impl<'py> Encoder<'py> {
                 .cast_into::<pyo3::types::PyDict>()
                 .map_err(|_| EncodeError::new("__dict__ is not a dict"))?;
             let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
-            // SAFETY: d is a live dict we hold; PyDict_Next gives borrowed pointers, each
+            // SAFETY: d is a live dict we hold; dict_next (as PyDict_Next) gives borrowed pointers, each
             // taken into a reference of the entry's own before anything else runs.
             unsafe {
-                while ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) != 0 {
+                while cpython::dict_next(d.as_ptr(), &mut pos, &mut k, &mut v) {
                     if ffi::PyUnicode_Check(k) == 0 {
                         return Err(EncodeError::new("non-str attribute name"));
                     }
@@ -1173,10 +1186,10 @@ impl<'py> Encoder<'py> {
             )));
         };
         let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
-        // SAFETY: state is a live dict we hold; PyDict_Next gives borrowed pointers, each
+        // SAFETY: state is a live dict we hold; dict_next (as PyDict_Next) gives borrowed pointers, each
         // taken into a reference of the entry's own before anything else runs.
         unsafe {
-            while ffi::PyDict_Next(state.as_ptr(), &mut pos, &mut k, &mut v) != 0 {
+            while cpython::dict_next(state.as_ptr(), &mut pos, &mut k, &mut v) {
                 if ffi::PyUnicode_Check(k) == 0 {
                     return Err(EncodeError::new(
                         "__getstate__ returned a non-str field name",

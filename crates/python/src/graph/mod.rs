@@ -94,6 +94,58 @@ pub(crate) fn new_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
     p
 }
 
+/// [`new_bytes`] for a record of `dumps`: most records are copied with two overlapping
+/// moves instead of a call to memcpy.
+#[inline(always)]
+fn record_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
+    let n = data.len() as ffi::Py_ssize_t;
+    if data.len() <= 32 {
+        // SAFETY: a new, uninitialised bytes object of `n` bytes, filled below before
+        // anyone else sees it.
+        unsafe {
+            let p = ffi::PyBytes_FromStringAndSize(std::ptr::null(), n);
+            if !p.is_null() {
+                let dst = p
+                    .cast::<u8>()
+                    .add(std::mem::offset_of!(ffi::PyBytesObject, ob_sval));
+                copy_small(data, dst);
+            }
+            return p;
+        }
+    }
+    new_bytes(py, data)
+}
+
+/// Copies `src` (at most 32 bytes) to `dst` with at most two overlapping moves of 16, 8,
+/// 4 or 1 bytes.
+///
+/// # Safety
+/// `dst` is valid for `src.len()` writes and does not overlap `src`.
+#[inline(always)]
+unsafe fn copy_small(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    debug_assert!(n <= 32);
+    let s = src.as_ptr();
+    // SAFETY: every move below reads within `src` and writes within the first `n` bytes
+    // of `dst` (the pairs overlap rather than pass the end).
+    unsafe {
+        if n >= 16 {
+            std::ptr::copy_nonoverlapping(s, dst, 16);
+            std::ptr::copy_nonoverlapping(s.add(n - 16), dst.add(n - 16), 16);
+        } else if n >= 8 {
+            std::ptr::copy_nonoverlapping(s, dst, 8);
+            std::ptr::copy_nonoverlapping(s.add(n - 8), dst.add(n - 8), 8);
+        } else if n >= 4 {
+            std::ptr::copy_nonoverlapping(s, dst, 4);
+            std::ptr::copy_nonoverlapping(s.add(n - 4), dst.add(n - 4), 4);
+        } else {
+            for i in 0..n {
+                *dst.add(i) = *s.add(i);
+            }
+        }
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     DUMPS.add_to(m, dumps_trampoline)?;
     LOADS.add_to(m, loads_trampoline)?;
@@ -192,17 +244,25 @@ fn dumps<'py>(
         enc.only_shared = Some(shared);
         enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     }
-    let (writer, chunks, _) = enc.take_output();
-    if !chunks.is_empty() {
-        return assemble(py, writer, &chunks, key.as_deref());
-    }
-    let (buf, start) = if key.is_some() && writer.body_len() >= RELEASE_GIL_FROM {
-        py.detach(|| writer.finish(key.as_deref()))
-    } else {
-        writer.finish(key.as_deref())
+    let out = match enc.undeferred_output() {
+        // The common case: finished, copied out and handed back in place.
+        Some(w) if key.is_none() || w.body_len() < RELEASE_GIL_FROM => {
+            let start = w.finish_in_place(key.as_deref());
+            let out = record_bytes(py, w.record(start));
+            give_back(py, w.take_buffer());
+            out
+        }
+        _ => {
+            let (writer, chunks, _) = enc.take_output();
+            if !chunks.is_empty() {
+                return assemble(py, writer, &chunks, key.as_deref());
+            }
+            let (buf, start) = py.detach(|| writer.finish(key.as_deref()));
+            let out = new_bytes(py, &buf[start..]);
+            give_back(py, buf);
+            out
+        }
     };
-    let out = new_bytes(py, &buf[start..]);
-    give_back(py, buf);
     // SAFETY: a new bytes object, or NULL with an exception set.
     unsafe { Bound::from_owned_ptr_or_err(py, out).map(|b| b.cast_into_unchecked()) }
 }
