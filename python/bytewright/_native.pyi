@@ -310,6 +310,8 @@ class Decoder:
     ) -> Decoder: ...
     def loads(self, data: bytes | bytearray | memoryview, /) -> Any:
         """Rebuild the object graph of one record, as ``loads`` does with these options."""
+    def _kept(self) -> list[tuple[str, type]]:
+        """The classes resolved when the decoder was made, by record name (for the tests)."""
 
 def graph_record_len(prefix: bytes) -> int: ...
 

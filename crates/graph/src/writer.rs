@@ -432,6 +432,14 @@ impl Writer {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassDefinition(Vec<u8>);
 
+impl ClassDefinition {
+    /// The encoded definition: the bytes after a record's class ref 0, as a reader's
+    /// `ClassDef::encoded` gives them back.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 /// The definition [`Writer::class_new`] would write for these arguments.
 pub fn class_definition<'f>(
     name: &[u8],

@@ -5,7 +5,7 @@
 //! frozensets and the like are made after, and their memo slot is empty until then.
 
 use std::ptr::addr_of_mut;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use bytewright_graph::reader::{FloatRun, IntRun};
 use bytewright_graph::{ClassDef, Event, Limits, Reader, ReaderBuffers};
@@ -18,6 +18,7 @@ use super::config::Config;
 use super::encoder::builtins::{base_code, base_type};
 use super::errors::{locate, read_error, unpickling};
 use super::infocache::{self, KIND_DICT, KIND_ENUM, KIND_TUPLE};
+use super::kept::Kept;
 use super::resolved::{self, Resolved};
 use crate::cpython::{self, list_push};
 
@@ -302,7 +303,7 @@ fn fill_list_portable<'py>(
 /// code; `false` when that cannot be told). Kept in `r` while the class has no attribute
 /// of a field's name and its version tag stays the same.
 #[inline]
-fn plain_fields(obj: &Bound<'_, PyAny>, r: &Resolved) -> bool {
+pub(super) fn plain_fields(obj: &Bound<'_, PyAny>, r: &Resolved) -> bool {
     // SAFETY: obj is a live instance.
     let ty = unsafe { ffi::Py_TYPE(obj.as_ptr()) };
     let known = r.no_class_attrs.get();
@@ -315,7 +316,7 @@ fn plain_fields(obj: &Bound<'_, PyAny>, r: &Resolved) -> bool {
 
 #[cold]
 #[inline(never)]
-fn plain_fields_looked_up(ty: *mut ffi::PyTypeObject, r: &Resolved) -> bool {
+pub(super) fn plain_fields_looked_up(ty: *mut ffi::PyTypeObject, r: &Resolved) -> bool {
     // SAFETY: ty is a live type and each name a live exact str; the lookups run no code.
     unsafe {
         if r.names
@@ -454,7 +455,7 @@ const SCRATCH_KEEP_BYTES: usize = 64 * 1024;
 thread_local! {
     static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
     /// The `resolved` storage of a builder, kept apart: only records with classes use it.
-    static RESOLVED: std::cell::Cell<Vec<Option<Rc<Resolved>>>> =
+    static RESOLVED: std::cell::Cell<Vec<Option<Arc<Resolved>>>> =
         const { std::cell::Cell::new(Vec::new()) };
 }
 
@@ -469,13 +470,15 @@ pub struct Builder<'py, 'a> {
     frames: Vec<Frame<'py>>,
     /// Per class index of the record: its class, once a record of it was met. Never
     /// dropped: `recycle` takes it whenever it holds storage.
-    resolved: std::mem::ManuallyDrop<Vec<Option<Rc<Resolved>>>>,
+    resolved: std::mem::ManuallyDrop<Vec<Option<Arc<Resolved>>>>,
     empty_tuple: Bound<'py, PyTuple>,
     /// Lists are filled in place ([`cpython::internals`], read once per call).
     in_place: bool,
     /// `__setstate__` calls, made in order once the record has been read. Dropped by
     /// `recycle`, only when it holds storage.
     restores: std::mem::ManuallyDrop<Vec<Restore<'py>>>,
+    /// A `Decoder`'s classes, resolved when it was made.
+    kept: Option<&'a Kept>,
 }
 
 impl Drop for Builder<'_, '_> {
@@ -529,6 +532,30 @@ impl<'py, 'a> Builder<'py, 'a> {
             empty_tuple: PyTuple::empty(py),
             in_place: cpython::internals(),
             restores: std::mem::ManuallyDrop::new(Vec::new()),
+            kept: None,
+        }
+    }
+
+    /// Takes a definition's class from `kept` when it is one of its (see `kept`).
+    #[inline(always)]
+    pub fn with_kept(mut self, kept: &'a Kept) -> Self {
+        self.kept = Some(kept);
+        self
+    }
+
+    /// The class of the OBJECT record that starts `body`, resolved as a record's is: what
+    /// a `Decoder` keeps (see `kept`).
+    pub fn resolve_first(mut self) -> PyResult<Arc<Resolved>> {
+        match self.reader.next_event() {
+            Ok(Some(Event::Object { class, .. })) => {
+                self.resolve_any(class)?;
+                match self.resolved.get(class) {
+                    Some(Some(r)) => Ok(Arc::clone(r)),
+                    _ => unreachable!(),
+                }
+            }
+            Ok(_) => Err(self.fail("not an object record".into(), None)),
+            Err(e) => Err(read_error(self.py, self.cfg, &e)),
         }
     }
 
@@ -1192,6 +1219,10 @@ impl<'py, 'a> Builder<'py, 'a> {
                 .class(class)
                 .ok_or_else(|| self.fail(format!("undefined class #{class}"), None))?;
             let encoded = def.encoded;
+            if let Some(r) = self.kept.and_then(|k| k.get(encoded)) {
+                self.resolved[class] = Some(Arc::clone(r));
+                return Ok(());
+            }
             let keyable = resolved::keyable(self.classes.given());
             let kept = if keyable {
                 resolved::get(self.classes.given(), encoded)
@@ -1201,7 +1232,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             let r = match kept {
                 Some(r) => r,
                 None => {
-                    let r = Rc::new(self.resolve_def(&def)?);
+                    let r = Arc::new(self.resolve_def(&def)?);
                     if keyable {
                         resolved::put(self.classes.given(), encoded, &r);
                     }
@@ -1276,7 +1307,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             version: def.version,
             names: names.into_iter().map(Bound::unbind).collect(),
             fast,
-            no_class_attrs: std::cell::Cell::new(0),
+            no_class_attrs: resolved::TypeTag::new(0),
             setstate: setstate && kind != KIND_TUPLE && kind != KIND_ENUM,
             record: if kind == KIND_ENUM {
                 RECORD_ENUM

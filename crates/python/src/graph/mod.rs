@@ -6,6 +6,7 @@ pub(crate) mod config;
 mod encoder;
 pub(crate) mod errors;
 pub(crate) mod infocache;
+mod kept;
 mod keys;
 mod memo;
 mod ptrmap;
@@ -24,6 +25,7 @@ use crate::fastcall;
 use builder::Builder;
 use classes::AllowedClasses;
 use encoder::{Chunk, Encoder, Walker};
+use kept::Kept;
 
 /// Inputs and outputs from this size on are validated, signed and copied with the GIL
 /// released.
@@ -406,7 +408,7 @@ fn loads<'py>(
     let limits = limits_from(cfg, limits)?;
     let key = key_bytes(hmac_key)?;
     let classes = classes.unwrap_or_else(|| PyTuple::empty(py).into_any());
-    load_record(py, cfg, data, classes, key.as_deref(), limits)
+    load_record(py, cfg, data, classes, key.as_deref(), limits, None)
 }
 
 /// `loads` with its options already checked: `classes` as `classes=` takes it.
@@ -418,6 +420,7 @@ fn load_record<'py>(
     classes: Bound<'py, PyAny>,
     key: Option<&[u8]>,
     limits: Limits,
+    kept: Option<&Kept>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut copied = Vec::new();
     let input = input_bytes(data, &mut copied, "loads")?;
@@ -431,20 +434,26 @@ fn load_record<'py>(
         record::open(input, key, &limits)
     }
     .map_err(|e| errors::read_error(py, cfg, &e))?;
-    if small::eligible(body, &limits) {
-        if let Some(value) = small::build(body) {
+    if small::eligible(body, &limits, kept.is_some()) {
+        if let Some(value) = small::build(body, kept) {
             // SAFETY: a new reference.
             return Ok(unsafe { Bound::from_owned_ptr(py, value) });
         }
     }
-    Builder::new(py, cfg, body, limits, AllowedClasses::new(classes)).build()
+    let builder = Builder::new(py, cfg, body, limits, AllowedClasses::new(classes));
+    match kept {
+        Some(kept) => builder.with_kept(kept).build(),
+        None => builder.build(),
+    }
 }
 
 /// `bytewright.pickle.Decoder`: `loads` with its options checked once.
 #[pyclass(frozen, module = "bytewright.pickle", name = "Decoder")]
 pub struct Decoder {
-    /// A tuple of classes, or the mapping given.
+    /// A tuple of classes, or a dict of its own.
     classes: Py<PyAny>,
+    /// Its classes that declare their fields, resolved once (`None`: there are none).
+    kept: Option<Kept>,
     key: Option<Vec<u8>>,
     limits: Limits,
     /// As given, for the repr.
@@ -466,27 +475,45 @@ impl Decoder {
         let key = key_bytes(hmac_key)?;
         // The checks `loads` makes on first use (class_map's), made now.
         let class_map = cfg.class_map.bind(py);
-        let classes = match classes.filter(|c| !c.is_none()) {
-            None => PyTuple::empty(py).into_any(),
-            // A list or tuple becomes a tuple, and a dict stays the caller's, as `loads`
-            // takes them; any other iterable or mapping is read once, into a dict.
+        let (classes, map) = match classes.filter(|c| !c.is_none()) {
+            None => (PyTuple::empty(py).into_any(), None),
+            // A list or tuple becomes a tuple, as `loads` takes it; any other iterable or
+            // mapping is read once, into a dict of its own (class_map's copy).
             Some(c) if c.cast::<PyList>().is_ok() || c.cast::<PyTuple>().is_ok() => {
                 let tuple = PyTuple::new(py, c.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
-                class_map.call1((&tuple,))?;
-                tuple.into_any()
+                let map = class_map.call1((&tuple,))?;
+                (tuple.into_any(), Some(map))
             }
-            Some(c) if c.cast::<PyDict>().is_ok() => {
-                class_map.call1((c,))?;
-                c.clone()
+            Some(c) => {
+                let map = class_map.call1((c,))?;
+                (map.clone(), Some(map))
             }
-            Some(c) => class_map.call1((c,))?,
+        };
+        let kept = match map {
+            Some(map) => Kept::new(py, cfg, &classes, map.cast::<PyDict>()?),
+            None => Kept::default(),
         };
         Ok(Self {
             classes: classes.unbind(),
+            kept: (!kept.is_empty()).then_some(kept),
             key,
             limits: limits_value,
             limits_given: limits.map_or_else(|| py.None(), |l| l.clone().unbind()),
         })
+    }
+
+    /// The kept classes (see `kept`), as `(name, class)` pairs: for the tests.
+    fn _kept<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let pairs = self.kept.iter().flat_map(Kept::classes).map(|r| {
+            PyTuple::new(
+                py,
+                [
+                    r.name.clone().into_pyobject(py)?.into_any(),
+                    r.cls.bind(py).clone().into_any(),
+                ],
+            )
+        });
+        PyList::new(py, pairs.collect::<PyResult<Vec<_>>>()?)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -511,6 +538,7 @@ impl Decoder {
             self.classes.bind(py).clone(),
             self.key.as_deref(),
             self.limits,
+            self.kept.as_ref(),
         )
     }
 }

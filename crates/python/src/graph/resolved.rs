@@ -9,7 +9,8 @@
 //! `infocache`), so a hit gives exactly what resolving again would.
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple, PyType};
@@ -29,7 +30,7 @@ pub struct Resolved {
     pub fast: bool,
     /// The version tag (`cpython::type_version`) `cls` had when none of its field names
     /// was an attribute of it or a base (0: not known to be so).
-    pub no_class_attrs: std::cell::Cell<u32>,
+    pub no_class_attrs: TypeTag,
     /// The class defines `__setstate__`: its instances get their state through it, once
     /// the whole record has been read.
     pub setstate: bool,
@@ -42,6 +43,26 @@ pub struct Resolved {
     pub record: u8,
 }
 
+/// A type version tag remembered in a [`Resolved`] (shared between threads through a
+/// `Decoder`, so an atomic; every access is relaxed: a stale value only costs a lookup).
+pub struct TypeTag(AtomicU32);
+
+impl TypeTag {
+    pub const fn new(tag: u32) -> Self {
+        Self(AtomicU32::new(tag))
+    }
+
+    #[inline(always)]
+    pub fn get(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    pub fn set(&self, tag: u32) {
+        self.0.store(tag, Ordering::Relaxed);
+    }
+}
+
 /// Definitions kept per thread; the oldest goes first.
 const CAPACITY: usize = 16;
 
@@ -51,7 +72,7 @@ const KEEP_DEFINITION_MAX: usize = 4096;
 struct Entry {
     classes: Py<PyAny>,
     encoded: Box<[u8]>,
-    resolved: Rc<Resolved>,
+    resolved: Arc<Resolved>,
 }
 
 thread_local! {
@@ -64,32 +85,32 @@ pub fn keyable(classes: &Bound<'_, PyAny>) -> bool {
 }
 
 /// The class this thread resolved for the definition `encoded` against `classes`.
-pub fn get(classes: &Bound<'_, PyAny>, encoded: &[u8]) -> Option<Rc<Resolved>> {
+pub fn get(classes: &Bound<'_, PyAny>, encoded: &[u8]) -> Option<Arc<Resolved>> {
     let key = classes.as_ptr();
     CACHE
         .try_with(|cache| {
-            // Comparing pointers and bytes and cloning an Rc run no Python code, so this
+            // Comparing pointers and bytes and cloning an Arc run no Python code, so this
             // borrow cannot be re-entered.
             let cache = cache.try_borrow().ok()?;
             cache
                 .iter()
                 .rev()
                 .find(|e| e.classes.as_ptr() == key && *e.encoded == *encoded)
-                .map(|e| Rc::clone(&e.resolved))
+                .map(|e| Arc::clone(&e.resolved))
         })
         .ok()
         .flatten()
 }
 
 /// Keeps `resolved` for the definition `encoded` against `classes` (an exact tuple).
-pub fn put(classes: &Bound<'_, PyAny>, encoded: &[u8], resolved: &Rc<Resolved>) {
+pub fn put(classes: &Bound<'_, PyAny>, encoded: &[u8], resolved: &Arc<Resolved>) {
     if encoded.len() > KEEP_DEFINITION_MAX {
         return;
     }
     let entry = Entry {
         classes: classes.clone().unbind(),
         encoded: encoded.into(),
-        resolved: Rc::clone(resolved),
+        resolved: Arc::clone(resolved),
     };
     // An entry removed here is dropped after the borrow ends: dropping the last reference
     // to a tuple may run arbitrary code, which could re-enter this cache.

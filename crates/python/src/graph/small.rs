@@ -8,6 +8,12 @@
 //! exception set) at the first byte that is not in its grammar or not valid; the general
 //! builder then reads the record from its start and gives the value or the exact error.
 //! What it accepts, the general reader accepts with the same value.
+//!
+//! For a `Decoder` it also makes the instances of its kept classes (see `kept`) whose
+//! records hold exactly the declared fields: the instance is allocated as the general
+//! builder allocates it and each field stored as it stores it. It gives up at a class
+//! with a finalizer (an instance it released on giving up would run it) and at an
+//! instance inside a dict key (hashing one may run its code).
 
 use bytewright_graph::tags::*;
 use bytewright_graph::{varint, Limits};
@@ -15,7 +21,8 @@ use std::mem::MaybeUninit;
 
 use pyo3::ffi;
 
-use super::builder::new_str;
+use super::builder::{new_str, plain_fields_looked_up};
+use super::kept::{Kept, KeptClass};
 use super::keys;
 use crate::cpython::{self, list_push};
 
@@ -28,11 +35,15 @@ const MEMO_SLOTS: usize = 64;
 /// Nesting the pass follows on the C stack (deeper: the general builder).
 const MAX_NESTING: u32 = 64;
 
+/// Class definitions one record may hold in the pass (more: the general builder).
+const CLASS_SLOTS: usize = 8;
+
 /// Whether the pass may read `body` under `limits`: a value takes at least one byte, so a
 /// body no longer than every count and length limit cannot reach one (nesting, items,
-/// container length, str and bytes length).
+/// container length, str and bytes length, class and field names). `objects`: a root
+/// OBJECT record may be tried (a decoder with kept classes).
 #[inline(always)]
-pub fn eligible(body: &[u8], limits: &Limits) -> bool {
+pub fn eligible(body: &[u8], limits: &Limits, objects: bool) -> bool {
     let n = body.len() as u64;
     // The root's tag (after its SHARE): a record of a class or of anything else outside
     // the grammar goes to the general builder at once.
@@ -41,7 +52,8 @@ pub fn eligible(body: &[u8], limits: &Limits) -> bool {
         _ => return false,
     };
     (FIXED_LEN[usize::from(first)] != 0
-        || matches!(first, SHORT_LIST..=0x8f | LIST | TUPLE | DICT | STR | BYTES))
+        || matches!(first, SHORT_LIST..=0x8f | LIST | TUPLE | DICT | STR | BYTES)
+        || (objects && first == OBJECT))
         && body.len() <= SMALL_BODY_MAX
         && n <= limits.max_depth
         && n <= limits.max_items
@@ -54,6 +66,13 @@ struct Small<'a> {
     buf: &'a [u8],
     pos: usize,
     in_place: bool,
+    /// The decoder's kept classes, if any.
+    kept: Option<&'a Kept>,
+    /// The record's class entries so far (the first `class_count` are set).
+    classes: [MaybeUninit<&'a KeptClass>; CLASS_SLOTS],
+    class_count: usize,
+    /// A dict key is being read.
+    in_key: bool,
     /// Owned references to the shared values, by memo slot; NULL until a tuple is complete.
     /// The first `slots` are set.
     memo: [MaybeUninit<*mut ffi::PyObject>; MEMO_SLOTS],
@@ -67,11 +86,15 @@ type Made = Result<*mut ffi::PyObject, GiveUp>;
 
 /// The value of `body` (a new reference), or `None` when the general builder must read it.
 /// The GIL is held; no Python code runs.
-pub fn build(body: &[u8]) -> Option<*mut ffi::PyObject> {
+pub fn build(body: &[u8], kept: Option<&Kept>) -> Option<*mut ffi::PyObject> {
     let mut s = Small {
         buf: body,
         pos: 0,
         in_place: cpython::internals(),
+        kept,
+        classes: [MaybeUninit::uninit(); CLASS_SLOTS],
+        class_count: 0,
+        in_key: false,
         memo: [MaybeUninit::uninit(); MEMO_SLOTS],
         slots: 0,
     };
@@ -112,7 +135,7 @@ fn made(p: *mut ffi::PyObject) -> Made {
     }
 }
 
-impl Small<'_> {
+impl<'a> Small<'a> {
     #[inline(always)]
     fn byte(&mut self) -> Result<u8, GiveUp> {
         let b = *self.buf.get(self.pos).ok_or(GiveUp)?;
@@ -230,6 +253,7 @@ impl Small<'_> {
                             s.len() as ffi::Py_ssize_t,
                         ))?
                     }
+                    OBJECT => return self.object(shared, depth),
                     REF if !shared => {
                         let slot = self.varint()?;
                         let p = self.memo[..self.slots]
@@ -278,8 +302,107 @@ impl Small<'_> {
                 }
                 Ok(key)
             }
-            _ => self.value(depth),
+            _ => self.key_value(depth),
         }
+    }
+
+    /// A dict key that is not a short str.
+    #[inline(always)]
+    fn key_value(&mut self, depth: u32) -> Made {
+        let was = std::mem::replace(&mut self.in_key, true);
+        let key = self.value(depth);
+        self.in_key = was;
+        key
+    }
+
+    /// The class entry of an OBJECT record (its class ref), when it is a kept class the
+    /// pass may build.
+    #[inline(always)]
+    fn class(&mut self) -> Result<&'a KeptClass, GiveUp> {
+        let r = self.varint()?;
+        let class = if r == 0 {
+            let kept = self.kept.ok_or(GiveUp)?;
+            let class = kept.starting(&self.buf[self.pos..]).ok_or(GiveUp)?;
+            if self.class_count == CLASS_SLOTS {
+                return Err(GiveUp);
+            }
+            self.classes[self.class_count].write(class);
+            self.class_count += 1;
+            self.pos += class.encoded.len();
+            class
+        } else {
+            let index = usize::try_from(r - 1).map_err(|_| GiveUp)?;
+            // SAFETY: the first `class_count` entries are set.
+            unsafe {
+                self.classes[..self.class_count]
+                    .get(index)
+                    .ok_or(GiveUp)?
+                    .assume_init()
+            }
+        };
+        if !class.small {
+            return Err(GiveUp);
+        }
+        Ok(class)
+    }
+
+    /// An instance of a kept class, its fields stored as the general builder stores those
+    /// of a record with exactly the declared fields (a plain store into its instance dict).
+    fn object(&mut self, shared: bool, depth: u32) -> Made {
+        if self.in_key {
+            return Err(GiveUp);
+        }
+        let class = self.class()?;
+        let r = &*class.resolved;
+        let n = self.count(r.names.len() as u64, 1)?;
+        let ty = r.cls.as_ptr().cast::<ffi::PyTypeObject>();
+        // SAFETY: a live type (the decoder holds it); reading its slots runs no code.
+        if unsafe { (*ty).tp_finalize.is_some() || (*ty).tp_del.is_some() } {
+            return Err(GiveUp);
+        }
+        // SAFETY: object.__new__(cls), as the general builder calls it: the base allocator
+        // of a Python-defined class whose bases are all Python classes (checked by
+        // describe); no code of the class runs. The empty tuple is a new reference.
+        let obj = made(unsafe {
+            let base = std::ptr::addr_of_mut!(ffi::PyBaseObject_Type);
+            let args = ffi::PyTuple_New(0);
+            let obj = match ((*base).tp_new, args.is_null()) {
+                (Some(tp_new), false) => tp_new(ty, args, std::ptr::null_mut()),
+                _ => std::ptr::null_mut(),
+            };
+            ffi::Py_XDECREF(args);
+            obj
+        })?;
+        if shared {
+            self.share(obj).map_err(|_| Self::drop_container(obj))?;
+        }
+        self.enter(obj, n, depth)?;
+        // Only when no field name is a data descriptor of the class (then the store below
+        // is a plain one into the instance dict, running no code).
+        let known = r.no_class_attrs.get();
+        // SAFETY: a live type; reading its tag and looking names up run no code.
+        let plain = unsafe {
+            (known != 0 && cpython::type_version(ty) == known) || plain_fields_looked_up(ty, r)
+        };
+        if !plain {
+            return Err(Self::drop_container(obj));
+        }
+        for name in &r.names {
+            let value = self
+                .value(depth + 1)
+                .map_err(|_| Self::drop_container(obj))?;
+            // SAFETY: generic attribute store of an exact str name on a live instance whose
+            // class has no attribute of that name; the instance takes its own reference.
+            let rc = unsafe {
+                let rc = ffi::PyObject_GenericSetAttr(obj, name.as_ptr(), value);
+                ffi::Py_DECREF(value);
+                rc
+            };
+            if rc < 0 {
+                return Err(Self::drop_container(obj));
+            }
+        }
+        Ok(obj)
     }
 
     /// Gives up at a container opened at `depth` that holds children, when that is too
@@ -339,7 +462,7 @@ impl Small<'_> {
             let key = if n <= keys::MAX_DICT_LEN {
                 self.key(depth + 1)
             } else {
-                self.value(depth + 1)
+                self.key_value(depth + 1)
             }
             .map_err(|_| Self::drop_container(dict))?;
             let value = match self.value(depth + 1) {
