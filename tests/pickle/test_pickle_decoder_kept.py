@@ -222,6 +222,17 @@ def test_an_instance_as_a_dict_key_is_hashed_once():
     hashed.clear()
     got = decoder.loads(data)
     assert hashed == [1] and [k.k for k in got] == [1]
+    # The same instance met first as a value, then (shared) as a key, in a record the
+    # one-pass builder gives up on after the key (a set): still hashed once.
+    key = Key(2)
+    data = pickle.dumps([key, {key: "b"}, {1, 2}])
+    hashed.clear()
+    got = decoder.loads(data)
+    assert hashed == [2] and got[0] is next(iter(got[1])) and got[2] == {1, 2}
+    data = pickle.dumps([key, {key: "b"}, "c"])
+    hashed.clear()
+    got = decoder.loads(data)
+    assert hashed == [2] and got[0] is next(iter(got[1])) and got[2] == "c"
 
 
 def test_a_finalizer_runs_once_per_instance():

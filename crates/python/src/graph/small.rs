@@ -12,8 +12,9 @@
 //! For a `Decoder` it also makes the instances of its kept classes (see `kept`) whose
 //! records hold exactly the declared fields: the instance is allocated as the general
 //! builder allocates it and each field stored as it stores it. It gives up at a class
-//! with a finalizer (an instance it released on giving up would run it) and at an
-//! instance inside a dict key (hashing one may run its code).
+//! with a finalizer (an instance it released on giving up would run it), and at an
+//! instance inside a dict key or a shared value there once it has made one (hashing one
+//! may run its code).
 
 use bytewright_graph::tags::*;
 use bytewright_graph::{varint, Limits};
@@ -255,6 +256,12 @@ impl<'a> Small<'a> {
                     }
                     OBJECT => return self.object(shared, depth),
                     REF if !shared => {
+                        // A shared value inside a dict key may be (or hold) an instance
+                        // made here: hashing it runs its code, so the general builder
+                        // reads the record (then the hash runs once).
+                        if self.in_key && self.class_count > 0 {
+                            return Err(GiveUp);
+                        }
                         let slot = self.varint()?;
                         let p = self.memo[..self.slots]
                             .get(usize::try_from(slot).map_err(|_| GiveUp)?)
