@@ -74,6 +74,7 @@ class StructInfo:
         "byteorder",
         "cls",
         "codec",
+        "compare",
         "declared",
         "derived",
         "limits",
@@ -96,6 +97,7 @@ class StructInfo:
     localns: dict[str, Any] | None
     codec: Codec[Any] | Pending
     derived: frozenset[str]
+    compare: Callable[[Any], Any] | None  # the fields ``==`` compares, as a tuple, or None
     _fields: tuple[StructField, ...] | None
     _cache: dict[Any, Any]
     _bases: tuple[StructInfo, ...]  # of the Struct classes it derives from, nearest first
@@ -133,6 +135,7 @@ class StructInfo:
         self.localns = localns
         self.codec = codec
         self.derived = _NOTHING
+        self.compare = None
         self._fields = None
         self._cache = {}
         self._bases = bases
@@ -146,6 +149,10 @@ class StructInfo:
         """Records the typed codec and the derived fields (the one state that changes)."""
         object.__setattr__(self, "codec", codec)
         object.__setattr__(self, "derived", derived)
+
+    def compares(self, getter: Callable[[Any], Any]) -> None:
+        """Records what ``==`` compares (set with the class's ``__init__``)."""
+        object.__setattr__(self, "compare", getter)
 
     def reset(self, pending: Pending) -> None:
         """Back to a stand-in that compiles on next use (a registry this class embeds gained

@@ -1,14 +1,13 @@
-"""The generated ``__init__`` and ``__eq__`` of Struct classes.
+"""The generated ``__init__`` of Struct classes (their ``__eq__`` is ``bw.Struct``'s, which
+compares the fields its ``StructInfo`` lists).
 
 ``__init__`` is the function a dataclass would write and ``exec`` for each class. Here one
 template per field count is compiled once, and each class gets a copy of its code with the field
 names put in (``code.replace``): the same bytecode, at a fraction of the cost of compiling
-source. ``__eq__`` is a closure over an ``attrgetter`` of the compared fields.
+source.
 """
 
 from __future__ import annotations
-
-from _operator import attrgetter  # operator's C half: importing operator.py costs more
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -18,11 +17,11 @@ if TYPE_CHECKING:
 else:
     FunctionType = type(lambda: None)  # types.FunctionType, without importing types
 
-__all__ = ["make_eq", "make_init"]
+__all__ = ["GLOBALS", "make_init"]
 
 # Field count -> (template code, the names in its co_names before the field placeholders).
 _inits: dict[int, tuple[CodeType, tuple[str, ...]]] = {}
-_GLOBALS = globals()
+GLOBALS = globals()  # of every generated __init__ (how one is told from others)
 
 
 def _compiled(source: str, n: int) -> tuple[CodeType, tuple[str, ...]]:
@@ -59,30 +58,8 @@ def make_init(
     code = code.replace(
         co_names=(*fixed, *names), co_varnames=(me, *names), co_qualname=f"{qualname}.__init__"
     )
-    fn: Callable[..., None] = FunctionType(code, _GLOBALS, "__init__")
+    fn: Callable[..., None] = FunctionType(code, GLOBALS, "__init__")
     if defaults:
         fn.__kwdefaults__ = dict(defaults)
     fn.__module__ = module
     return fn
-
-
-def make_eq(qualname: str, module: str, names: Sequence[str]) -> Callable[[Any, object], Any]:
-    """Equality of the same class on ``names``, in order (else NotImplemented)."""
-    if not names:
-
-        def __eq__(self: Any, other: object) -> Any:
-            return type(other) is type(self) or NotImplemented
-
-    else:
-        # One C call reads the fields; a 1-tuple keeps tuple equality (identity first, as
-        # for NaN) when there is one field.
-        fields = attrgetter(*names) if len(names) > 1 else attrgetter(names[0], names[0])
-
-        def __eq__(self: Any, other: object) -> Any:
-            if type(other) is not type(self):
-                return NotImplemented
-            return fields(self) == fields(other)
-
-    __eq__.__qualname__ = f"{qualname}.__eq__"
-    __eq__.__module__ = module
-    return __eq__

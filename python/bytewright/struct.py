@@ -8,10 +8,12 @@ bytewright knows about a class is in its one ``__bw__`` attribute (a ``StructInf
 from __future__ import annotations
 
 import sys
+from _operator import attrgetter  # operator's C half: importing operator.py costs more
 from keyword import iskeyword
 
 from bytewright._info import Pending, Registry, SchemaMeta, StructField, StructInfo, info_of
-from bytewright._methods import make_eq, make_init
+from bytewright._methods import GLOBALS as _INIT_GLOBALS
+from bytewright._methods import make_init
 from bytewright._native import Codec, check_align
 from bytewright._value import MISSING
 from bytewright.errors import SchemaError, schema_error, unknown
@@ -84,6 +86,14 @@ class StructMeta(SchemaMeta):
             align = check_align(align, name)
         declared, strings = _declare(name, ns)
         localns = _caller_locals(strings, sys._getframe(1))
+        if declared and "__module__" in ns and not any(info_of(b) for b in bases):
+            # Its fields are all its own: its __init__ goes in with the class (setting it on
+            # the class later costs more than making it); pack's derived fields join its
+            # defaults once compiled.
+            names, defaults = _init_args(declared, registry, MISSING, _NO_NAMES)
+            qualname = ns.get("__qualname__", name)
+            ns["__init__"] = make_init(qualname, ns["__module__"], names, defaults)
+            ns["__match_args__"] = tuple(names)
         cls = super().__new__(mcls, name, bases, ns)
         if not declared and not any(isinstance(b, StructMeta) for b in bases):
             cls.__bw__ = None
@@ -279,30 +289,67 @@ def codec_of(cls: type) -> Codec[Any]:
     return codec if isinstance(codec, Codec) else _compile(info)
 
 
-def _install_methods(info: StructInfo, derived: frozenset[str]) -> None:
-    """The class's keyword ``__init__``, its ``__eq__`` (on every field pack does not compute)
-    and ``__match_args__``."""
-    cls = info.cls
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+def _init_args(
+    fields: Iterable[StructField], tag_field: str | None, tag: Any, derived: frozenset[str]
+) -> tuple[list[str], dict[str, Any]]:
+    """The keywords of a class's ``__init__`` and their defaults: a variant's tag, a default,
+    a constant, or None for a field pack computes or a conditional one."""
     names: list[str] = []
     defaults: dict[str, Any] = {}
-    for f in info.fields():
+    for f in fields:
         spec = f.spec
+        name = f.name
+        if spec is PLAIN and name not in derived and name != tag_field:
+            names.append(name)
+            continue
         if spec.is_pad:
             continue
-        names.append(f.name)
-        if f.name == info.tag_field and info.tag is not MISSING:
-            defaults[f.name] = info.tag
+        names.append(name)
+        if name == tag_field and tag is not MISSING:
+            defaults[name] = tag
         elif spec.default is not MISSING:
-            defaults[f.name] = spec.default
+            defaults[name] = spec.default
         elif spec.const is not MISSING:
-            defaults[f.name] = spec.const
-        elif f.name in derived or spec.when is not None:
-            defaults[f.name] = None
-    module = cls.__module__
-    type.__setattr__(cls, "__init__", make_init(cls.__qualname__, module, names, defaults))
-    compared = [n for n in names if n not in derived]
-    type.__setattr__(cls, "__eq__", make_eq(cls.__qualname__, module, compared))
-    type.__setattr__(cls, "__match_args__", tuple(names))
+            defaults[name] = spec.const
+        elif name in derived or spec.when is not None:
+            defaults[name] = None
+    return names, defaults
+
+
+def _install_methods(info: StructInfo, derived: frozenset[str]) -> None:
+    """The class's keyword ``__init__`` and ``__match_args__``, and the fields ``==`` compares
+    (every field pack does not compute)."""
+    cls = info.cls
+    init = cls.__dict__.get("__init__")
+    if not info._bases and getattr(init, "__globals__", None) is _INIT_GLOBALS:
+        # Made with the class: derived fields become optional.
+        names: tuple[str, ...] = cls.__dict__["__match_args__"]
+        if derived:
+            assert init is not None
+            kw = init.__kwdefaults__ or {}
+            if not derived.issubset(kw):
+                init.__kwdefaults__ = {**kw, **dict.fromkeys(derived - kw.keys())}
+    else:
+        args, defaults = _init_args(info.fields(), info.tag_field, info.tag, derived)
+        names = tuple(args)
+        init = make_init(cls.__qualname__, cls.__module__, names, defaults)
+        type.__setattr__(cls, "__init__", init)
+        type.__setattr__(cls, "__match_args__", names)
+    compared = [n for n in names if n not in derived] if derived else names
+    if len(compared) > 1:
+        info.compares(attrgetter(*compared))
+    elif compared:
+        # A 1-tuple keeps tuple equality (identity first, as for NaN).
+        info.compares(attrgetter(compared[0], compared[0]))
+    else:
+        info.compares(_no_fields)
+
+
+def _no_fields(value: Any) -> tuple[()]:
+    return ()
 
 
 def _init_on_first_use(self: Any, **kwargs: Any) -> None:
@@ -344,6 +391,16 @@ class Struct(metaclass=StructMeta):
         return f"{type(self).__qualname__}({', '.join(parts)})"
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like dataclasses
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        compare = type(self).__bw__.compare
+        if compare is None:  # made without __init__ before its class compiled
+            codec_of(type(self))
+            compare = type(self).__bw__.compare
+            assert compare is not None
+        return compare(self) == compare(other)  # type: ignore[no-any-return]
 
     def pack(self) -> bytes:
         """Packs this value into new bytes (derived fields left as None are computed).
