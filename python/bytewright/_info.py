@@ -106,7 +106,6 @@ class StructInfo:
         info_type,
         cls: type,
         declared: tuple[StructField, ...],
-        *,
         byteorder: str | None,
         bitorder: str | None,
         align: int | None,
@@ -115,7 +114,9 @@ class StructInfo:
         tag: Any,
         localns: dict[str, Any] | None,
         codec: Pending,
+        /,
     ) -> StructInfo:
+        # Positional: a keyword call through the metaclass slot would first build a dict.
         # ``object`` ends every MRO and is never a Struct class.
         bases = tuple([i for b in cls.__mro__[1:-1] if (i := info_of(b)) is not None])
         base = bases[0] if bases else None

@@ -101,14 +101,14 @@ class StructMeta(SchemaMeta):
         info = StructInfo(
             cls,
             declared,
-            byteorder=order,
-            bitorder=bitorder,
-            align=align,
-            limits=limits,
-            registry=registry,
-            tag=tag,
-            localns=localns,
-            codec=Pending(cls, codec_of),
+            order,
+            bitorder,
+            align,
+            limits,
+            registry,
+            tag,
+            localns,
+            Pending(cls, codec_of),
         )
         cls.__bw__ = info
         _register_variant(info, tag, default)
