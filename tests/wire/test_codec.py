@@ -197,3 +197,54 @@ def test_dict_codec_rejects_non_mappings():
     assert ei.value.path == "kind"
     with pytest.raises(TypeError):
         codec.unpack(None)
+
+
+def test_eq_is_struct_eq_on_the_compared_fields():
+    class One(bw.Struct):
+        a: bw.U8
+
+    class Empty(bw.Struct):
+        pass
+
+    nan = float("nan")
+    assert One.__eq__ is bw.Struct.__eq__
+    assert One(a=1) == One(a=1) and One(a=1) != One(a=2)
+    # One field compares as a 1-tuple: identity first, as for NaN in a tuple.
+    odd = One.__new__(One)
+    odd.a = nan
+    same = One.__new__(One)
+    same.a = nan
+    assert odd == same
+    assert Empty() == Empty() and Empty().__eq__(One(a=1)) is NotImplemented
+    assert One.__match_args__ == ("a",)
+
+
+def test_eq_of_an_instance_made_before_its_class_compiled():
+    class Early(bw.Struct):
+        inner: "Later"  # defined below: compiled on first use
+
+    first = Early.__new__(Early)
+    second = Early.__new__(Early)
+
+    class Later(bw.Struct):
+        v: bw.U8
+
+    globals()["Later"] = Later
+    try:
+        first.inner = Later(v=1)
+        second.inner = Later(v=1)
+        assert first == second  # compiles Early, then compares
+        second.inner = Later(v=2)
+        assert first != second
+    finally:
+        del globals()["Later"]
+
+
+def test_a_class_body_eq_is_kept():
+    class Loose(bw.Struct):
+        a: bw.U8
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    assert Loose(a=1) == Loose(a=2)
