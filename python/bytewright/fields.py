@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from _operator import call  # operator's C half: importing operator.py costs more
+from itertools import repeat
+
 from bytewright import _native
 from bytewright._value import MISSING, Value
 from bytewright.errors import SchemaError, unknown
@@ -126,9 +129,7 @@ class FieldSpec(Value):
 
     ``is_pad`` and ``pad_size`` mark unnamed padding (``bw.pad``)."""
 
-    # The given options live in the instance dict (one C-level update); an option not given
-    # reads its default from the class (set below the class).
-    __slots__ = ("__dict__",)
+    __slots__ = (*_OPTIONS, "is_pad", "pad_size")
     default: Any
     len: Length | None
     count: Length | None
@@ -156,17 +157,12 @@ class FieldSpec(Value):
             for k in options:
                 if k not in _KNOWN:
                     raise unknown(f"unknown field option {k!r}", k, _OPTIONS, kind="unknown_option")
-        d = self.__dict__
-        d.update(options)
-        if "nul_terminated" in options and options["nul_terminated"] is None:
-            d["nul_terminated"] = False
-        if is_pad:
-            d["is_pad"] = is_pad
-        if pad_size:
-            d["pad_size"] = pad_size
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple([getattr(self, k) for k in _FIELDS])
+        # Every slot through its descriptor, in one C-level pass (map/call, no loop of bytecode).
+        any(map(call, _SLOT_SETTERS, repeat(self), map(options.get, _OPTIONS, _DEFAULTS)))
+        if self.nul_terminated is None:
+            _SLOT_SETTERS[_OPTIONS.index("nul_terminated")](self, False)
+        _set_is_pad(self, is_pad)
+        _set_pad_size(self, pad_size)
 
     def given(self) -> dict[str, Any]:
         """The options that were given (as keywords for ``FieldSpec``)."""
@@ -189,15 +185,14 @@ class FieldSpec(Value):
         return (_field_spec, (self.is_pad, self.pad_size, self.given()))
 
 
-_FIELDS = (*_OPTIONS, "is_pad", "pad_size")
-# Each option's default, read from the class when the instance was not given it.
-for _k in _OPTIONS:
-    type.__setattr__(
-        FieldSpec, _k, MISSING if _k in _VALUED else False if _k == "nul_terminated" else None
-    )
-type.__setattr__(FieldSpec, "is_pad", False)
-type.__setattr__(FieldSpec, "pad_size", 0)
-del _k
+# Each option's slot setter and default: setting through the slot descriptors is the fast
+# way around the immutability of FieldSpec (its own __setattr__ raises).
+_SLOT_SETTERS = tuple(FieldSpec.__dict__[k].__set__ for k in _OPTIONS)
+_DEFAULTS = tuple(
+    MISSING if k in _VALUED else False if k == "nul_terminated" else None for k in _OPTIONS
+)
+_set_is_pad = FieldSpec.__dict__["is_pad"].__set__
+_set_pad_size = FieldSpec.__dict__["pad_size"].__set__
 
 
 def _field_spec(is_pad: bool, pad_size: int, options: dict[str, Any]) -> FieldSpec:
