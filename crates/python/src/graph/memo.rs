@@ -78,6 +78,23 @@ impl Memo {
     }
 }
 
+impl Memo {
+    /// Releases the inline entries now (the cheap part of dropping the memo), so that an
+    /// encoder holding nothing else need not run its full drop.
+    #[inline(always)]
+    pub fn release_inline(&mut self) {
+        let len = std::mem::replace(&mut self.len, 0);
+        // SAFETY: every inline key holds one reference taken in `insert`; `len` is zero
+        // now, so none is released twice. The GIL is held (the memo lives in a native call).
+        unsafe {
+            for entry in &self.inline[..len] {
+                // The first `len` entries are initialised (see `insert`).
+                ffi::Py_DECREF(entry.assume_init().0 as *mut ffi::PyObject);
+            }
+        }
+    }
+}
+
 impl Drop for Memo {
     fn drop(&mut self) {
         // SAFETY: every key holds one reference taken in `insert`; the memo only lives
