@@ -252,3 +252,17 @@ def test_only_containers_with_a_second_owner_take_a_memo_slot():
     assert det == bytes([0x62, 0x61, 0xA6, 0x61, 1, 0x61, 0xA7, 0])
     det = _body(pickle.dumps([[inner], [2]], deterministic=True))
     assert det == bytes([0x62, 0x61, 0x61, 1, 0x61, 2])
+
+
+def test_many_shared_objects_keep_identity_at_every_memo_size():
+    # The encoder's memo keeps its first entries in line, scans the next ones out of line,
+    # and spills the rest into a map: each count crosses one of those boundaries.
+    for count in (1, 8, 9, 16, 17, 40):
+        items = [[i] for i in range(count)]
+        value = items + items[::-1]
+        data = pickle.dumps(value)
+        back = pickle.loads(data)
+        assert back == value
+        for i in range(count):
+            assert back[i] is back[2 * count - 1 - i]
+        assert data == pickle.dumps(value)

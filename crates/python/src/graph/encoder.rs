@@ -109,7 +109,12 @@ impl Drop for Walker<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         if !self.0.is_vacant() {
-            drop_encoder(&mut self.0);
+            // Most graphs that share anything share a few strs (dict keys, constants):
+            // release those in line, and skip the full drop if nothing else is held.
+            self.0.memo.release_inline();
+            if !self.0.is_vacant() {
+                drop_encoder(&mut self.0);
+            }
         }
     }
 }

@@ -9,7 +9,10 @@ use pyo3::ffi;
 
 use super::ptrmap::PtrMap;
 
-const INLINE: usize = 8;
+const INLINE: usize = 16;
+/// The inline entries [`Memo::get`] scans in line; the rest are scanned out of line (most
+/// graphs share fewer, and a short scan the compiler can see whole is the cheapest).
+const FIRST: usize = 8;
 
 pub struct Memo {
     /// The first `len` entries are written; the rest are never read (left uninitialised,
@@ -39,7 +42,24 @@ impl Memo {
     #[inline]
     pub fn get(&self, obj: *mut ffi::PyObject) -> Option<u32> {
         let key = obj as usize;
-        for entry in &self.inline[..self.len] {
+        for entry in &self.inline[..self.len.min(FIRST)] {
+            // SAFETY: the first `len` entries are initialised (see `insert`).
+            let (k, slot) = unsafe { entry.assume_init() };
+            if k == key {
+                return Some(slot);
+            }
+        }
+        if self.len <= FIRST {
+            None
+        } else {
+            self.get_more(key)
+        }
+    }
+
+    /// [`Memo::get`] past the first [`FIRST`] entries.
+    #[inline(never)]
+    fn get_more(&self, key: usize) -> Option<u32> {
+        for entry in &self.inline[FIRST..self.len] {
             // SAFETY: the first `len` entries are initialised (see `insert`).
             let (k, slot) = unsafe { entry.assume_init() };
             if k == key {
@@ -74,6 +94,23 @@ impl Memo {
             let _ = old;
             // SAFETY: we just took a second reference to the same live object.
             unsafe { ffi::Py_DECREF(obj) };
+        }
+    }
+}
+
+impl Memo {
+    /// Releases the inline entries now (the cheap part of dropping the memo), so that an
+    /// encoder holding nothing else need not run its full drop.
+    #[inline(always)]
+    pub fn release_inline(&mut self) {
+        let len = std::mem::replace(&mut self.len, 0);
+        // SAFETY: every inline key holds one reference taken in `insert`; `len` is zero
+        // now, so none is released twice. The GIL is held (the memo lives in a native call).
+        unsafe {
+            for entry in &self.inline[..len] {
+                // The first `len` entries are initialised (see `insert`).
+                ffi::Py_DECREF(entry.assume_init().0 as *mut ffi::PyObject);
+            }
         }
     }
 }
