@@ -89,7 +89,7 @@ impl Slots {
 }
 
 impl Env for Slots {
-    #[inline]
+    #[inline(always)]
     fn get(&self, s: SlotRef) -> &Value {
         // A value decoded alone (outside its message) has no enclosing frames: what it
         // refers to there is absent.
