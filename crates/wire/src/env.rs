@@ -4,7 +4,11 @@ use crate::expr::{Env, SlotRef, Value};
 
 #[derive(Default)]
 pub(crate) struct Slots {
+    /// The slots of every frame, `..len`; what lies past `len` is left over from frames
+    /// popped earlier (kept so that pushing again allocates and drops nothing).
     vals: Vec<Value>,
+    /// The end of the current frame's slots.
+    len: usize,
     /// Where each frame's slots start, the current frame's last.
     bases: Vec<usize>,
     /// The current frame's base (`bases.last()`, kept at hand for the hot `set`).
@@ -12,29 +16,45 @@ pub(crate) struct Slots {
 }
 
 impl Slots {
-    /// Forgets every frame (after an error left some pushed).
+    /// Forgets every frame (after an error left some pushed). The slots' storage stays for
+    /// the next message: a frame pushed later starts with its slots absent (`push`) or
+    /// writes each before reading it (`push_unset`).
     #[inline]
     pub fn clear(&mut self) {
-        self.vals.clear();
+        self.len = 0;
         self.bases.clear();
         self.top = 0;
     }
 
+    /// A frame of `n` slots, each absent.
     #[inline]
     pub fn push(&mut self, n: u16) {
-        self.top = self.vals.len();
+        self.push_unset(n);
+        for v in &mut self.vals[self.top..self.len] {
+            *v = Value::Absent;
+        }
+    }
+
+    /// A frame of `n` slots holding whatever they held before: for the unpack VM, which
+    /// writes every slot before it is read (a slot is an earlier field's value, stored as
+    /// the field is read, and an absent conditional field stores `Absent`).
+    #[inline]
+    pub fn push_unset(&mut self, n: u16) {
+        self.top = self.len;
         self.bases.push(self.top);
-        if n > 0 {
+        self.len += n as usize;
+        if self.vals.len() < self.len {
             // Not `resize`: its clones of the fill value each match on it.
+            let more = self.len - self.vals.len();
             self.vals
-                .extend(std::iter::repeat_with(|| Value::Absent).take(n as usize));
+                .extend(std::iter::repeat_with(|| Value::Absent).take(more));
         }
     }
 
     #[inline]
     pub fn pop(&mut self) {
         let b = self.bases.pop().expect("balanced frames");
-        self.vals.truncate(b);
+        self.len = b;
         self.top = self.bases.last().copied().unwrap_or(0);
     }
 
@@ -69,7 +89,7 @@ impl Slots {
 }
 
 impl Env for Slots {
-    #[inline]
+    #[inline(always)]
     fn get(&self, s: SlotRef) -> &Value {
         // A value decoded alone (outside its message) has no enclosing frames: what it
         // refers to there is absent.

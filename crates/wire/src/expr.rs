@@ -459,12 +459,30 @@ impl Fast {
                 }
                 _ => Fast::Gen(*op, b(a)?, b(c)?),
             },
-            Expr::Un(op, a) => Fast::Un(*op, b(a)?),
+            Expr::Un(op, a) => match Leaf::of(a) {
+                // A negative constant (`-1` is the negation of 1): folded once here.
+                Some(Leaf::Int(v)) => match un_small(*op, v) {
+                    Some(r) => Fast::Leaf(Leaf::Int(r)),
+                    None => Fast::Un(*op, b(a)?),
+                },
+                _ => Fast::Un(*op, b(a)?),
+            },
             Expr::LogicAnd(x, y) => Fast::And(b(x)?, b(y)?),
             Expr::LogicOr(x, y) => Fast::Or(b(x)?, b(y)?),
             Expr::Cond(c, x, y) => Fast::Cond(b(c)?, b(x)?, b(y)?),
             Expr::Const(_) | Expr::Slot(..) => return None,
         })
+    }
+
+    /// An operand of an enclosing form: a field, a constant or a closed form of two of
+    /// them is computed in place, anything deeper by a call.
+    #[inline(always)]
+    fn sub<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
+        match self {
+            Fast::Leaf(l) => l.get(env),
+            Fast::Bin(op, a, b) => small_binop(*op, a.get(env)?, b.get(env)?),
+            _ => self.eval(env),
+        }
     }
 
     fn eval<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
@@ -479,36 +497,29 @@ impl Fast {
                 let l = a.get(env)?;
                 small_binop(*op, l, small_binop(*inner, b.get(env)?, c.get(env)?)?)?
             }
-            Fast::Gen(op, a, b) => small_binop(*op, a.eval(env)?, b.eval(env)?)?,
-            Fast::Un(op, a) => {
-                let v = a.eval(env)?;
-                match op {
-                    UnOp::Not => i64::from(v == 0),
-                    UnOp::Neg => v.checked_neg()?,
-                    UnOp::Invert => !v,
-                }
-            }
+            Fast::Gen(op, a, b) => small_binop(*op, a.sub(env)?, b.sub(env)?)?,
+            Fast::Un(op, a) => un_small(*op, a.sub(env)?)?,
             Fast::And(a, b) => {
-                let l = a.eval(env)?;
+                let l = a.sub(env)?;
                 if l != 0 {
-                    b.eval(env)?
+                    b.sub(env)?
                 } else {
                     l
                 }
             }
             Fast::Or(a, b) => {
-                let l = a.eval(env)?;
+                let l = a.sub(env)?;
                 if l != 0 {
                     l
                 } else {
-                    b.eval(env)?
+                    b.sub(env)?
                 }
             }
             Fast::Cond(c, a, b) => {
-                if c.eval(env)? != 0 {
-                    a.eval(env)?
+                if c.sub(env)? != 0 {
+                    a.sub(env)?
                 } else {
-                    b.eval(env)?
+                    b.sub(env)?
                 }
             }
         })
@@ -657,6 +668,16 @@ fn binop(op: BinOp, l: &Value, r: &Value) -> Result<Value, EvalError> {
         Ge => i128::from(a >= b),
     };
     Ok(Value::Int(v))
+}
+
+/// A unary operation on an `i64`; `None` on overflow.
+#[inline(always)]
+fn un_small(op: UnOp, v: i64) -> Option<i64> {
+    Some(match op {
+        UnOp::Not => i64::from(v == 0),
+        UnOp::Neg => v.checked_neg()?,
+        UnOp::Invert => !v,
+    })
 }
 
 /// [`binop`] on integers that fit an `i64`, when the result does too (and is no error);
@@ -1023,11 +1044,50 @@ mod tests {
                 ]),
                 7,
             ),
+            (
+                json!([
+                    "if",
+                    ["name", "a"],
+                    ["un", "-", ["int", 1]],
+                    [
+                        "if",
+                        [
+                            "and",
+                            ["name", "b"],
+                            ["bin", "==", ["name", "a"], ["int", 17]]
+                        ],
+                        ["int", 273],
+                        ["name", "a"]
+                    ]
+                ]),
+                -1,
+            ),
+            (
+                json!([
+                    "if",
+                    ["bin", "-", ["name", "a"], ["int", 5]],
+                    ["un", "-", ["int", 1]],
+                    [
+                        "if",
+                        [
+                            "and",
+                            ["name", "b"],
+                            ["bin", "==", ["name", "b"], ["int", 40]]
+                        ],
+                        ["int", 273],
+                        ["name", "a"]
+                    ]
+                ]),
+                273,
+            ),
         ] {
             let c = Compiled::from(p(e));
             assert!(c.fast.is_some(), "{c:?}");
             assert_eq!(c.eval_i64(&env), Some(want), "{c:?}");
         }
+        // A negated constant is folded once.
+        let neg = Compiled::from(p(json!(["un", "-", ["int", 1]])));
+        assert_eq!(neg.fast, Some(Fast::Leaf(Leaf::Int(-1))));
         // A constant beyond an i64 (or bytes) leaves the tree to be walked.
         let big = Compiled::from(p(json!([
             "bin",

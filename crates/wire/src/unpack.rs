@@ -633,7 +633,8 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         }
         self.depth += 1;
         let start = self.pos;
-        self.env.push(sp.n_slots);
+        // Every slot is written before it is read (`Slots::push_unset`).
+        self.env.push_unset(sp.n_slots);
         let mut st = self
             .sink
             .begin_struct(sp.sink_id)
@@ -848,6 +849,9 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 .eval_truthy(&*self.env)
                 .map_err(|e| self.eval_err(e, "condition"))?;
             if !present {
+                if let Some(slot) = fs.slot {
+                    self.env.set(slot, Value::Absent);
+                }
                 return self
                     .sink
                     .absent_field(st, fs.field)

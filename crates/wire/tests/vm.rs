@@ -602,6 +602,71 @@ fn conditional_length_is_derived_under_the_same_condition() {
 }
 
 #[test]
+fn an_absent_field_reads_absent_after_a_record_where_it_was_present() {
+    // The unpack VM reuses slot storage across structs and messages: an absent conditional
+    // field must read as absent, never as the value an earlier record left there.
+    let rec = st(
+        1,
+        "Rec",
+        None,
+        vec![
+            f("flags", u8t()),
+            json!({"name": "n", "type": u8t(), "when": ["bin", "&", ["name", "flags"], ["int", 2]]}),
+            f("data", json!({"t": "bytes", "len": name("n")})),
+        ],
+    );
+    let p = prog(st(
+        0,
+        "Recs",
+        None,
+        vec![
+            f("count", u8t()),
+            f(
+                "recs",
+                json!({"t": "array", "item": rec, "count": name("count")}),
+            ),
+        ],
+    ));
+    let e = do_unpack(&p, b"\x02\x02\x01a\x00").unwrap_err();
+    assert_eq!(
+        (e.path(), e.offset, e.message()),
+        (
+            "recs[1].data".to_string(),
+            5,
+            "recs[1].data: cannot compute the length: field 'n' is not present".to_string()
+        )
+    );
+    let one = st(
+        1,
+        "Rec",
+        None,
+        vec![
+            f("flags", u8t()),
+            json!({"name": "n", "type": u8t(), "when": ["bin", "&", ["name", "flags"], ["int", 2]]}),
+            f("data", json!({"t": "bytes", "len": name("n")})),
+        ],
+    );
+    let p = prog(one);
+    let mut scratch = bytewright_wire::Scratch::new();
+    let mut h = Host::new(&p);
+    let (v, end) = unpack::unpack_with(&p, &mut scratch, &mut h, b"\x02\x01a", 0).unwrap();
+    assert_eq!(end, 3);
+    assert_eq!(
+        v,
+        map(&[("flags", int(2)), ("n", int(1)), ("data", bytes(b"a"))])
+    );
+    let e = unpack::unpack_with(&p, &mut scratch, &mut h, b"\x00", 0).unwrap_err();
+    assert_eq!(
+        (e.path(), e.offset, e.message()),
+        (
+            "data".to_string(),
+            1,
+            "data: cannot compute the length: field 'n' is not present".to_string()
+        )
+    );
+}
+
+#[test]
 fn dns_names_compress_against_the_outermost_value() {
     let dn = |c: bool| json!({"t": "dnsname", "compress": c});
     let p = prog(st(
