@@ -994,8 +994,11 @@ impl<'a> Reader<'a> {
                     (len, Event::Ref(slot))
                 },
             );
+            debug_assert!(len <= rest.len());
+            // SAFETY: every atom above was read from `rest` whole (each arm checks that its
+            // encoding lies within `rest` before it gives its length), so `len` bytes remain.
+            rest = unsafe { rest.get_unchecked(len..) };
             left -= 1;
-            rest = rest.get(len..).unwrap_or_default();
             if !sink(event) {
                 break;
             }
