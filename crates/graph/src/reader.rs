@@ -426,6 +426,12 @@ impl<'a> Reader<'a> {
 
     /// Reads the whole body, discarding events: full validation without building.
     pub fn validate(mut self) -> Result<(), ReadError> {
+        self.check()
+    }
+
+    /// [`Reader::validate`] in place, so that the caller can take the reader's storage
+    /// back ([`Reader::take_buffers`]) for the next reader.
+    pub fn check(&mut self) -> Result<(), ReadError> {
         loop {
             self.skip_atoms();
             if self.next_event()?.is_none() {
@@ -941,14 +947,16 @@ impl<'a> Reader<'a> {
         let Some(budget) = self.run_budget() else {
             return;
         };
-        let buf = self.buf;
+        let buf: &'a [u8] = self.buf;
         let max_str = self.limits.max_str_len;
-        let mut pos = self.pos;
-        let mut n = 0u64;
-        while n < budget {
-            let Some(rest) = buf.get(pos..) else {
-                break;
-            };
+        // The unread bytes and the values still allowed, each one number kept across the
+        // sink's calls (rather than a position and a count against the budget): the
+        // callers' loops run short of registers.
+        let Some(mut rest) = buf.get(self.pos..) else {
+            return;
+        };
+        let mut left = budget;
+        while left > 0 {
             let Some((&tag, data)) = rest.split_first() else {
                 break;
             };
@@ -986,13 +994,16 @@ impl<'a> Reader<'a> {
                     (len, Event::Ref(slot))
                 },
             );
-            n += 1;
-            pos += len;
+            debug_assert!(len <= rest.len());
+            // SAFETY: every atom above was read from `rest` whole (each arm checks that its
+            // encoding lies within `rest` before it gives its length), so `len` bytes remain.
+            rest = unsafe { rest.get_unchecked(len..) };
+            left -= 1;
             if !sink(event) {
                 break;
             }
         }
-        self.end_run(n, pos);
+        self.end_run(budget - left, buf.len() - rest.len());
     }
 
     /// The floats at the front of the innermost open container, consumed (each a FLOAT64

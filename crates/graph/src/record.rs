@@ -1,7 +1,7 @@
 //! Opening a whole record: header, size limit, framing and integrity, before any decoding.
 
 use crate::error::ReadError;
-use crate::header::Header;
+use crate::header::{Header, MAGIC, VERSION};
 use crate::integrity::{self, TAG_LEN};
 use crate::limits::Limits;
 
@@ -9,7 +9,49 @@ use crate::limits::Limits;
 ///
 /// Order matters: size first (cheap, bounds all work), then framing, then the HMAC tag,
 /// all before a single body byte is interpreted.
+#[inline(always)]
 pub fn open<'a>(
+    input: &'a [u8],
+    key: Option<&[u8]>,
+    limits: &Limits,
+) -> Result<&'a [u8], ReadError> {
+    if key.is_none() {
+        if let Some(body) = open_plain(input, limits) {
+            return Ok(body);
+        }
+    }
+    open_checked(input, key, limits)
+}
+
+/// The common record, read inline: unsigned (and no key given), its body length in at
+/// most three bytes, and exactly as long as its header says. `None` leaves anything else,
+/// every error among it, to [`open_checked`], which takes the same records the same way.
+#[inline(always)]
+fn open_plain<'a>(input: &'a [u8], limits: &Limits) -> Option<&'a [u8]> {
+    let [m0, m1, VERSION, 0, b0, ref rest @ ..] = *input else {
+        return None;
+    };
+    if [m0, m1] != MAGIC {
+        return None;
+    }
+    let (body_len, header_len) = match (b0, rest) {
+        (0..0x80, _) => (usize::from(b0), 5),
+        (_, &[b1, ..]) if b1 < 0x80 => (usize::from(b0 & 0x7f) | usize::from(b1) << 7, 6),
+        (_, &[b1, b2, ..]) if b2 < 0x80 => (
+            usize::from(b0 & 0x7f) | usize::from(b1 & 0x7f) << 7 | usize::from(b2) << 14,
+            7,
+        ),
+        _ => return None,
+    };
+    if header_len + body_len != input.len() || input.len() as u64 > limits.max_bytes {
+        return None;
+    }
+    input.get(header_len..)
+}
+
+/// [`open`] in full.
+#[inline(never)]
+fn open_checked<'a>(
     input: &'a [u8],
     key: Option<&[u8]>,
     limits: &Limits,
@@ -104,6 +146,60 @@ mod tests {
             open(&tampered, Some(b"k"), &l).unwrap_err().kind,
             ErrorKind::Integrity
         );
+    }
+
+    #[test]
+    fn the_inline_path_agrees_with_the_full_one() {
+        let same = |input: &[u8], limits: &Limits| {
+            let (a, b) = (open(input, None, limits), open_checked(input, None, limits));
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{input:?}");
+        };
+        let l = Limits::default();
+        // Body lengths at each varint width the inline path takes, and past it.
+        for n in [
+            0usize,
+            1,
+            127,
+            128,
+            300,
+            16383,
+            16384,
+            (1 << 21) - 1,
+            1 << 21,
+        ] {
+            let mut w = Writer::default();
+            w.bytes(&vec![7u8; n.saturating_sub(4)]);
+            let (buf, start) = w.finish(None);
+            let r = &buf[start..];
+            same(r, &l);
+            assert!(open(r, None, &l).is_ok());
+            same(&r[..r.len() - 1], &l);
+            let mut longer = r.to_vec();
+            longer.push(0);
+            same(&longer, &l);
+            let tight = Limits {
+                max_bytes: r.len() as u64 - 1,
+                ..Limits::default()
+            };
+            same(r, &tight);
+        }
+        // Every cut, every byte of the header changed, a non-minimal length.
+        let r = record(None);
+        for cut in 0..=r.len() {
+            same(&r[..cut], &l);
+        }
+        for at in 0..6 {
+            for v in 0..=255u8 {
+                let mut t = r.clone();
+                t[at] = v;
+                same(&t, &l);
+            }
+        }
+        let mut padded = r[..4].to_vec();
+        padded.extend_from_slice(&[0x88, 0x00]);
+        padded.extend_from_slice(&r[5..]);
+        same(&padded, &l);
+        assert!(open(&padded, None, &l).is_ok());
     }
 
     #[test]

@@ -547,3 +547,27 @@ pub unsafe fn ascii_text<'a>(p: *mut ffi::PyObject) -> Option<&'a [u8]> {
         n,
     ))
 }
+
+/// Runs `f` with the GIL released, as `Python::detach` does but without its bookkeeping
+/// (pyo3's attach count, its pending reference counts), which costs about 50 instructions
+/// a call, a call it makes out of line: for the copies and checks of large `loads` inputs
+/// and outputs. The GIL is taken back when `f` returns or unwinds.
+///
+/// `f` must be plain Rust work that never touches Python (no pyo3 call at all: pyo3 still
+/// counts this thread as attached while it runs); `Send` keeps Python objects out of its
+/// captures.
+#[inline(always)]
+pub fn without_gil<T>(_py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+    struct Reattach(*mut ffi::PyThreadState);
+    impl Drop for Reattach {
+        #[inline(always)]
+        fn drop(&mut self) {
+            // SAFETY: the thread state this thread released below, taken back once.
+            unsafe { ffi::PyEval_RestoreThread(self.0) }
+        }
+    }
+    // SAFETY: the GIL is held (`_py`); it is released here and taken back by the guard,
+    // on return and on unwinding alike, and `f` never touches Python meanwhile (above).
+    let _guard = Reattach(unsafe { ffi::PyEval_SaveThread() });
+    f()
+}

@@ -48,9 +48,10 @@ fn new_large_str(s: &[u8]) -> *mut ffi::PyObject {
     // Addresses as integers: the closures run without the GIL and must be Send. `s` is
     // the caller's input (immutable bytes, or a private copy), alive for the whole call.
     let (src, n) = (s.as_ptr() as usize, s.len());
-    // SAFETY: src points at n live bytes (see above).
-    let ascii =
-        py.detach(move || unsafe { std::slice::from_raw_parts(src as *const u8, n) }.is_ascii());
+    let ascii = cpython::without_gil(py, move || {
+        // SAFETY: src points at n live bytes (see above).
+        unsafe { std::slice::from_raw_parts(src as *const u8, n) }.is_ascii()
+    });
     if !ascii {
         return new_str_general(s);
     }
@@ -59,7 +60,7 @@ fn new_large_str(s: &[u8]) -> *mut ffi::PyObject {
     if !p.is_null() {
         // SAFETY: p is a new compact ASCII str of n characters.
         let dst = unsafe { ffi::PyUnicode_1BYTE_DATA(p) } as usize;
-        py.detach(move || {
+        cpython::without_gil(py, move || {
             crate::alloc::prefault(dst as *mut u8, n);
             // SAFETY: nobody else references the new str yet; src holds n bytes.
             unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) }
@@ -443,10 +444,37 @@ type Restore<'py> = (
 
 /// What a builder allocates, kept per thread between calls so that loading a small
 /// record allocates nothing but its result. Always empty while stored.
-struct Scratch {
+pub(super) struct Scratch {
     reader: ReaderBuffers,
     frames: Vec<Frame<'static>>,
     memo: Vec<Option<Bound<'static, PyAny>>>,
+}
+
+impl Scratch {
+    /// The reader storage, for a reader of its own (the check of a large record, which
+    /// runs without the GIL: only these buffers, which hold no Python object, go there).
+    pub(super) fn take_reader(&mut self) -> ReaderBuffers {
+        std::mem::take(&mut self.reader)
+    }
+
+    /// Gives back what [`Scratch::take_reader`] took.
+    pub(super) fn put_reader(&mut self, reader: ReaderBuffers) {
+        // What it replaces is what `take_reader` left, which holds no storage.
+        std::mem::forget(std::mem::replace(&mut self.reader, reader));
+    }
+}
+
+/// This thread's kept storage for one call (`None` for the first call and a nested one),
+/// handed to [`Builder::with_scratch`] or back to [`put_scratch`].
+pub(super) fn take_scratch() -> Option<Scratch> {
+    SCRATCH.with(std::cell::Cell::take)
+}
+
+/// Keeps storage from [`take_scratch`] for the next call.
+#[cold]
+pub(super) fn put_scratch(scratch: Option<Scratch>) {
+    // At thread exit the slot may already be gone; then the storage is simply freed.
+    let _ = SCRATCH.try_with(|slot| slot.set(scratch));
 }
 
 /// Storage beyond this (after an unusually large record) is freed rather than kept.
@@ -497,7 +525,19 @@ impl<'py, 'a> Builder<'py, 'a> {
         classes: AllowedClasses<'py>,
     ) -> Self {
         // A nested call (a migration that loads) finds the slot empty and allocates anew.
-        let scratch = SCRATCH.with(std::cell::Cell::take);
+        Self::with_scratch(py, cfg, body, limits, classes, take_scratch())
+    }
+
+    /// [`Builder::new`] in storage from [`take_scratch`].
+    #[inline(always)]
+    pub(super) fn with_scratch(
+        py: Python<'py>,
+        cfg: &'static Config,
+        body: &'a [u8],
+        limits: Limits,
+        classes: AllowedClasses<'py>,
+        scratch: Option<Scratch>,
+    ) -> Self {
         let (reader, frames, memo) = match scratch {
             Some(s) => {
                 let Scratch {

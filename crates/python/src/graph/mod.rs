@@ -86,7 +86,7 @@ pub(crate) fn new_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
         // SAFETY: p is a new bytes object of n bytes.
         let (src, dst) = (data.as_ptr() as usize, unsafe { ffi::PyBytes_AsString(p) }
             as usize);
-        py.detach(move || {
+        crate::cpython::without_gil(py, move || {
             crate::alloc::prefault(dst as *mut u8, n as usize);
             // SAFETY: nobody else references the new object yet, and `data` (immutable
             // bytes of an object the caller holds, or memory of its own) outlives the call.
@@ -352,13 +352,20 @@ pub(crate) fn input_bytes<'a>(
 }
 
 /// The `pickle.Limits` a caller passed (or the defaults), shared by `loads` and `loads_pickle`.
+#[inline(always)]
 pub(crate) fn limits_from(
     cfg: &config::Config,
     limits: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Limits> {
-    let Some(limits) = limits.filter(|l| !l.is_none()) else {
-        return Ok(Limits::default());
-    };
+    match limits.filter(|l| !l.is_none()) {
+        None => Ok(Limits::default()),
+        Some(limits) => limits_given(cfg, limits),
+    }
+}
+
+/// [`limits_from`] for a `limits=` that was given.
+#[inline(never)]
+fn limits_given(cfg: &config::Config, limits: &Bound<'_, PyAny>) -> PyResult<Limits> {
     if !limits.is_instance(cfg.limits_type.bind(limits.py()))? {
         return Err(PyTypeError::new_err(format!(
             "limits must be a pickle.Limits, not {}",
@@ -393,54 +400,102 @@ fn loads_args<'py>(
     data: &Bound<'py, PyAny>,
     [classes, hmac_key, limits]: [Option<&Bound<'py, PyAny>>; 3],
 ) -> PyResult<Bound<'py, PyAny>> {
-    loads(py, data, classes.cloned(), hmac_key, limits)
+    loads(py, data, classes, hmac_key, limits)
 }
 
 /// Rebuild the object graph of one record; only `classes` may be instantiated.
 fn loads<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    classes: Option<Bound<'py, PyAny>>,
+    classes: Option<&Bound<'py, PyAny>>,
     hmac_key: Option<&Bound<'py, PyAny>>,
     limits: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = config::get(py)?;
     let limits = limits_from(cfg, limits)?;
     let key = key_bytes(hmac_key)?;
-    let classes = classes.unwrap_or_else(|| PyTuple::empty(py).into_any());
+    let none_given;
+    let classes = match classes {
+        Some(classes) => classes,
+        None => {
+            none_given = PyTuple::empty(py).into_any();
+            &none_given
+        }
+    };
     load_record(py, cfg, data, classes, key.as_deref(), limits, None)
 }
 
-/// `loads` with its options already checked: `classes` as `classes=` takes it.
+/// `loads` with its options already checked: `classes` as `classes=` takes it (a new
+/// reference to it is only taken for the general builder).
 #[inline(always)]
 fn load_record<'py>(
     py: Python<'py>,
     cfg: &'static config::Config,
     data: &Bound<'py, PyAny>,
-    classes: Bound<'py, PyAny>,
+    classes: &Bound<'py, PyAny>,
     key: Option<&[u8]>,
     limits: Limits,
     kept: Option<&Kept>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut copied = Vec::new();
     let input = input_bytes(data, &mut copied, "loads")?;
-    let body = if input.len() >= RELEASE_GIL_FROM {
-        py.detach(|| {
-            let body = record::open(input, key, &limits)?;
-            Reader::new(body, limits).validate()?;
-            Ok(body)
-        })
-    } else {
-        record::open(input, key, &limits)
+    if input.len() >= RELEASE_GIL_FROM {
+        return load_large(py, cfg, input, classes, key, limits, kept);
     }
-    .map_err(|e| errors::read_error(py, cfg, &e))?;
+    let body = record::open(input, key, &limits).map_err(|e| errors::read_error(py, cfg, &e))?;
     if small::eligible(body, &limits, kept.is_some()) {
         if let Some(value) = small::build(body, kept) {
             // SAFETY: a new reference.
             return Ok(unsafe { Bound::from_owned_ptr(py, value) });
         }
     }
-    let builder = Builder::new(py, cfg, body, limits, AllowedClasses::new(classes));
+    let builder = Builder::new(py, cfg, body, limits, AllowedClasses::new(classes.clone()));
+    match kept {
+        Some(kept) => builder.with_kept(kept).build(),
+        None => builder.build(),
+    }
+}
+
+/// [`load_record`] for a large input (never one for `small`): it is opened and checked
+/// whole with the GIL released first, in the reader storage this thread keeps for its
+/// builders (so the check allocates nothing), which then goes on to the builder.
+#[inline(never)]
+fn load_large<'py>(
+    py: Python<'py>,
+    cfg: &'static config::Config,
+    input: &[u8],
+    classes: &Bound<'py, PyAny>,
+    key: Option<&[u8]>,
+    limits: Limits,
+    kept: Option<&Kept>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut scratch = builder::take_scratch();
+    let buffers = scratch.as_mut().map(builder::Scratch::take_reader);
+    let (body, buffers) = crate::cpython::without_gil(py, move || {
+        let buffers = buffers.unwrap_or_default();
+        match record::open(input, key, &limits) {
+            Err(e) => (Err(e), buffers),
+            Ok(body) => {
+                // Never dropped: `take_buffers` leaves it nothing to free.
+                let mut reader =
+                    std::mem::ManuallyDrop::new(Reader::with_buffers(body, limits, buffers));
+                let checked = reader.check().map(|()| body);
+                (checked, reader.take_buffers())
+            }
+        }
+    });
+    if let Some(s) = scratch.as_mut() {
+        s.put_reader(buffers);
+    }
+    let body = match body {
+        Ok(body) => body,
+        Err(e) => {
+            builder::put_scratch(scratch);
+            return Err(errors::read_error(py, cfg, &e));
+        }
+    };
+    let classes = AllowedClasses::new(classes.clone());
+    let builder = Builder::with_scratch(py, cfg, body, limits, classes, scratch);
     match kept {
         Some(kept) => builder.with_kept(kept).build(),
         None => builder.build(),
@@ -535,7 +590,7 @@ impl Decoder {
             py,
             cfg,
             data,
-            self.classes.bind(py).clone(),
+            self.classes.bind(py),
             self.key.as_deref(),
             self.limits,
             self.kept.as_ref(),
