@@ -548,6 +548,22 @@ pub unsafe fn ascii_text<'a>(p: *mut ffi::PyObject) -> Option<&'a [u8]> {
     ))
 }
 
+/// Whether the calling thread (which holds the GIL) is the only thread state of its
+/// interpreter. Every thread that runs Python has one, made before it first asks for the
+/// GIL (`threading` makes it in the starting thread, under the GIL); a thread of C code
+/// that is adding its own meanwhile (`PyGILState_Ensure`) only waits for this call as it
+/// would behind any other one.
+#[inline(always)]
+fn only_thread() -> bool {
+    // SAFETY: the GIL is held, so the interpreter and its state list are live; the list is
+    // read, never changed (the public calls debuggers and faulthandler use). pyo3 refuses
+    // to import this module in a subinterpreter, so this thread's is the main one.
+    unsafe {
+        let head = ffi::PyInterpreterState_ThreadHead(ffi::PyInterpreterState_Main());
+        ffi::PyThreadState_Next(head).is_null()
+    }
+}
+
 /// Runs `f` with the GIL released, as `Python::detach` does but without its bookkeeping
 /// (pyo3's attach count, its pending reference counts), which costs about 50 instructions
 /// a call, a call it makes out of line: for the copies and checks of large `loads` inputs
@@ -556,8 +572,15 @@ pub unsafe fn ascii_text<'a>(p: *mut ffi::PyObject) -> Option<&'a [u8]> {
 /// `f` must be plain Rust work that never touches Python (no pyo3 call at all: pyo3 still
 /// counts this thread as attached while it runs); `Send` keeps Python objects out of its
 /// captures.
+///
+/// A thread that is the interpreter's only one keeps the GIL: nobody could take it, and
+/// handing it over and back costs several hundred instructions (about as much as a 1 MB
+/// `loads` does besides its copy).
 #[inline(always)]
 pub fn without_gil<T>(_py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+    if only_thread() {
+        return f();
+    }
     struct Reattach(*mut ffi::PyThreadState);
     impl Drop for Reattach {
         #[inline(always)]

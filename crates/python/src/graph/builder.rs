@@ -40,33 +40,41 @@ pub(super) fn new_str(s: &[u8]) -> *mut ffi::PyObject {
     new_str_general(s)
 }
 
-/// `new_str` for large text: ASCII is checked and copied with the GIL released.
+/// `new_str` for large text: ASCII is checked and copied with the GIL released, in one
+/// hand-over (each costs a thousand instructions or more): the str is made first, as if
+/// the text were ASCII, and dropped again when it is not.
 #[inline(never)]
 fn new_large_str(s: &[u8]) -> *mut ffi::PyObject {
     // SAFETY: the builder runs attached to the interpreter (it creates objects throughout).
     let py = unsafe { Python::assume_attached() };
-    // Addresses as integers: the closures run without the GIL and must be Send. `s` is
-    // the caller's input (immutable bytes, or a private copy), alive for the whole call.
-    let (src, n) = (s.as_ptr() as usize, s.len());
-    let ascii = cpython::without_gil(py, move || {
-        // SAFETY: src points at n live bytes (see above).
-        unsafe { std::slice::from_raw_parts(src as *const u8, n) }.is_ascii()
-    });
-    if !ascii {
-        return new_str_general(s);
-    }
+    let n = s.len();
     // SAFETY: plain constructor of a str of n ASCII characters, filled below.
     let p = unsafe { ffi::PyUnicode_New(n as ffi::Py_ssize_t, 127) };
-    if !p.is_null() {
-        // SAFETY: p is a new compact ASCII str of n characters.
-        let dst = unsafe { ffi::PyUnicode_1BYTE_DATA(p) } as usize;
-        cpython::without_gil(py, move || {
-            crate::alloc::prefault(dst as *mut u8, n);
-            // SAFETY: nobody else references the new str yet; src holds n bytes.
-            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) }
-        });
+    if p.is_null() {
+        return p;
     }
-    p
+    // Addresses as integers: the closure runs without the GIL and must be Send. `s` is
+    // the caller's input (immutable bytes, or a private copy), alive for the whole call.
+    // SAFETY: p is a new compact ASCII str of n characters.
+    let (src, dst) = (s.as_ptr() as usize, unsafe { ffi::PyUnicode_1BYTE_DATA(p) }
+        as usize);
+    let ascii = cpython::without_gil(py, move || {
+        // SAFETY: src points at n live bytes (see above).
+        let text = unsafe { std::slice::from_raw_parts(src as *const u8, n) };
+        if !text.is_ascii() {
+            return false;
+        }
+        crate::alloc::prefault(dst as *mut u8, n);
+        // SAFETY: nobody else references the new str yet; src holds n bytes.
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) };
+        true
+    });
+    if ascii {
+        return p;
+    }
+    // SAFETY: p is the new str made above, referenced only here.
+    unsafe { ffi::Py_DECREF(p) };
+    new_str_general(s)
 }
 
 /// `new_str` for text that is not ASCII or is shorter than two bytes.

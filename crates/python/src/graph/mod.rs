@@ -74,6 +74,12 @@ fn drop_buffer(buf: Vec<u8>) {
 /// A new bytes object holding `data` (NULL with an exception set on failure); large data is
 /// copied with the GIL released, so other threads run meanwhile.
 pub(crate) fn new_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
+    new_bytes_inline(py, data)
+}
+
+/// [`new_bytes`], inline.
+#[inline(always)]
+fn new_bytes_inline(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
     let n = data.len() as ffi::Py_ssize_t;
     if data.len() < RELEASE_GIL_FROM {
         // SAFETY: data is a live slice; plain constructor.
@@ -84,8 +90,8 @@ pub(crate) fn new_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
     if !p.is_null() {
         // Addresses as integers: the closure runs without the GIL and must be Send.
         // SAFETY: p is a new bytes object of n bytes.
-        let (src, dst) = (data.as_ptr() as usize, unsafe { ffi::PyBytes_AsString(p) }
-            as usize);
+        let dst = p as usize + std::mem::offset_of!(ffi::PyBytesObject, ob_sval);
+        let src = data.as_ptr() as usize;
         crate::cpython::without_gil(py, move || {
             crate::alloc::prefault(dst as *mut u8, n as usize);
             // SAFETY: nobody else references the new object yet, and `data` (immutable
@@ -331,6 +337,7 @@ fn assemble<'py>(
 
 /// The bytes of a `data` argument: bytes as they are; bytearray and memoryview, which may
 /// change under us, as a private copy in `copy`. `function` names the caller in the error.
+#[inline(always)]
 pub(crate) fn input_bytes<'a>(
     data: &'a Bound<'_, PyAny>,
     copy: &'a mut Vec<u8>,
@@ -339,6 +346,16 @@ pub(crate) fn input_bytes<'a>(
     if let Ok(b) = data.cast::<PyBytes>() {
         return Ok(b.as_bytes());
     }
+    input_buffer(data, copy, function)
+}
+
+/// [`input_bytes`] for anything but bytes.
+#[inline(never)]
+fn input_buffer<'a>(
+    data: &'a Bound<'_, PyAny>,
+    copy: &'a mut Vec<u8>,
+    function: &str,
+) -> PyResult<&'a [u8]> {
     if !data.is_instance_of::<pyo3::types::PyString>() {
         if let Ok(buffer) = PyBuffer::<u8>::get(data) {
             *copy = buffer.to_vec(data.py())?;
@@ -422,7 +439,7 @@ fn loads<'py>(
             &none_given
         }
     };
-    load_record(py, cfg, data, classes, key.as_deref(), limits, None)
+    load_record(py, cfg, data, classes, key.as_deref(), &limits, None)
 }
 
 /// `loads` with its options already checked: `classes` as `classes=` takes it (a new
@@ -434,46 +451,65 @@ fn load_record<'py>(
     data: &Bound<'py, PyAny>,
     classes: &Bound<'py, PyAny>,
     key: Option<&[u8]>,
-    limits: Limits,
+    limits: &Limits,
     kept: Option<&Kept>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut copied = Vec::new();
     let input = input_bytes(data, &mut copied, "loads")?;
     if input.len() >= RELEASE_GIL_FROM {
-        return load_large(py, cfg, input, classes, key, limits, kept);
+        // Unsigned: opening is reading the header (a signed record is verified with the
+        // GIL released, in `load_large`).
+        let opened = match key {
+            None => {
+                let opened = record::open(input, None, limits);
+                if let Ok(body) = opened {
+                    if let Some(value) = single_blob(py, body, limits) {
+                        return Ok(value);
+                    }
+                }
+                Some(opened)
+            }
+            Some(_) => None,
+        };
+        return load_large(py, cfg, input, opened, classes, key, *limits, kept);
     }
-    let body = record::open(input, key, &limits).map_err(|e| errors::read_error(py, cfg, &e))?;
-    if small::eligible(body, &limits, kept.is_some()) {
+    let body = record::open(input, key, limits).map_err(|e| errors::read_error(py, cfg, &e))?;
+    if small::eligible(body, limits, kept.is_some()) {
         if let Some(value) = small::build(body, kept) {
             // SAFETY: a new reference.
             return Ok(unsafe { Bound::from_owned_ptr(py, value) });
         }
     }
-    let builder = Builder::new(py, cfg, body, limits, AllowedClasses::new(classes.clone()));
+    let builder = Builder::new(py, cfg, body, *limits, AllowedClasses::new(classes.clone()));
     match kept {
         Some(kept) => builder.with_kept(kept).build(),
         None => builder.build(),
     }
 }
 
-/// [`load_record`] for a large input (never one for `small`): it is opened and checked
-/// whole with the GIL released first, in the reader storage this thread keeps for its
-/// builders (so the check allocates nothing), which then goes on to the builder.
+/// [`load_record`] for a large input (never one for `small`): it is opened (unless
+/// `opened` holds the outcome already) and checked whole with the GIL released first, in
+/// the reader storage this thread keeps for its builders (so the check allocates nothing),
+/// which then goes on to the builder.
+#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn load_large<'py>(
     py: Python<'py>,
     cfg: &'static config::Config,
     input: &[u8],
+    opened: Option<Result<&[u8], bytewright_graph::ReadError>>,
     classes: &Bound<'py, PyAny>,
     key: Option<&[u8]>,
     limits: Limits,
     kept: Option<&Kept>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // Unsigned: opening is reading the header (a signed record is verified below, with
+    // the GIL released).
     let mut scratch = builder::take_scratch();
     let buffers = scratch.as_mut().map(builder::Scratch::take_reader);
     let (body, buffers) = crate::cpython::without_gil(py, move || {
         let buffers = buffers.unwrap_or_default();
-        match record::open(input, key, &limits) {
+        match opened.unwrap_or_else(|| record::open(input, key, &limits)) {
             Err(e) => (Err(e), buffers),
             Ok(body) => {
                 // Never dropped: `take_buffers` leaves it nothing to free.
@@ -500,6 +536,67 @@ fn load_large<'py>(
         Some(kept) => builder.with_kept(kept).build(),
         None => builder.build(),
     }
+}
+
+/// The value of a record whose body is one large bytes or str (the whole of a 1 MB blob):
+/// built straight away, its copy the only step made with the GIL released; checking the
+/// rest would hand the GIL over once more for nothing. `None` for any other body, and for
+/// one this cannot build (a str that is not UTF-8, a limit exceeded), which the general
+/// path then reads and reports.
+#[inline(always)]
+fn single_blob<'py>(py: Python<'py>, body: &[u8], limits: &Limits) -> Option<Bound<'py, PyAny>> {
+    use bytewright_graph::tags::{BYTES, STR};
+    let (&tag, rest) = body.split_first()?;
+    if tag | (BYTES ^ STR) != BYTES {
+        return None;
+    }
+    cold_single_blob(py, tag, rest, limits)
+}
+
+#[inline(never)]
+fn cold_single_blob<'py>(
+    py: Python<'py>,
+    tag: u8,
+    rest: &[u8],
+    limits: &Limits,
+) -> Option<Bound<'py, PyAny>> {
+    use bytewright_graph::tags::BYTES;
+    // The length: up to three varint bytes inline (2 MiB; the header allows no more
+    // unless it is longer), the general reader otherwise.
+    let (n, pos) = match *rest {
+        [b0 @ 0..0x80, ..] => (u64::from(b0), 1),
+        [b0, b1 @ 0..0x80, ..] => (u64::from(b0 & 0x7f) | u64::from(b1) << 7, 2),
+        [b0, b1, b2 @ 0..0x80, ..] => (
+            u64::from(b0 & 0x7f) | u64::from(b1 & 0x7f) << 7 | u64::from(b2) << 14,
+            3,
+        ),
+        _ => {
+            let mut pos = 0;
+            (bytewright_graph::varint::get(rest, &mut pos)?, pos)
+        }
+    };
+    let max = if tag == BYTES {
+        limits.max_bytes_len
+    } else {
+        limits.max_str_len
+    };
+    if n > max || limits.max_items == 0 || rest.len() - pos != usize::try_from(n).ok()? {
+        return None;
+    }
+    let data = &rest[pos..];
+    let p = if tag == BYTES {
+        new_bytes_inline(py, data)
+    } else {
+        builder::new_str(data)
+    };
+    if p.is_null() {
+        // The general path makes the same object again and reports its failure.
+        // SAFETY: p is NULL with an exception set, dropped here.
+        unsafe { ffi::PyErr_Clear() };
+        return None;
+    }
+    // SAFETY: a new reference.
+    Some(unsafe { Bound::from_owned_ptr(py, p) })
 }
 
 /// `bytewright.pickle.Decoder`: `loads` with its options checked once.
@@ -592,7 +689,7 @@ impl Decoder {
             data,
             self.classes.bind(py),
             self.key.as_deref(),
-            self.limits,
+            &self.limits,
             self.kept.as_ref(),
         )
     }
