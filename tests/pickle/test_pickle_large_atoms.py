@@ -1,0 +1,94 @@
+"""A record that is one large bytes or str (built without the general reader) behaves as
+any other: the same values, the same limits, the same errors, with or without other threads."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from bytewright import pickle
+
+BIG = 200_000  # above the size from which loads copies with the GIL released
+
+
+def _other_thread() -> tuple[threading.Thread, threading.Event]:
+    """A second thread that waits: loads then hands the GIL over around its copies."""
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, daemon=True)
+    t.start()
+    return t, stop
+
+
+@pytest.mark.parametrize("threads", [False, True])
+@pytest.mark.parametrize(
+    "value",
+    [
+        bytes(range(256)) * (BIG // 256),
+        "a" * BIG,
+        "é" * BIG,
+        "x" * (BIG - 1) + "\u20ac",
+        b"",
+        "q" * 70_000,
+    ],
+    ids=["bytes", "ascii", "latin", "ascii-then-euro", "empty", "just-above"],
+)
+def test_single_large_atom_round_trips(value: object, threads: bool) -> None:
+    other = _other_thread() if threads else None
+    try:
+        data = pickle.dumps(value)
+        for loads in (pickle.loads, pickle.Decoder().loads):
+            out = loads(data)
+            assert out == value and type(out) is type(value)
+            assert loads(bytearray(data)) == value
+            assert loads(memoryview(data)) == value
+    finally:
+        if other is not None:
+            other[1].set()
+            other[0].join()
+
+
+@pytest.mark.parametrize(
+    ("value", "limit", "name"),
+    [
+        (b"b" * BIG, {"max_bytes_len": BIG - 1}, "bytes"),
+        ("s" * BIG, {"max_str_len": BIG - 1}, "str"),
+        (b"b" * BIG, {"max_items": 0}, "objects"),
+    ],
+)
+def test_single_large_atom_limits(value: object, limit: dict[str, int], name: str) -> None:
+    data = pickle.dumps(value)
+    with pytest.raises(pickle.LimitError, match=name):
+        pickle.loads(data, limits=pickle.Limits(**limit))
+    with pytest.raises(pickle.LimitError, match=name):
+        pickle.Decoder(limits=pickle.Limits(**limit)).loads(data)
+    exact = {k: v + 1 for k, v in limit.items()}
+    assert pickle.loads(data, limits=pickle.Limits(**exact)) == value
+
+
+def test_single_large_str_that_is_not_utf8_is_an_error() -> None:
+    data = bytearray(pickle.dumps("a" * BIG))
+    data[-1] = 0xFF  # the str's last byte: no longer UTF-8
+    with pytest.raises(pickle.UnpicklingValueError, match="cannot rebuild str") as e:
+        pickle.loads(bytes(data))
+    assert "at byte" in str(e.value)
+
+
+@pytest.mark.parametrize("cut", [1, 2, 100, BIG // 2])
+def test_single_large_atom_truncated_or_padded(cut: int) -> None:
+    data = pickle.dumps(b"z" * BIG)
+    with pytest.raises(pickle.UnpicklingError):
+        pickle.loads(data[:-cut])
+    with pytest.raises(pickle.UnpicklingError):
+        pickle.loads(data + b"\0" * cut)
+
+
+def test_single_large_atom_signed() -> None:
+    key = b"k" * 32
+    value = b"s" * BIG
+    data = pickle.dumps(value, hmac_key=key)
+    assert pickle.loads(data, hmac_key=key) == value
+    bad = bytearray(data)
+    bad[-1] ^= 1
+    with pytest.raises(pickle.IntegrityError):
+        pickle.loads(bytes(bad), hmac_key=key)
