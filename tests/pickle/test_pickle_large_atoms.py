@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from bytewright import pickle
 
 BIG = 200_000  # above the size from which loads copies with the GIL released
