@@ -160,8 +160,13 @@ def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bo
             spec = value
         else:
             spec = PLAIN if value is MISSING else FieldSpec(default=value)
+        # A StructField without a call of its __init__ (three slot stores, no frame).
+        sf = _new_field(StructField)
+        sf.name = fname
+        sf.annotation = ann
+        sf.spec = spec
+        declared.append(sf)
         if spec.is_pad:
-            declared.append(StructField(fname, ann, spec))
             continue
         if fname not in _FIELD_NAMES:
             if (
@@ -173,10 +178,12 @@ def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bo
                 raise schema_error(f"{name}.{fname}", "this name is reserved and cannot be a field")
             if len(_FIELD_NAMES) < 4096:
                 _FIELD_NAMES.add(fname)
-        declared.append(StructField(fname, ann, spec))
         slots.append(fname)
     ns["__slots__"] = tuple(slots)
     return tuple(declared), strings
+
+
+_new_field = object.__new__
 
 
 def _caller_locals(strings: bool, caller: Any) -> dict[str, Any] | None:
