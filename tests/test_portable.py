@@ -16,7 +16,14 @@ import bytewright as bw
 from bytewright import _native
 from bytewright import pickle as bwp
 
-FAST_PATHS = {"int_digits", "list_internals", "private_functions", "int_to_bytes", "dict_entries"}
+FAST_PATHS = {
+    "int_digits",
+    "list_internals",
+    "private_functions",
+    "int_to_bytes",
+    "dict_entries",
+    "bytes_in_place",
+}
 
 
 def fast_paths_in_child(portable: str | None) -> dict[str, bool]:
@@ -39,6 +46,7 @@ def test_this_run_takes_the_paths_its_environment_asks_for():
         assert all(paths.values()) == (sys.int_info.bits_per_digit == 30), paths
         assert paths["list_internals"] and paths["private_functions"], paths
         assert paths["dict_entries"], paths
+        assert paths["bytes_in_place"], paths
 
 
 def test_the_variable_is_read_once_at_import(monkeypatch):

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from _operator import call  # operator's C half: importing operator.py costs more
-from itertools import repeat
-
 from bytewright import _native
 from bytewright._value import MISSING, Value
 from bytewright.errors import SchemaError, unknown
@@ -65,8 +62,8 @@ __all__ = [
     "pad",
 ]
 
-# Options whose "not given" is MISSING (None is a value); the others default to None.
-_VALUED = ("default", "const")
+# Every option, in slot order ("default" and "const" are MISSING when not given: None is a
+# value; the others default to None).
 _OPTIONS = (
     "default",
     "len",
@@ -88,7 +85,6 @@ _OPTIONS = (
     "convert",
     "checksum",
 )
-_KNOWN = frozenset(_OPTIONS)
 
 
 class Limits(Value):
@@ -152,17 +148,61 @@ class FieldSpec(Value):
     is_pad: bool
     pad_size: int
 
-    def __init__(self, *, is_pad: bool = False, pad_size: int = 0, **options: Any) -> None:
-        if not _KNOWN.issuperset(options):
-            for k in options:
-                if k not in _KNOWN:
-                    raise unknown(f"unknown field option {k!r}", k, _OPTIONS, kind="unknown_option")
-        # Every slot through its descriptor, in one C-level pass (map/call, no loop of bytecode).
-        any(map(call, _SLOT_SETTERS, repeat(self), map(options.get, _OPTIONS, _DEFAULTS)))
-        if self.nul_terminated is None:
-            _SLOT_SETTERS[_OPTIONS.index("nul_terminated")](self, False)
-        _set_is_pad(self, is_pad)
-        _set_pad_size(self, pad_size)
+    def __new__(
+        cls,
+        *,
+        default: Any = MISSING,
+        len: Length | None = None,
+        count: Length | None = None,
+        size: int | str | None = None,
+        encoding: str | None = None,
+        when: str | None = None,
+        byteorder: str | None = None,
+        nul_terminated: bool | None = False,
+        max_len: int | None = None,
+        max_count: int | None = None,
+        tag: str | None = None,
+        cases: Mapping[Any, Any] | None = None,
+        default_case: Any = None,
+        item: Any = None,
+        type: Any = None,
+        const: Any = MISSING,
+        align: int | None = None,
+        convert: Any = None,
+        checksum: tuple[str | Crc, tuple[str, ...] | None, bool] | None = None,
+        is_pad: bool = False,
+        pad_size: int = 0,
+        **other: Any,
+    ) -> FieldSpec:
+        if other:
+            for k in other:
+                raise unknown(f"unknown field option {k!r}", k, _OPTIONS, kind="unknown_option")
+        # Filled in as a _DraftSpec (plain slot stores, which FieldSpec's own __setattr__
+        # refuses), then frozen by becoming a FieldSpec.
+        self = _new_draft(_DraftSpec)
+        self.default = default
+        self.len = len
+        self.count = count
+        self.size = size
+        self.encoding = encoding
+        self.when = when
+        self.byteorder = byteorder
+        self.nul_terminated = False if nul_terminated is None else nul_terminated
+        self.max_len = max_len
+        self.max_count = max_count
+        self.tag = tag
+        self.cases = cases
+        self.default_case = default_case
+        self.item = item
+        self.type = type
+        self.const = const
+        self.align = align
+        self.convert = convert
+        self.checksum = checksum
+        self.is_pad = is_pad
+        self.pad_size = pad_size
+        _set_class(self, cls)
+        return self
 
     def given(self) -> dict[str, Any]:
         """The options that were given (as keywords for ``FieldSpec``)."""
@@ -185,14 +225,17 @@ class FieldSpec(Value):
         return (_field_spec, (self.is_pad, self.pad_size, self.given()))
 
 
-# Each option's slot setter and default: setting through the slot descriptors is the fast
-# way around the immutability of FieldSpec (its own __setattr__ raises).
-_SLOT_SETTERS = tuple(FieldSpec.__dict__[k].__set__ for k in _OPTIONS)
-_DEFAULTS = tuple(
-    MISSING if k in _VALUED else False if k == "nul_terminated" else None for k in _OPTIONS
-)
-_set_is_pad = FieldSpec.__dict__["is_pad"].__set__
-_set_pad_size = FieldSpec.__dict__["pad_size"].__set__
+class _DraftSpec(FieldSpec):
+    """A FieldSpec being filled in: its slots take plain writes."""
+
+    __slots__ = ()
+    # object's own, not defs (both share one type slot): each write stays a C-level store.
+    __setattr__ = object.__setattr__  # type: ignore[assignment]
+    __delattr__ = object.__delattr__
+
+
+_new_draft = object.__new__
+_set_class = object.__dict__["__class__"].__set__
 
 
 def _field_spec(is_pad: bool, pad_size: int, options: dict[str, Any]) -> FieldSpec:
@@ -349,9 +392,9 @@ def enum(
     """
     if unknown not in ("keep", "raise"):
         raise _unknown_error("unknown= must be 'keep' or 'raise'", unknown, ("keep", "raise"))
-    return FieldSpec(
-        type=wire_type, default=default, convert=("enum", unknown == "raise"), **options
-    )
+    # Untyped: a convert= in options is Python's "multiple values" TypeError.
+    make: Any = FieldSpec
+    return make(type=wire_type, default=default, convert=("enum", unknown == "raise"), **options)
 
 
 _unknown_error = unknown  # ``enum`` has a parameter of that name

@@ -84,13 +84,14 @@ class StructMeta(SchemaMeta):
         order = normalize_byteorder(byteorder, name)
         if align is not None:
             align = check_align(align, name)
-        declared, strings = _declare(name, ns)
+        declared, strings, defaults = _declare(name, ns)
         localns = _caller_locals(strings, sys._getframe(1))
         if declared and "__module__" in ns and not any(info_of(b) for b in bases):
             # Its fields are all its own: its __init__ goes in with the class (setting it on
             # the class later costs more than making it); pack's derived fields join its
-            # defaults once compiled.
-            names, defaults = _init_args(declared, registry, MISSING, _NO_NAMES)
+            # defaults once compiled. Its keywords are its slots (what _init_args gives
+            # before anything is derived).
+            names = ns["__slots__"]
             qualname = ns.get("__qualname__", name)
             ns["__init__"] = make_init(qualname, ns["__module__"], names, defaults)
             ns["__match_args__"] = tuple(names)
@@ -133,10 +134,12 @@ def _check_keywords(
         raise schema_error(name, "registry= names the tag field")
 
 
-def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bool]:
-    """The fields of a class body's annotations, and whether any annotation is a string;
+def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bool, dict[str, Any]]:
+    """The fields of a class body's annotations, whether any annotation is a string, and the
+    defaults of its ``__init__`` before anything is derived (as ``_init_args`` gives them);
     their values (options or defaults) leave the namespace, which gets their ``__slots__``."""
     declared: list[StructField] = []
+    defaults: dict[str, Any] = {}
     strings = False
     slots: list[str] = []
     # A ClassVar annotation means typing is loaded already.
@@ -160,9 +163,21 @@ def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bo
             spec = value
         else:
             spec = PLAIN if value is MISSING else FieldSpec(default=value)
-        if spec.is_pad:
-            declared.append(StructField(fname, ann, spec))
-            continue
+        # A StructField without a call of its __init__ (three slot stores, no frame).
+        sf = _new_field(StructField)
+        sf.name = fname
+        sf.annotation = ann
+        sf.spec = spec
+        declared.append(sf)
+        if spec is not PLAIN:
+            if spec.is_pad:
+                continue
+            if spec.default is not MISSING:
+                defaults[fname] = spec.default
+            elif spec.const is not MISSING:
+                defaults[fname] = spec.const
+            elif spec.when is not None:
+                defaults[fname] = None
         if fname not in _FIELD_NAMES:
             if (
                 fname in _RESERVED
@@ -173,10 +188,12 @@ def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bo
                 raise schema_error(f"{name}.{fname}", "this name is reserved and cannot be a field")
             if len(_FIELD_NAMES) < 4096:
                 _FIELD_NAMES.add(fname)
-        declared.append(StructField(fname, ann, spec))
         slots.append(fname)
     ns["__slots__"] = tuple(slots)
-    return tuple(declared), strings
+    return tuple(declared), strings, defaults
+
+
+_new_field = object.__new__
 
 
 def _caller_locals(strings: bool, caller: Any) -> dict[str, Any] | None:
@@ -287,9 +304,6 @@ def codec_of(cls: type) -> Codec[Any]:
         raise SchemaError(f"{cls!r} is not a bw.Struct subclass with fields")
     codec = info.codec
     return codec if isinstance(codec, Codec) else _compile(info)
-
-
-_NO_NAMES: frozenset[str] = frozenset()
 
 
 def _init_args(

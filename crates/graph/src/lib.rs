@@ -4,6 +4,7 @@
 //! pull [`Reader`] used by the decoder (and fuzzed on its own), the decoding [`Limits`],
 //! the record [`header`] and HMAC-SHA256 [`integrity`]. `docs/format.md` is the spec.
 
+mod buf;
 pub mod error;
 pub mod header;
 pub mod integrity;
@@ -14,6 +15,7 @@ pub mod tags;
 pub mod varint;
 pub mod writer;
 
+pub use buf::Storage;
 pub use error::{ErrorKind, ReadError};
 pub use header::{Header, FLAG_SIGNED, MAGIC, VERSION};
 pub use limits::Limits;

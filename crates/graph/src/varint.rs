@@ -1,5 +1,8 @@
 //! Unsigned LEB128 varints (7 bits per byte, low group first, high bit = more).
 
+/// The longest varint (a `u64`).
+pub const MAX_LEN: usize = 10;
+
 /// Appends `v` as a varint.
 #[inline]
 pub fn put(out: &mut Vec<u8>, mut v: u64) {

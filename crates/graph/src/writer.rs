@@ -1,5 +1,8 @@
 //! Encoder primitives: each call appends one tag and its inline data to one buffer.
 
+use std::ptr::NonNull;
+
+use crate::buf::{Buf, Storage};
 use crate::header::{FLAG_SIGNED, MAGIC, MAX_HEADER_LEN, VERSION};
 use crate::integrity;
 use crate::tags::*;
@@ -11,9 +14,17 @@ use crate::varint;
 /// Large str and bytes data may be *deferred*: the writer records only its tag and
 /// length, and the caller copies the data once, straight into the final output
 /// (see [`Writer::finish_header`]).
+///
+/// A writer may also build its record in memory its caller owns ([`Writer::external`]):
+/// the record then starts at the front of that memory ([`Writer::finish_front`]), and
+/// deferred data gets its room in the buffer, to be filled in place.
 pub struct Writer {
-    buf: Vec<u8>,
+    buf: Buf,
     deferred: usize,
+    /// Where the body starts: the room kept for the header.
+    head: usize,
+    /// Deferred data is given room in the buffer (external memory) rather than counted.
+    holes: bool,
 }
 
 impl Default for Writer {
@@ -29,18 +40,59 @@ impl Writer {
 
     /// A writer that builds its record in `buf` (emptied first), keeping its capacity: a
     /// caller that hands back the buffer [`Writer::finish`] returned allocates only once.
-    pub fn reusing(mut buf: Vec<u8>) -> Self {
+    pub fn reusing(buf: Vec<u8>) -> Self {
+        let mut buf = Buf::from_vec(buf);
         buf.clear();
-        buf.resize(MAX_HEADER_LEN, 0);
-        Self { buf, deferred: 0 }
+        buf.extend_zeros(MAX_HEADER_LEN);
+        Self {
+            buf,
+            deferred: 0,
+            head: MAX_HEADER_LEN,
+            holes: false,
+        }
+    }
+
+    /// A writer that builds its record in `cap` bytes at `ptr`, memory of `storage` named
+    /// `ctx`, keeping `head` bytes in front of the body for the header (a guess:
+    /// [`Writer::finish_front`] moves the body if the header turns out longer or shorter).
+    ///
+    /// # Safety
+    /// `ptr` is valid for `cap` writes and owned by `ctx` alone, until `storage` grows or
+    /// releases it; `head` is at least 5 and at most [`MAX_HEADER_LEN`].
+    pub unsafe fn external(
+        ptr: NonNull<u8>,
+        cap: usize,
+        storage: &'static Storage,
+        ctx: *mut (),
+        head: usize,
+    ) -> Self {
+        debug_assert!((5..=MAX_HEADER_LEN).contains(&head));
+        // SAFETY: as the caller guarantees.
+        let mut buf = unsafe { Buf::external(ptr, cap, storage, ctx) };
+        buf.zeros_up_to_14(head);
+        Self {
+            buf,
+            deferred: 0,
+            head,
+            holes: true,
+        }
+    }
+
+    /// Empties the record, keeping the buffer (and its header room).
+    pub fn restart(&mut self) {
+        self.buf.clear();
+        self.buf.extend_zeros(self.head);
+        self.deferred = 0;
     }
 
     /// A writer with no buffer at all (it allocates on its first write): a placeholder
     /// for one taken out of a structure, which costs nothing to make or drop.
     pub const fn empty() -> Self {
         Self {
-            buf: Vec::new(),
+            buf: Buf::new(),
             deferred: 0,
+            head: MAX_HEADER_LEN,
+            holes: false,
         }
     }
 
@@ -51,14 +103,14 @@ impl Writer {
     }
 
     /// The buffer, for [`Writer::reusing`] (its content is of no use).
-    pub fn into_buffer(self) -> Vec<u8> {
-        self.buf
+    pub fn into_buffer(mut self) -> Vec<u8> {
+        self.buf.take_vec()
     }
 
     /// Bytes of body so far, deferred data included.
     #[inline]
     pub fn body_len(&self) -> usize {
-        self.buf.len() - MAX_HEADER_LEN + self.deferred
+        self.buf.len() - self.head + self.deferred
     }
 
     /// Reserves room for `additional` more body bytes.
@@ -71,7 +123,7 @@ impl Writer {
     /// record starts in it.
     pub fn finish(mut self, key: Option<&[u8]>) -> (Vec<u8>, usize) {
         let start = self.finish_in_place(key);
-        (self.buf, start)
+        (self.buf.take_vec(), start)
     }
 
     /// [`Writer::finish`] without moving the buffer: returns where the record starts; the
@@ -82,51 +134,122 @@ impl Writer {
             self.deferred, 0,
             "records with deferred data use finish_header"
         );
+        self.make_room_for_header(false);
         let start = self.put_header(key.is_some());
         if let Some(key) = key {
-            let tag = integrity::sign(key, &self.buf[start..]);
+            let tag = integrity::sign(key, self.buf.slice(start));
             self.buf.extend_from_slice(&tag);
         }
         start
     }
 
+    /// Header length for the body written so far.
+    #[inline(always)]
+    fn header_len(&self) -> usize {
+        4 + varint::len(self.body_len() as u64)
+    }
+
+    /// Moves the body so that the header fits in front of it (exactly, if `exact`);
+    /// returns how far it moved.
+    #[inline(always)]
+    fn make_room_for_header(&mut self, exact: bool) -> isize {
+        let h = self.header_len();
+        if h > self.head || (exact && h != self.head) {
+            return self.move_body(h);
+        }
+        0
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn move_body(&mut self, h: usize) -> isize {
+        let shift = h as isize - self.head as isize;
+        self.buf.shift_tail(self.head, h);
+        self.head = h;
+        shift
+    }
+
+    /// Completes the record at the front of the buffer, with the header of a signed record
+    /// if `signed` (room for the tag is reserved, to be appended with [`Writer::push_tag`]).
+    /// Returns the record's length (without a tag) and how far the body moved to make
+    /// its header fit: positions [`Writer::str_deferred`] gave move with it.
+    #[inline(always)]
+    pub fn finish_front(&mut self, signed: bool) -> (usize, isize) {
+        let shift = self.make_room_for_header(true);
+        let start = self.put_header(signed);
+        debug_assert_eq!(start, 0);
+        if signed {
+            self.buf.reserve(integrity::TAG_LEN);
+        }
+        (self.buf.len(), shift)
+    }
+
+    /// The room kept for the header (after [`Writer::finish_front`], its length).
+    #[inline]
+    pub fn head(&self) -> usize {
+        self.head
+    }
+
+    /// Appends the tag of a signed record (after [`Writer::finish_front`]).
+    pub fn push_tag(&mut self, tag: &[u8]) {
+        self.buf.extend_from_slice(tag);
+    }
+
+    /// Where the buffer starts, to fill the room of deferred data (see
+    /// [`Writer::str_deferred`]) in place.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.buf.as_mut_ptr()
+    }
+
+    /// The external memory (see [`Writer::external`]) and the bytes written to it,
+    /// leaving the writer as [`Writer::empty`]; `None` (and the writer unchanged) for a
+    /// writer with a buffer of its own.
+    pub fn take_external(&mut self) -> Option<(*mut (), usize)> {
+        let out = self.buf.take_external()?;
+        self.deferred = 0;
+        Some(out)
+    }
+
     /// The finished record, from the start [`Writer::finish_in_place`] returned.
     #[inline]
     pub fn record(&self, start: usize) -> &[u8] {
-        &self.buf[start..]
+        self.buf.slice(start)
     }
 
     /// The buffer (for [`Writer::reusing`]), leaving the writer as [`Writer::empty`].
     #[inline]
     pub fn take_buffer(&mut self) -> Vec<u8> {
         self.deferred = 0;
-        std::mem::take(&mut self.buf)
+        self.buf.take_vec()
     }
 
     /// Writes the header of a record with deferred data. The record is `buf[start..]`
     /// with each deferred chunk inserted at the position [`Writer::str_deferred`] or
     /// [`Writer::bytes_deferred`] returned, then the 32-byte tag if `signed`.
     pub fn finish_header(mut self, signed: bool) -> (Vec<u8>, usize) {
+        debug_assert!(!self.holes, "external writers give deferred data its room");
         let start = self.put_header(signed);
-        (self.buf, start)
+        (self.buf.take_vec(), start)
     }
 
     /// Writes the header (as [`crate::header::Header::encode`] gives it) into the room kept in front of
     /// the body, byte by byte (no scratch array: this runs once per record, and a small
     /// record costs little more); returns where the record starts.
-    #[inline]
+    #[inline(always)]
     fn put_header(&mut self, signed: bool) -> usize {
         let flags = if signed { FLAG_SIGNED } else { 0 };
         let mut v = self.body_len() as u64;
+        let end = self.head;
         if v < 0x80 {
             // Most records: a one-byte length, written with one store.
-            let start = MAX_HEADER_LEN - 5;
-            self.buf[start..MAX_HEADER_LEN]
+            let start = end - 5;
+            self.buf
+                .slice_mut(start, end)
                 .copy_from_slice(&[MAGIC[0], MAGIC[1], VERSION, flags, v as u8]);
             return start;
         }
-        let start = MAX_HEADER_LEN - 4 - varint::len(v);
-        let head = &mut self.buf[start..MAX_HEADER_LEN];
+        let start = end - 4 - varint::len(v);
+        let head = self.buf.slice_mut(start, end);
         head[..4].copy_from_slice(&[MAGIC[0], MAGIC[1], VERSION, flags]);
         for byte in &mut head[4..] {
             *byte = (v as u8 & 0x7f) | if v >= 0x80 { 0x80 } else { 0 };
@@ -136,17 +259,29 @@ impl Writer {
     }
 
     /// Starts a str of `n` UTF-8 bytes supplied later; returns where they go.
+    ///
+    /// An external writer leaves room for them in its buffer (unwritten: they must be
+    /// filled, at [`Writer::as_mut_ptr`] plus the position, before the record is used).
     pub fn str_deferred(&mut self, n: usize) -> usize {
         self.tag_len(STR, n as u64);
-        self.deferred += n;
-        self.buf.len()
+        self.defer(n)
+    }
+
+    #[inline]
+    fn defer(&mut self, n: usize) -> usize {
+        let at = self.buf.len();
+        if self.holes {
+            self.buf.skip(n);
+        } else {
+            self.deferred += n;
+        }
+        at
     }
 
     /// Starts a bytes of `n` bytes supplied later; returns where they go.
     pub fn bytes_deferred(&mut self, n: usize) -> usize {
         self.tag_len(BYTES, n as u64);
-        self.deferred += n;
-        self.buf.len()
+        self.defer(n)
     }
 
     #[inline]
@@ -157,7 +292,7 @@ impl Writer {
     #[inline]
     fn tag_len(&mut self, tag: u8, n: u64) {
         self.buf.push(tag);
-        varint::put(&mut self.buf, n);
+        put_varint(&mut self.buf, n);
     }
 
     /// An int that fits 64 bits, in its shortest form.
@@ -273,7 +408,7 @@ impl Writer {
         self.buf.extend_from_slice(data);
     }
 
-    #[inline]
+    #[inline(always)]
     fn short_or_long(&mut self, short: u8, long: u8, n: usize) {
         if n <= SHORT_CONTAINER_MAX {
             self.buf.push(short + n as u8);
@@ -286,6 +421,19 @@ impl Writer {
     #[inline]
     pub fn list(&mut self, n: usize) {
         self.short_or_long(SHORT_LIST, LIST, n);
+    }
+
+    /// [`Writer::list`], with room reserved for `n` more bytes after it (every item takes
+    /// at least one): one capacity check for both.
+    #[inline(always)]
+    pub fn list_with_room(&mut self, n: usize) {
+        self.buf.reserve(n + 1 + varint::MAX_LEN);
+        if n <= SHORT_CONTAINER_MAX {
+            // SAFETY: room for at least one more byte (reserved above).
+            unsafe { self.buf.push_unchecked(SHORT_LIST + n as u8) };
+        } else {
+            self.tag_len(LIST, n as u64);
+        }
     }
 
     #[inline]
@@ -308,13 +456,13 @@ impl Writer {
     pub fn default_dict(&mut self, factory: u8, n: usize) {
         self.buf.push(DEFAULT_DICT);
         self.buf.push(factory);
-        varint::put(&mut self.buf, n as u64);
+        put_varint(&mut self.buf, n as u64);
     }
 
     pub fn deque(&mut self, maxlen: Option<u64>, n: usize) {
         self.buf.push(DEQUE);
-        varint::put(&mut self.buf, maxlen.map_or(0, |m| m.saturating_add(1)));
-        varint::put(&mut self.buf, n as u64);
+        put_varint(&mut self.buf, maxlen.map_or(0, |m| m.saturating_add(1)));
+        put_varint(&mut self.buf, n as u64);
     }
 
     /// Marks the next value as shared: it takes the next memo slot.
@@ -347,7 +495,7 @@ impl Writer {
         let mut prefix = vec![REPLACE];
         varint::put(&mut prefix, u64::from(slot));
         let n = prefix.len();
-        self.buf.splice(mark..mark, prefix);
+        self.buf.insert(mark, &prefix);
         n
     }
 
@@ -400,7 +548,7 @@ impl Writer {
         );
         self.buf.push(code);
         if base::is_mutable(code) {
-            varint::put(&mut self.buf, len as u64);
+            put_varint(&mut self.buf, len as u64);
         }
     }
 
@@ -410,15 +558,15 @@ impl Writer {
     pub fn derived_default_dict(&mut self, factory: u8, len: usize) {
         self.buf.push(base::DEFAULT_DICT);
         self.buf.push(factory);
-        varint::put(&mut self.buf, len as u64);
+        put_varint(&mut self.buf, len as u64);
     }
 
     /// After the class ref of a `DERIVED` record of a deque subclass: the base code, the
     /// `maxlen` (as [`Self::deque`] writes it) and the item count.
     pub fn derived_deque(&mut self, maxlen: Option<u64>, len: usize) {
         self.buf.push(base::DEQUE);
-        varint::put(&mut self.buf, maxlen.map_or(0, |m| m.saturating_add(1)));
-        varint::put(&mut self.buf, len as u64);
+        put_varint(&mut self.buf, maxlen.map_or(0, |m| m.saturating_add(1)));
+        put_varint(&mut self.buf, len as u64);
     }
 
     /// A standard-library value of `kind`, followed by its argument tuple.
@@ -451,18 +599,56 @@ pub fn class_definition<'f>(
     ClassDefinition(out)
 }
 
+/// Where encoded bytes go: a writer's buffer, or a Vec.
+trait Out {
+    fn push(&mut self, byte: u8);
+    fn extend_from_slice(&mut self, data: &[u8]);
+}
+
+impl Out for Vec<u8> {
+    #[inline(always)]
+    fn push(&mut self, byte: u8) {
+        Vec::push(self, byte);
+    }
+    #[inline(always)]
+    fn extend_from_slice(&mut self, data: &[u8]) {
+        Vec::extend_from_slice(self, data);
+    }
+}
+
+impl Out for Buf {
+    #[inline(always)]
+    fn push(&mut self, byte: u8) {
+        Buf::push(self, byte);
+    }
+    #[inline(always)]
+    fn extend_from_slice(&mut self, data: &[u8]) {
+        Buf::extend_from_slice(self, data);
+    }
+}
+
+/// [`varint::put`] into any [`Out`].
+#[inline]
+fn put_varint(out: &mut impl Out, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
 fn put_class_definition<'f>(
-    out: &mut Vec<u8>,
+    out: &mut impl Out,
     name: &[u8],
     version: u64,
     fields: impl ExactSizeIterator<Item = &'f [u8]>,
 ) {
-    varint::put(out, name.len() as u64);
+    put_varint(out, name.len() as u64);
     out.extend_from_slice(name);
-    varint::put(out, version);
-    varint::put(out, fields.len() as u64);
+    put_varint(out, version);
+    put_varint(out, fields.len() as u64);
     for field in fields {
-        varint::put(out, field.len() as u64);
+        put_varint(out, field.len() as u64);
         out.extend_from_slice(field);
     }
 }
@@ -489,7 +675,7 @@ mod tests {
     fn body(f: impl FnOnce(&mut Writer)) -> Vec<u8> {
         let mut w = Writer::default();
         f(&mut w);
-        w.buf[MAX_HEADER_LEN..].to_vec()
+        w.buf.slice(MAX_HEADER_LEN).to_vec()
     }
 
     #[test]
@@ -605,6 +791,88 @@ mod tests {
                 assert_eq!(&buf[start..MAX_HEADER_LEN], &header[..len]);
             }
         }
+    }
+
+    /// External memory for the tests: a boxed Vec (its length is its capacity).
+    static TEST_STORAGE: Storage = Storage {
+        grow: test_grow,
+        release: test_release,
+    };
+
+    unsafe fn test_grow(ctx: &mut *mut (), _len: usize, min_cap: usize) -> (NonNull<u8>, usize) {
+        // SAFETY: the tests' ctx is a leaked Box<Vec<u8>>.
+        let v = unsafe { &mut *ctx.cast::<Vec<u8>>() };
+        v.resize(min_cap, 0xAA);
+        (NonNull::new(v.as_mut_ptr()).unwrap(), v.len())
+    }
+
+    unsafe fn test_release(ctx: *mut ()) {
+        // SAFETY: the tests' ctx is a leaked Box<Vec<u8>>.
+        drop(unsafe { Box::from_raw(ctx.cast::<Vec<u8>>()) });
+    }
+
+    fn external(cap: usize, head: usize) -> Writer {
+        let mut v = Box::new(vec![0xAA_u8; cap]);
+        let ptr = NonNull::new(v.as_mut_ptr()).unwrap();
+        // SAFETY: the Vec's memory, owned by the leaked box named by ctx.
+        unsafe { Writer::external(ptr, cap, &TEST_STORAGE, Box::into_raw(v).cast(), head) }
+    }
+
+    fn take(mut w: Writer) -> Vec<u8> {
+        let (ctx, len) = w.take_external().unwrap();
+        // SAFETY: the tests' ctx is a leaked Box<Vec<u8>>, now ours.
+        let mut v = unsafe { Box::from_raw(ctx.cast::<Vec<u8>>()) };
+        v.truncate(len);
+        *v
+    }
+
+    #[test]
+    fn an_external_record_starts_at_the_front_whatever_head_was_guessed() {
+        for n in [0usize, 100, 127, 128, 300, 16_384, 70_000] {
+            for key in [None, Some(&b"k"[..])] {
+                let mut plain = Writer::default();
+                plain.bytes(&vec![7; n]);
+                let (buf, start) = plain.finish(key);
+                let want = buf[start..].to_vec();
+                for (cap, head) in [(16, 5), (8, 6), (100_000, 14), (32, 7)] {
+                    let mut w = external(cap, head);
+                    w.bytes(&vec![7; n]);
+                    let (len, _) = w.finish_front(key.is_some());
+                    if let Some(key) = key {
+                        let tag = integrity::sign(key, w.record(0));
+                        w.push_tag(&tag);
+                    }
+                    assert_eq!(w.head(), 4 + varint::len(len as u64 - w.head() as u64));
+                    assert_eq!(take(w), want, "{n} bytes, head {head}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_external_writer_leaves_room_for_deferred_data() {
+        let data = vec![3u8; 20_000];
+        let mut plain = Writer::default();
+        plain.str(b"a");
+        plain.bytes(&data);
+        plain.int(1);
+        let (buf, start) = plain.finish(None);
+        let mut w = external(64, 5);
+        w.str(b"a");
+        let at = w.bytes_deferred(data.len());
+        w.int(1);
+        let (_, shift) = w.finish_front(false);
+        let dst = at.wrapping_add_signed(shift);
+        // SAFETY: the writer left data.len() bytes of room at dst.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), w.as_mut_ptr().add(dst), data.len())
+        };
+        assert_eq!(take(w), &buf[start..]);
+        // Dropped before its output is taken: the storage releases its memory.
+        let mut w = external(8, 5);
+        w.restart();
+        w.int(5);
+        drop(w);
     }
 
     #[test]

@@ -18,6 +18,11 @@
 //!   value indices in the bytes before them (the j-th at byte `-3 - j`). This is what
 //!   `_PyDict_Next` reads, so iteration (and its tolerance of changes) is the same. Only
 //!   3.11 reads them (the layout was checked against its headers only).
+//! - **Bytes written in place** (`bytes_writer`, `bytes_result`): `dumps` fills a new
+//!   bytes object through `PyBytes_AS_STRING`, grows it with `_PyBytes_Resize`, and when
+//!   little would be freed cuts it to its record by setting `ob_size` and the terminating
+//!   NUL itself (what `_PyBytes_Resize` sets, without reallocating), before anyone else
+//!   sees it. The portable path builds the record in a buffer of its own and copies it.
 //! - **Private functions** (`new_dict`, `int_from_le_bytes`, `int_to_le_bytes`,
 //!   `u64_of_large`, `has_data_descriptor`): `_PyDict_NewPresized`, `_PyType_Lookup`,
 //!   `_PyLong_NumBits` and `_PyLong_FromByteArray` are exported with the signatures below by
@@ -70,6 +75,9 @@ static INT_DIGITS: AtomicBool = AtomicBool::new(false);
 /// List internals are written and the private functions above (but `_PyLong_AsByteArray`)
 /// are called.
 static INTERNALS: AtomicBool = AtomicBool::new(false);
+/// `dumps` writes its record straight into the bytes object it returns (see
+/// [`bytes_writer`]).
+static BYTES_IN_PLACE: AtomicBool = AtomicBool::new(false);
 /// Dict pairs are read from a combined table's entries (CPython 3.11 layout).
 static DICT_ENTRIES: AtomicBool = AtomicBool::new(false);
 /// `_PyLong_AsByteArray` is called with its 3.11/3.12 signature.
@@ -106,6 +114,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     INT_DIGITS.store(fast && minor == 11 && digits_30, Ordering::Relaxed);
     INTERNALS.store(fast && (11..=13).contains(&minor), Ordering::Relaxed);
     DICT_ENTRIES.store(fast && minor == 11, Ordering::Relaxed);
+    BYTES_IN_PLACE.store(fast, Ordering::Relaxed);
     INT_TO_BYTES.store(fast && (11..=12).contains(&minor), Ordering::Relaxed);
     m.add_function(wrap_pyfunction!(fast_paths, m)?)?;
     Ok(())
@@ -120,6 +129,7 @@ fn fast_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("private_functions", internals())?;
     d.set_item("int_to_bytes", INT_TO_BYTES.load(Ordering::Relaxed))?;
     d.set_item("dict_entries", DICT_ENTRIES.load(Ordering::Relaxed))?;
+    d.set_item("bytes_in_place", BYTES_IN_PLACE.load(Ordering::Relaxed))?;
     Ok(d)
 }
 
@@ -593,4 +603,111 @@ pub fn without_gil<T>(_py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
     // on return and on unwinding alike, and `f` never touches Python meanwhile (above).
     let _guard = Reattach(unsafe { ffi::PyEval_SaveThread() });
     f()
+}
+
+// ---- bytes written in place ----
+
+/// The writer storage of a bytes object being filled (see [`bytes_writer`]).
+static BYTES_STORAGE: bytewright_graph::Storage = bytewright_graph::Storage {
+    grow: grow_bytes,
+    release: release_bytes,
+};
+
+/// Grows the bytes object `*ctx` to at least `min_cap` bytes (`_PyBytes_Resize`, which
+/// keeps its content; it may move).
+///
+/// # Safety
+/// `*ctx` is a bytes object only the writer references, and the GIL is held.
+unsafe fn grow_bytes(
+    ctx: &mut *mut (),
+    _len: usize,
+    min_cap: usize,
+) -> (std::ptr::NonNull<u8>, usize) {
+    let mut obj = ctx.cast::<ffi::PyObject>();
+    // SAFETY: an unshared bytes object (the caller's guarantee); on failure it is freed.
+    if unsafe { _PyBytes_Resize(&mut obj, min_cap as ffi::Py_ssize_t) } != 0 {
+        // A writer cannot report failure: out of memory, it aborts as a Vec does.
+        std::alloc::handle_alloc_error(
+            std::alloc::Layout::from_size_align(min_cap, 1)
+                .unwrap_or(std::alloc::Layout::new::<u8>()),
+        );
+    }
+    *ctx = obj.cast();
+    // SAFETY: a live bytes object of min_cap bytes.
+    (unsafe { bytes_data(obj) }, min_cap)
+}
+
+/// Releases the bytes object of a writer dropped before its record was taken.
+///
+/// # Safety
+/// `ctx` is a bytes object only the writer references, and the GIL is held.
+unsafe fn release_bytes(ctx: *mut ()) {
+    // SAFETY: the writer's own (only) reference.
+    unsafe { ffi::Py_DECREF(ctx.cast()) }
+}
+
+/// Where a bytes object's data starts.
+///
+/// # Safety
+/// `obj` is a live bytes object.
+#[inline(always)]
+unsafe fn bytes_data(obj: *mut ffi::PyObject) -> std::ptr::NonNull<u8> {
+    // SAFETY: a bytes object's data is never NULL.
+    unsafe { std::ptr::NonNull::new_unchecked(ffi::PyBytes_AS_STRING(obj).cast_mut().cast::<u8>()) }
+}
+
+/// A writer that builds its record in a new bytes object of `cap` bytes, with `head` bytes
+/// kept for the header; `None` on the portable path (or if the object cannot be made:
+/// the caller's own buffer then reports the lack of memory as it would have).
+/// [`bytes_result`] turns the finished writer into the object.
+#[inline(always)]
+pub fn bytes_writer(_py: Python<'_>, cap: usize, head: usize) -> Option<bytewright_graph::Writer> {
+    if !BYTES_IN_PLACE.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: a new, uninitialised bytes object (at least 2 bytes: never a shared empty or
+    // one-byte object), referenced by the writer alone; the GIL is held (`_py`).
+    unsafe {
+        let obj = ffi::PyBytes_FromStringAndSize(std::ptr::null(), cap as ffi::Py_ssize_t);
+        if obj.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(bytewright_graph::Writer::external(
+            bytes_data(obj),
+            cap,
+            &BYTES_STORAGE,
+            obj.cast(),
+            head,
+        ))
+    }
+}
+
+/// The bytes object of a finished [`bytes_writer`] writer, cut to the bytes written (only
+/// its size is set when little would be freed: reallocating costs more than the spare
+/// room); NULL with an exception set on failure. `None` for a writer with a buffer of
+/// its own.
+#[inline(always)]
+pub fn bytes_result(
+    _py: Python<'_>,
+    w: &mut bytewright_graph::Writer,
+) -> Option<*mut ffi::PyObject> {
+    let (obj, len) = w.take_external()?;
+    let mut obj = obj.cast::<ffi::PyObject>();
+    // SAFETY: the writer's bytes object, now ours alone; `len` of its bytes are written.
+    unsafe {
+        let cap = ffi::Py_SIZE(obj) as usize;
+        let spare = cap - len;
+        if spare > 256 && spare > len / 8 {
+            if _PyBytes_Resize(&mut obj, len as ffi::Py_ssize_t) != 0 {
+                return Some(std::ptr::null_mut());
+            }
+        } else {
+            // The size a bytes object reports, and its terminating NUL, as
+            // `_PyBytes_Resize` would set them (its hash is not computed yet).
+            (*obj.cast::<ffi::PyVarObject>()).ob_size = len as ffi::Py_ssize_t;
+            *bytes_data(obj).as_ptr().add(len) = 0;
+        }
+    }
+    Some(obj)
 }

@@ -621,9 +621,8 @@ impl<'py> Encoder<'py> {
         // the current size and held by a new reference while it is encoded.
         unsafe {
             let n = ffi::PyList_GET_SIZE(obj);
-            self.w.list(n as usize);
             // Every item takes at least one byte: grow the output once, not repeatedly.
-            self.w.reserve(n as usize);
+            self.w.list_with_room(n as usize);
             self.enter()?;
             for i in 0..n {
                 if i >= ffi::PyList_GET_SIZE(obj) {

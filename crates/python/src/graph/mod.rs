@@ -20,6 +20,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use pyo3::Borrowed;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::fastcall;
 use builder::Builder;
@@ -237,20 +238,32 @@ fn dumps<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let cfg = config::get(py)?;
     let key = key_bytes(hmac_key)?;
-    let mut enc = Walker::new(Encoder::new(py, cfg, deterministic, take_spare(py)));
+    let hint = LAST_RECORD.load(Ordering::Relaxed);
+    let (w, in_place) = match crate::cpython::bytes_writer(py, hint.cap(), hint.head()) {
+        Some(w) => (w, true),
+        None => (take_spare(py), false),
+    };
+    let mut enc = Walker::new(Encoder::new(py, cfg, deterministic, w));
     enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     if deterministic {
         // Second pass: share only what the first pass met twice, never what merely has
         // outside references, so equal graphs give equal bytes in any process.
-        let (w, _, shared) = enc.take_output();
-        enc = Walker::new(Encoder::new(
-            py,
-            cfg,
-            deterministic,
-            Writer::reusing(w.into_buffer()),
-        ));
+        let (mut w, _, shared) = enc.take_output();
+        w.restart();
+        enc = Walker::new(Encoder::new(py, cfg, deterministic, w));
         enc.only_shared = Some(shared);
         enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
+    }
+    if in_place {
+        let out = match enc.undeferred_output() {
+            Some(w) => finish_in_bytes(py, w, key.as_deref(), &[]),
+            None => {
+                let (mut w, chunks, _) = enc.take_output();
+                finish_in_bytes(py, &mut w, key.as_deref(), &chunks)
+            }
+        };
+        // SAFETY: a new bytes object, or NULL with an exception set.
+        return unsafe { Bound::from_owned_ptr_or_err(py, out).map(|b| b.cast_into_unchecked()) };
     }
     let out = match enc.undeferred_output() {
         // The common case: finished, copied out and handed back in place.
@@ -273,6 +286,119 @@ fn dumps<'py>(
     };
     // SAFETY: a new bytes object, or NULL with an exception set.
     unsafe { Bound::from_owned_ptr_or_err(py, out).map(|b| b.cast_into_unchecked()) }
+}
+
+/// The size of the last record `dumps` wrote in place and the length of its header: the
+/// next one starts with a bytes object that large (most programs write records of much
+/// the same size again and again), with that much room for its header.
+#[derive(Clone, Copy)]
+struct LastRecord(usize);
+
+impl LastRecord {
+    /// Records up to this size size the next one's bytes object; larger ones give this.
+    const MAX_HINT: usize = 16 << 20;
+
+    const fn new(len: usize, head: usize) -> Self {
+        let len = if len > Self::MAX_HINT {
+            Self::MAX_HINT
+        } else {
+            len
+        };
+        Self(len << 4 | head)
+    }
+
+    /// The capacity to start the next record with: a little more than the last one (the
+    /// writer reserves room for a whole short str before it writes one).
+    #[inline(always)]
+    fn cap(self) -> usize {
+        let len = self.0 >> 4;
+        len + len / 32 + 64
+    }
+
+    #[inline(always)]
+    fn head(self) -> usize {
+        self.0 & 15
+    }
+}
+
+/// The last in-place record (see [`LastRecord`]); a guess, so relaxed loads and stores.
+static LAST_RECORD: AtomicLastRecord = AtomicLastRecord(AtomicUsize::new(LastRecord::new(0, 5).0));
+
+struct AtomicLastRecord(AtomicUsize);
+
+impl AtomicLastRecord {
+    #[inline(always)]
+    fn load(&self, order: Ordering) -> LastRecord {
+        LastRecord(self.0.load(order))
+    }
+
+    #[inline(always)]
+    fn store(&self, v: LastRecord, order: Ordering) {
+        self.0.store(v.0, order);
+    }
+}
+
+/// Completes a record built in place in a bytes object (see `cpython::bytes_writer`):
+/// header, deferred data copied into the room left for it, tag; returns the bytes object
+/// (NULL with an exception set on failure). Large data is copied and signed with the GIL
+/// released.
+#[inline(always)]
+fn finish_in_bytes(
+    py: Python<'_>,
+    w: &mut Writer,
+    key: Option<&[u8]>,
+    chunks: &[Chunk<'_>],
+) -> *mut ffi::PyObject {
+    let (len, shift) = w.finish_front(key.is_some());
+    if !chunks.is_empty() {
+        fill_chunks(py, w, chunks, shift);
+    }
+    let mut total = len;
+    if let Some(key) = key {
+        let record = w.record(0);
+        let tag = if len >= RELEASE_GIL_FROM {
+            crate::cpython::without_gil(py, || integrity::sign(key, record))
+        } else {
+            integrity::sign(key, record)
+        };
+        w.push_tag(&tag);
+        total += integrity::TAG_LEN;
+    }
+    LAST_RECORD.store(LastRecord::new(total, w.head()), Ordering::Relaxed);
+    crate::cpython::bytes_result(py, w).unwrap_or(std::ptr::null_mut())
+}
+
+/// Copies each deferred chunk into the room its writer left for it (at its position
+/// moved by `shift`), with the GIL released when there is much to copy.
+#[cold]
+fn fill_chunks(py: Python<'_>, w: &mut Writer, chunks: &[Chunk<'_>], shift: isize) {
+    let base = w.as_mut_ptr() as usize;
+    // (destination, data, length) of each chunk: plain integers, so the copy can run
+    // without the GIL (the data is immutable and its owners outlive the call).
+    let pieces: Vec<(usize, usize, usize)> = chunks
+        .iter()
+        .map(|c| {
+            (
+                base + c.at.wrapping_add_signed(shift),
+                c.data as usize,
+                c.len,
+            )
+        })
+        .collect();
+    let copy = move || {
+        for &(dst, data, len) in &pieces {
+            crate::alloc::prefault(dst as *mut u8, len);
+            // SAFETY: the writer left `len` bytes of room at `dst` for this chunk (nothing
+            // else is written there), and `data` points at `len` bytes of an immutable
+            // str/bytes kept alive by its chunk's owner for the whole call.
+            unsafe { std::ptr::copy_nonoverlapping(data as *const u8, dst as *mut u8, len) };
+        }
+    };
+    if chunks.iter().map(|c| c.len).sum::<usize>() >= RELEASE_GIL_FROM {
+        crate::cpython::without_gil(py, copy);
+    } else {
+        copy();
+    }
 }
 
 /// Builds the output of a record with deferred chunks: every byte is copied exactly
