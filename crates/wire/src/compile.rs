@@ -322,10 +322,12 @@ impl Compiler<'_> {
                     Some(d) => Some(Box::new(self.node(d, order, field)?)),
                     None => None,
                 };
+                let pick = crate::pick::Pick::of(&tag, &out, default.is_some());
                 Node::Union {
                     tag: tag.into(),
                     cases: out,
                     default,
+                    pick,
                 }
             }
         })

@@ -13,6 +13,7 @@ pub mod expr;
 pub mod host;
 pub mod kinds;
 pub mod pack;
+pub mod pick;
 pub mod program;
 pub mod schema;
 mod sums;

@@ -365,6 +365,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                 tag,
                 cases,
                 default,
+                ..
             } => {
                 let t = tag
                     .eval(self.env)

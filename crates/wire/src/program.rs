@@ -161,6 +161,9 @@ pub enum Node {
         tag: Compiled,
         cases: Vec<(Value, Node)>,
         default: Option<Box<Node>>,
+        /// The case chosen from the fields the tag reads, without evaluating it, for
+        /// the tags of the common shapes (see [`crate::pick`]).
+        pick: Option<crate::pick::Pick>,
     },
     /// A field kind with a format of its own (see [`crate::kinds`]).
     Kind(crate::kinds::Kind),

@@ -456,8 +456,16 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                 tag,
                 cases,
                 default,
+                pick,
             } => {
-                // Most tags are small integers: matched without building a `Value`.
+                // Most tags are of a shape whose case is chosen from the fields it reads.
+                if let Some(i) = pick.as_ref().and_then(|p| p.choose(&*self.env)) {
+                    if let Some(n) = cases.get(i).map(|c| &c.1).or(default.as_deref()) {
+                        self.sink.choose(i, self.pos);
+                        return self.node(n);
+                    }
+                }
+                // Most other tags are small integers: matched without building a `Value`.
                 if let Some(t) = tag.eval_i64(&*self.env) {
                     let t = i128::from(t);
                     let case = cases
