@@ -10,6 +10,8 @@
 //! and a nested class's compiled program is copied rather than compiled again when it was
 //! compiled in the same context.
 
+use std::sync::Mutex;
+
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -748,8 +750,23 @@ impl<'py> Builder<'py> {
         ann: &Bound<'py, PyAny>,
         order: Option<Order>,
     ) -> PyResult<Option<TypeDesc>> {
+        // The aliases met so far, held (so an address stays its alias) with their type: the
+        // common annotations (bw.U16 ...) cost a pointer comparison.
+        static ALIASES: Mutex<Vec<(Py<PyAny>, TypeDesc)>> = Mutex::new(Vec::new());
+        const MAX_ALIASES: usize = 64;
         if ann.is_instance_of::<PyType>() {
             return Ok(None);
+        }
+        let known = |aliases: &[(Py<PyAny>, TypeDesc)]| {
+            aliases
+                .iter()
+                .find(|(a, _)| a.as_ptr() == ann.as_ptr())
+                .map(|(_, t)| t.clone())
+        };
+        if order.is_none() {
+            if let Some(ty) = known(&ALIASES.lock().unwrap_or_else(|e| e.into_inner())) {
+                return Ok(Some(ty));
+            }
         }
         let Some(meta) = ann.getattr_opt(intern!(self.py, "__metadata__"))? else {
             return Ok(None);
@@ -757,10 +774,17 @@ impl<'py> Builder<'py> {
         let Ok(meta) = meta.cast::<PyTuple>() else {
             return Ok(None);
         };
-        match meta.iter().next() {
-            Some(m) if self.is(&m, &self.r.scalar) => self.scalar(&m, order).map(Some),
-            _ => Ok(None),
+        let ty = match meta.iter().next() {
+            Some(m) if self.is(&m, &self.r.scalar) => self.scalar(&m, order)?,
+            _ => return Ok(None),
+        };
+        if order.is_none() {
+            let mut aliases = ALIASES.lock().unwrap_or_else(|e| e.into_inner());
+            if aliases.len() < MAX_ALIASES && known(&aliases).is_none() {
+                aliases.push((ann.clone().unbind(), ty.clone()));
+            }
         }
+        Ok(Some(ty))
     }
 
     fn scalar(&self, s: &Bound<'py, PyAny>, order: Option<Order>) -> PyResult<TypeDesc> {
