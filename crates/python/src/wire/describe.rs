@@ -10,7 +10,7 @@
 //! and a nested class's compiled program is copied rather than compiled again when it was
 //! compiled in the same context.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -63,15 +63,31 @@ impl Arg {
 /// from `sid`, and the adapter info of each struct in it.
 #[pyclass(frozen, module = "bytewright._native")]
 pub(crate) struct Fragment {
-    ty: TypeDesc,
+    ty: Held,
     sid: u32,
     infos: Vec<Arg>,
+}
+
+/// Where a fragment's type is: its own copy (a struct described inside another), or the
+/// root of a schema a codec holds (a class described for its own codec: no copy).
+enum Held {
+    Own(TypeDesc),
+    Root(Arc<Schema>),
+}
+
+impl Fragment {
+    fn ty(&self) -> &TypeDesc {
+        match &self.ty {
+            Held::Own(t) => t,
+            Held::Root(s) => &s.root,
+        }
+    }
 }
 
 /// What describing a class gives: the schema, the adapter infos by struct id, the registry
 /// bases it embeds, and the compiled codecs whose programs it may copy (by struct id).
 pub(crate) struct Described<'py> {
-    pub schema: Schema,
+    pub schema: Arc<Schema>,
     pub infos: Vec<Arg>,
     pub registries: Vec<Bound<'py, PyType>>,
     pub parts: Vec<(u32, Bound<'py, super::Codec>)>,
@@ -239,6 +255,8 @@ struct Builder<'py> {
     /// The byte order the fields of the struct being described inherit.
     order: Order,
     parts: Vec<(u32, Bound<'py, super::Codec>)>,
+    /// The root class, when its description is to be cached (as the schema's root).
+    root_cache: Option<Bound<'py, PyAny>>,
 }
 
 /// Describes `cls` (a Struct class) for a codec under `limits` (None: the defaults).
@@ -267,6 +285,7 @@ pub(crate) fn describe<'py>(
         refs: Vec::new(),
         order: Order::Big,
         parts: Vec::new(),
+        root_cache: None,
     };
     let name = cls.getattr(intern!(py, "__name__"))?;
     let root = b.structure(
@@ -297,13 +316,24 @@ pub(crate) fn describe<'py>(
             )?,
         }
     };
-    let infos = b
+    let infos: Vec<Arg> = b
         .infos
         .into_iter()
         .map(|i| i.expect("every struct is described"))
         .collect();
+    let schema = Arc::new(Schema { root, limits });
+    if let Some(info) = b.root_cache {
+        // The root's description is kept as the schema's root, shared with the codec.
+        let frag = Fragment {
+            ty: Held::Root(schema.clone()),
+            sid: 0,
+            infos: infos.iter().map(|a| a.clone_ref(py)).collect(),
+        };
+        info.getattr(intern!(py, "_cache"))?
+            .set_item(py.None(), Bound::new(py, frag)?)?;
+    }
     Ok(Described {
-        schema: Schema { root, limits },
+        schema,
         infos,
         registries: b.registries,
         parts: b.parts,
@@ -406,8 +436,13 @@ impl<'py> Builder<'py> {
             && self.registries.len() == registries
             && self.refs[refs..].iter().all(|r| *r >= sid)
         {
+            if self.active.is_empty() && order.is_none() {
+                // The root: cached once the schema is built, without a copy.
+                self.root_cache = Some(info.clone());
+                return Ok(ty);
+            }
             let frag = Fragment {
-                ty: ty.clone(),
+                ty: Held::Own(ty.clone()),
                 sid,
                 infos: self.infos[sid as usize..]
                     .iter()
@@ -534,7 +569,7 @@ impl<'py> Builder<'py> {
     ) -> PyResult<TypeDesc> {
         let py = self.py;
         let sid = self.infos.len() as u32;
-        let mut ty = frag.ty.clone();
+        let mut ty = frag.ty().clone();
         if sid != frag.sid {
             ty.shift_ids(sid.wrapping_sub(frag.sid));
         }

@@ -57,7 +57,7 @@ pub struct Codec {
     structs: Vec<StructInfo>,
     typed: bool,
     /// The description the program was compiled from (a codec's persisted form).
-    schema: Schema,
+    schema: Arc<Schema>,
     /// The last packed size, so `pack` usually allocates once.
     size_hint: AtomicUsize,
     /// `pack_many`'s fast lane, when the root is a struct of plain integers.
@@ -72,7 +72,7 @@ impl Codec {
     /// The codec of a compiled schema, its struct infos checked against the program.
     fn build(
         py: Python<'_>,
-        schema: Schema,
+        schema: Arc<Schema>,
         prog: Program,
         infos: Vec<StructInfo>,
         typed: bool,
@@ -190,7 +190,7 @@ impl Codec {
             })
             .collect::<PyResult<Vec<_>>>()?;
         let prog = compile(&schema).map_err(|e| errors::compile_error(py, e))?;
-        Codec::build(py, schema, prog, infos, typed)
+        Codec::build(py, Arc::new(schema), prog, infos, typed)
     }
 
     /// `Codec[T]` in annotations (what it unpacks), as for any generic class.
