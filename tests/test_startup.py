@@ -71,8 +71,17 @@ def test_scalar_aliases_load_typing_on_first_use() -> None:
         "    data: bytes = bw.field(len='x')\n"
         "assert P(data=b'ab').pack() == b'\\x00\\x02ab'\n"
     )
-    # A schema of plain fields needs neither the JSON module nor the expression parser.
-    assert not loaded & {"json", "ast", "asyncio", "difflib", "dataclasses", "inspect"}
+    # A schema of plain fields needs neither the JSON module, nor the expression parser, nor
+    # the Python half of describing a class.
+    assert not loaded & {
+        "json",
+        "ast",
+        "asyncio",
+        "difflib",
+        "dataclasses",
+        "inspect",
+        "bytewright.schema",
+    }
 
 
 def test_unknown_attribute_is_still_an_error() -> None:

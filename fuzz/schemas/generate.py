@@ -17,7 +17,6 @@ from typing import Any
 
 import bytewright as bw
 from bytewright.formats import dns, ethernet, ip, ipv6, pcap, pcapng, png
-from bytewright.schema import describe
 
 HERE = Path(__file__).parent
 
@@ -45,7 +44,7 @@ FORMATS: dict[str, type[bw.Struct]] = {
 
 
 def render(cls: type[bw.Struct]) -> str:
-    text, _, _ = describe(cls, typed=False, limits=cls.__bw__.limits)  # type: ignore[attr-defined]
+    text = bw.compile(cls).schema
     return json.dumps(json.loads(text), separators=(",", ":"), sort_keys=True) + "\n"
 
 

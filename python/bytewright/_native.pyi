@@ -14,6 +14,7 @@ __all__ = [
     "Codec",
     "Column",
     "Decoder",
+    "Fragment",
     "Table",
     "TableReader",
     "TableSchema",
@@ -21,6 +22,7 @@ __all__ = [
     "check_align",
     "check_pickle",
     "checksum_names",
+    "compile_struct",
     "fast_paths",
     "graph_record_len",
     "loads_pickle",
@@ -42,6 +44,18 @@ def fast_paths() -> dict[str, bool]: ...
 def checksum_names() -> list[str]: ...
 def suggest(name: str, options: Iterable[str]) -> str | None: ...
 def check_align(value: object, at: str) -> int: ...
+
+@final
+class Fragment:
+    """A class's described struct, kept in its ``StructInfo._cache`` (opaque)."""
+
+def compile_struct(
+    cls: type,
+    typed: bool,
+    limits: Any,
+    registries: list[type] | None = None,
+    parts: list[Codec[Any]] | None = None,
+) -> Codec[Any]: ...
 
 @final
 class Codec(Generic[_T]):
@@ -67,8 +81,6 @@ class Codec(Generic[_T]):
         schema: str,
         structs: list[Any],
         typed: bool = False,
-        *,
-        parts: tuple[str, Sequence[tuple[Codec[Any], int]]] | None = None,
     ) -> Codec[Any]: ...
     def __class_getitem__(cls, item: Any) -> GenericAlias: ...
     def __reduce__(self) -> tuple[type[Codec[Any]], tuple[Any, ...]]: ...

@@ -14,7 +14,7 @@ from keyword import iskeyword
 from bytewright._info import Pending, Registry, SchemaMeta, StructField, StructInfo, info_of
 from bytewright._methods import GLOBALS as _INIT_GLOBALS
 from bytewright._methods import make_init
-from bytewright._native import Codec, check_align
+from bytewright._native import Codec, check_align, compile_struct
 from bytewright._value import MISSING
 from bytewright.errors import SchemaError, schema_error, unknown
 from bytewright.fields import PLAIN, FieldSpec, Limits, bits, enum, field, flag, normalize_byteorder
@@ -267,26 +267,10 @@ def _names_outer_field(info: StructInfo, e: SchemaError) -> bool:
     return all(f.name != e.name for f in info.fields())
 
 
-_schema: Any = None  # the bytewright.schema module, loaded on first use
-
-
-def _schema_module() -> Any:
-    # An import statement per class costs more than the rest of its bookkeeping: once here.
-    global _schema
-    if _schema is None:
-        import bytewright.schema
-
-        _schema = bytewright.schema
-    return _schema
-
-
 def _compile(info: StructInfo) -> Codec[Any]:
     """Compiles the typed codec of a class and generates its ``__init__`` and ``__eq__``."""
     used: list[type] = []
-    schema, infos, parts = (_schema or _schema_module()).describe(
-        info.cls, typed=True, limits=info.limits, registries=used
-    )
-    codec: Codec[Any] = Codec(schema, infos, True, parts=parts)
+    codec: Codec[Any] = compile_struct(info.cls, True, info.limits, used)
     for base in used:
         base_info = info_of(base)
         if base_info is not None and base_info.registry is not None:
@@ -687,7 +671,4 @@ def compile(cls: type[Struct], *, limits: Limits | None = None) -> Codec[dict[st
     info = info_of(cls)
     if info is None:
         raise SchemaError(f"compile() needs a bw.Struct subclass, got {cls!r}")
-    schema, infos, parts = (_schema or _schema_module()).describe(
-        cls, typed=False, limits=limits or info.limits
-    )
-    return Codec(schema, infos, False, parts=parts)
+    return compile_struct(cls, False, limits or info.limits)

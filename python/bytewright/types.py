@@ -55,26 +55,11 @@ class Scalar(Value):
     def __init__(self, kind: str, width: int, signed: bool = False) -> None:
         self._init(kind, width, signed)
 
-    def describe(self, order: str | None) -> str:
-        """The core's JSON description of this scalar (``order`` overrides the struct's)."""
-        key = (self.kind, self.width, self.signed, order)
-        text = _SCALAR_TEXT.get(key)
-        if text is None:
-            if self.kind == "bool":
-                text = '{"t":"bool"}'
-            else:
-                signed = f',"signed":{json_value(self.signed)}' if self.kind == "int" else ""
-                at = f',"order":"{order}"' if order is not None else ""
-                text = f'{{"t":"{self.kind}","width":{json_value(self.width)}{signed}{at}}}'
-            _SCALAR_TEXT[key] = text
-        return text
 
-
-_SCALAR_TEXT: dict[tuple[str, int, bool, str | None], str] = {}
-# The scalar aliases above (bw.U16, ...) by id, with the description of a field that does
-# not set its byte order: a struct's plain fields are looked up here, not taken apart. The
-# aliases live as long as the module, so their ids are never reused.
-SCALAR_ALIASES: dict[int, str] = {}
+# The scalar aliases (bw.U16, ...) by id, with their Scalar: a class's plain annotations are
+# recognised by a lookup here. The aliases live as long as the module, so their ids are
+# never reused.
+SCALAR_ALIASES: dict[int, Scalar] = {}
 
 
 class _Rest:
@@ -123,12 +108,6 @@ class Bits(Value):
     def __init__(self, width: int, signed: bool = False, boolean: bool = False) -> None:
         self._init(width, signed, boolean)
 
-    def describe(self) -> str:
-        return (
-            f'{{"t":"bits","width":{json_value(self.width)},"signed":{json_value(self.signed)},'
-            f'"boolean":{json_value(self.boolean)}}}'
-        )
-
 
 class Varint(Value):
     """LEB128 variable-length integer; ``zigzag`` for signed values (protobuf's sint)."""
@@ -138,9 +117,6 @@ class Varint(Value):
 
     def __init__(self, zigzag: bool = False) -> None:
         self._init(zigzag)
-
-    def describe(self) -> str:
-        return f'{{"t":"varint","zigzag":{json_value(self.zigzag)}}}'
 
 
 class Kind(Value):
@@ -332,7 +308,7 @@ else:
         for alias in out.values():
             metadata = getattr(alias, "__metadata__", ())
             if metadata and isinstance(metadata[0], Scalar):
-                SCALAR_ALIASES[id(alias)] = metadata[0].describe(None)
+                SCALAR_ALIASES[id(alias)] = metadata[0]
         return out
 
     _LAZY = frozenset(

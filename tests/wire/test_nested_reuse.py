@@ -4,7 +4,7 @@ schema text gives, and a different context (byte order, limits) compiles it agai
 
 import bytewright as bw
 import pytest
-from bytewright.schema import describe
+from bytewright._native import compile_struct
 
 
 def rebuilt(cls):
@@ -17,8 +17,9 @@ def reused(cls):
     """The codecs whose programs the typed codec of ``cls`` copies (as when it compiled: its
     own description not cached yet)."""
     cls.__bw__._cache.clear()
-    _, _, parts = describe(cls, typed=True, limits=cls.__bw__.limits)
-    return [codec for codec, _ in parts[1]] if parts else []
+    parts: list[bw.Codec] = []
+    compile_struct(cls, True, cls.__bw__.limits, None, parts)
+    return parts
 
 
 class Item(bw.Struct):

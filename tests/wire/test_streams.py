@@ -383,7 +383,7 @@ def test_pack_many_registry_variants():
 
 
 def test_reader_of_a_lazily_compiled_class_compiles_once(monkeypatch):
-    import bytewright.schema as bs
+    import bytewright.struct as bs
 
     class Msg(bw.Struct, registry="t"):
         t: bw.U8
@@ -392,13 +392,13 @@ def test_reader_of_a_lazily_compiled_class_compiles_once(monkeypatch):
         v: bw.U8
 
     compiles = []
-    real = bs.describe
+    real = bs.compile_struct
 
     def counting(*args, **kwargs):
         compiles.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(bs, "describe", counting)
+    monkeypatch.setattr(bs, "compile_struct", counting)
     r = Msg.reader()  # holds the registry's stand-in codec
     for _ in range(50):
         r.feed(b"\x01\x02")

@@ -47,8 +47,8 @@ struct Frame {
 }
 
 struct Compiler<'a> {
-    /// Compiled programs whose root struct a `part` description reuses whole.
-    parts: &'a [&'a Program],
+    /// Compiled programs whose root struct is the description with the given id.
+    parts: &'a [(u32, &'a Program)],
     frames: Vec<Frame>,
     structs: Vec<Option<StructProg>>,
     /// (description id, struct index) of structs being compiled, for recursive references.
@@ -72,11 +72,12 @@ pub fn compile(schema: &Schema) -> Result<Program, SchemaError> {
     compile_with(schema, &[])
 }
 
-/// Compiles a schema whose `{"t": "part", "part": i, "id": n}` types reuse the root struct of
-/// `parts[i]`, an already compiled program, with its struct ids renumbered from `n`: a nested
-/// struct costs a copy instead of a second compile. The result is the program of the schema
-/// with each part written out in full (same limits).
-pub fn compile_with(schema: &Schema, parts: &[&Program]) -> Result<Program, SchemaError> {
+/// Compiles a schema some of whose structs are compiled already: each `(id, program)` of
+/// `parts` says the struct description with that `id` is the root struct of `program`
+/// (compiled from the same description with its ids renumbered from 0, under the same
+/// limits), so it costs a copy instead of a second compile. The result is the program
+/// `compile` gives.
+pub fn compile_with(schema: &Schema, parts: &[(u32, &Program)]) -> Result<Program, SchemaError> {
     let limits = Limits {
         max_count: schema.limits.max_count,
         max_len: schema.limits.max_len,
@@ -280,8 +281,10 @@ impl Compiler<'_> {
                 max: *max,
                 enc: *encoding,
             },
-            TypeDesc::Struct(s) => Node::Struct(self.structure(s, order)?),
-            TypeDesc::Part { part, id } => Node::Struct(self.splice(field, *part, *id)?),
+            TypeDesc::Struct(s) => match self.parts.iter().position(|(id, _)| *id == s.id) {
+                Some(part) => Node::Struct(self.splice(field, part, s.id)?),
+                None => Node::Struct(self.structure(s, order)?),
+            },
             TypeDesc::Array { item, count, max } => {
                 let count = self.len(field, count)?;
                 let item = self.node(item, order, field)?;
@@ -629,11 +632,8 @@ impl Compiler<'_> {
 
     /// Copies the structs of compiled part `part` after those compiled so far, its struct
     /// ids starting at `id`; the index of its root struct.
-    fn splice(&mut self, field: &str, part: u32, id: u32) -> Result<u32, SchemaError> {
-        let parts = self.parts;
-        let Some(p) = parts.get(part as usize) else {
-            return Err(self.err(field, format!("reference to unknown part {part}")));
-        };
+    fn splice(&mut self, field: &str, part: usize, id: u32) -> Result<u32, SchemaError> {
+        let p = self.parts[part].1;
         let Node::Struct(root) = p.root else {
             return Err(self.err(field, "a part must be a compiled struct"));
         };
@@ -1283,15 +1283,14 @@ mod tests {
             ]})
         };
         let full = compile_json(outer(renumbered(&inner, 1))).unwrap();
-        let part = compile_json(inner).unwrap();
-        let text = json!({"root": outer(json!({"t": "part", "part": 0, "id": 1}))}).to_string();
-        let spliced = compile_with(&Schema::from_json(&text).unwrap(), &[&part]).unwrap();
+        let part = compile_json(inner.clone()).unwrap();
+        let text = json!({"root": outer(renumbered(&inner, 1))}).to_string();
+        let spliced = compile_with(&Schema::from_json(&text).unwrap(), &[(1, &part)]).unwrap();
         assert_eq!(spliced, full);
-        // A part compiled under other limits, or a missing one, is a typed error.
-        let e = compile_with(&Schema::from_json(&text).unwrap(), &[]).unwrap_err();
-        assert!(e.message.contains("unknown part 0"), "{e}");
-        let limited = json!({"root": outer(json!({"t": "part", "part": 0, "id": 1})), "limits": {"max_len": 5}}).to_string();
-        let e = compile_with(&Schema::from_json(&limited).unwrap(), &[&part]).unwrap_err();
+        // A part compiled under other limits is a typed error.
+        let limited =
+            json!({"root": outer(renumbered(&inner, 1)), "limits": {"max_len": 5}}).to_string();
+        let e = compile_with(&Schema::from_json(&limited).unwrap(), &[(1, &part)]).unwrap_err();
         assert!(e.message.contains("same limits"), "{e}");
     }
 

@@ -3,10 +3,10 @@
 //! It is plain data (JSON via serde), so the core can be driven and tested from Rust alone,
 //! and so a compiled codec can be rebuilt from its description in another process.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Byte order of a multi-byte number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     Big,
@@ -14,7 +14,7 @@ pub enum Order {
 }
 
 /// Text encodings of `str` fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub enum Encoding {
     #[serde(rename = "utf-8")]
     Utf8,
@@ -25,7 +25,7 @@ pub enum Encoding {
 }
 
 /// Where a length or count comes from.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LenDesc {
     /// A constant.
@@ -38,7 +38,7 @@ pub enum LenDesc {
 
 /// A wire type: `{"t": "<name>", ...}`. Its `Deserialize` (at the end of this file) reads the
 /// tag, then the variant's fields in the same pass; the derive below is that second step.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(remote = "Self", rename_all = "lowercase")]
 pub enum TypeDesc {
     Int {
@@ -104,12 +104,6 @@ pub enum TypeDesc {
     Ref {
         id: u32,
     },
-    /// The root struct of an already compiled program given alongside the schema
-    /// ([`crate::compile::compile_with`]), its struct ids renumbered from `id`.
-    Part {
-        part: u32,
-        id: u32,
-    },
     /// Subclass dispatch: every case is a struct that starts with the same fields, `field`
     /// among them at a fixed offset; its value selects the case.
     Registry {
@@ -124,7 +118,7 @@ pub enum TypeDesc {
 }
 
 /// How adjacent bit fields are laid out in their group of bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum BitOrder {
     /// Network order: the group is a big-endian number, the first field its top bits.
@@ -134,7 +128,7 @@ pub enum BitOrder {
     Lsb,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct StructDesc {
     /// Identifies the struct to the frontend's sink and source (e.g. which class to build).
     pub id: u32,
@@ -149,7 +143,7 @@ pub struct StructDesc {
     pub fields: Vec<FieldDesc>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct FieldDesc {
     /// `None` for unnamed padding.
     #[serde(default)]
@@ -176,7 +170,7 @@ pub struct FieldDesc {
 
 /// A checksum or digest over named fields of the struct, or over the whole struct; the
 /// field's own bytes count as zeros.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct ChecksumDesc {
     pub algo: AlgoDesc,
     #[serde(default)]
@@ -189,14 +183,14 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum AlgoDesc {
     Name(String),
     Crc(crate::digest::CrcParams),
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "lowercase", try_from = "ConstRepr")]
 pub enum ConstDesc {
     Int(i128),
@@ -238,7 +232,7 @@ pub fn value_to_i128(v: &serde_json::Value) -> Option<i128> {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct CaseDesc {
     pub tag: ConstDesc,
     #[serde(rename = "type")]
@@ -246,7 +240,7 @@ pub struct CaseDesc {
 }
 
 /// Limits for untrusted input.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 pub struct LimitsDesc {
     #[serde(default = "default_max_count")]
     pub max_count: u64,
@@ -285,7 +279,7 @@ impl Default for LimitsDesc {
 }
 
 /// A whole schema: the root type and the codec-wide limits.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct Schema {
     pub root: TypeDesc,
     #[serde(default)]
@@ -295,6 +289,90 @@ pub struct Schema {
 impl Schema {
     pub fn from_json(text: &str) -> Result<Schema, String> {
         serde_json::from_str(text).map_err(|e| format!("invalid schema description: {e}"))
+    }
+
+    /// The JSON text `from_json` reads back as an equal schema (a codec's persisted form).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a schema is plain data")
+    }
+}
+
+impl TypeDesc {
+    /// Moves every struct id in the type up by `by` (a struct's description reused at
+    /// another place among a schema's structs).
+    pub fn shift_ids(&mut self, by: u32) {
+        match self {
+            TypeDesc::Struct(s) => {
+                s.id += by;
+                for f in &mut s.fields {
+                    f.ty.shift_ids(by);
+                }
+            }
+            TypeDesc::Array { item, .. } => item.shift_ids(by),
+            TypeDesc::Union { cases, default, .. } | TypeDesc::Registry { cases, default, .. } => {
+                for c in cases {
+                    c.ty.shift_ids(by);
+                }
+                if let Some(d) = default {
+                    d.shift_ids(by);
+                }
+            }
+            TypeDesc::Ref { id } => *id += by,
+            _ => {}
+        }
+    }
+}
+
+// Writing a schema (a codec's persisted form): each type as `{"t": "<name>", ...}`, the
+// form the reader below takes in one pass.
+
+impl Serialize for TypeDesc {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let tagged = match self {
+            TypeDesc::Kind(k) => crate::kinds::Kind::serialize(k, serde_json::value::Serializer),
+            _ => TypeDesc::serialize(self, serde_json::value::Serializer),
+        }
+        .map_err(S::Error::custom)?;
+        // {"name": {fields}} (or "name" for a variant without fields) -> {"t": "name", fields}
+        let mut out = serde_json::Map::new();
+        match tagged {
+            serde_json::Value::String(tag) => {
+                out.insert("t".into(), serde_json::Value::String(tag));
+            }
+            serde_json::Value::Object(map) => {
+                for (tag, fields) in map {
+                    out.insert("t".into(), serde_json::Value::String(tag));
+                    match fields {
+                        serde_json::Value::Object(fields) => out.extend(fields),
+                        // A newtype variant (a struct): its fields are the map's.
+                        other => return Err(S::Error::custom(format!("unexpected {other}"))),
+                    }
+                }
+            }
+            other => return Err(S::Error::custom(format!("unexpected {other}"))),
+        }
+        out.serialize(serializer)
+    }
+}
+
+impl Serialize for ConstDesc {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(1))?;
+        match self {
+            ConstDesc::Int(v) => {
+                if let Ok(v) = i64::try_from(*v) {
+                    map.serialize_entry("int", &v)?;
+                } else if let Ok(v) = u64::try_from(*v) {
+                    map.serialize_entry("int", &v)?;
+                } else {
+                    map.serialize_entry("int", &v.to_string())?;
+                }
+            }
+            ConstDesc::Bytes(b) => map.serialize_entry("bytes", b)?,
+        }
+        map.end()
     }
 }
 
@@ -428,5 +506,46 @@ impl<'de, A: de::MapAccess<'de>> de::VariantAccess<'de> for Fields<A> {
         visitor: V,
     ) -> Result<V::Value, A::Error> {
         visitor.visit_map(self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_written_as_json_reads_back_equal() {
+        let text = serde_json::json!({"root": {"t": "struct", "id": 0, "name": "A", "order": "little",
+            "bitorder": "lsb", "align": 4, "fields": [
+            {"name": "n", "type": {"t": "int", "width": 2, "signed": false}},
+            {"name": "b", "type": {"t": "bits", "width": 3, "signed": true, "boolean": false}},
+            {"name": null, "type": {"t": "pad", "n": 1}},
+            {"name": "v", "type": {"t": "varint", "zigzag": true}},
+            {"name": "m", "type": {"t": "msgpack"}},
+            {"name": "d", "type": {"t": "dnsname", "compress": false}},
+            {"name": "big", "type": {"t": "int", "width": 8, "signed": false}, "const": {"int": "18446744073709551615"}},
+            {"name": "neg", "type": {"t": "int", "width": 8, "signed": true}, "const": {"int": -5}},
+            {"name": "s", "type": {"t": "str", "len": {"expr": ["name", "n"]}, "encoding": "latin-1", "max": 9},
+             "when": ["==", ["name", "n"], ["int", 2]], "size": ["int", 4], "align": 2},
+            {"name": "c", "type": {"t": "int", "width": 4, "signed": false},
+             "checksum": {"algo": "crc32", "over": ["n"], "verify": false}},
+            {"name": "arr", "type": {"t": "array", "item": {"t": "bytes", "len": {"fixed": 2}}, "count": "rest"}},
+            {"name": "u", "type": {"t": "union", "tag": ["name", "n"], "cases": [
+                {"tag": {"bytes": [1, 2]}, "type": {"t": "bool"}}], "default": {"t": "cstr", "max": 3, "encoding": "utf-8"}}},
+            {"name": "r", "type": {"t": "registry", "field": "k", "cases": [
+                {"tag": {"int": 1}, "type": {"t": "struct", "id": 1, "name": "B", "fields": [
+                    {"name": "k", "type": {"t": "int", "width": 1, "signed": false}},
+                    {"name": "self", "type": {"t": "ref", "id": 0}}]}}]}}]},
+            "limits": {"max_count": 1, "max_len": 2, "max_depth": 3}})
+        .to_string();
+        let schema = Schema::from_json(&text).unwrap();
+        let again = Schema::from_json(&schema.to_json()).unwrap();
+        assert_eq!(again, schema);
+        let mut shifted = schema.root.clone();
+        shifted.shift_ids(3);
+        let TypeDesc::Struct(s) = &shifted else {
+            panic!()
+        };
+        assert_eq!(s.id, 3);
     }
 }

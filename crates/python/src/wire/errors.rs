@@ -67,7 +67,7 @@ fn suggest(name: &str, options: Vec<String>) -> Option<String> {
 /// compiler's SchemaError for it (raised at class creation, before any compile).
 #[pyfunction]
 #[pyo3(name = "check_align", signature = (value, at))]
-fn check_align_py(py: Python<'_>, value: &Bound<'_, PyAny>, at: &str) -> PyResult<u64> {
+pub(crate) fn check_align_py(py: Python<'_>, value: &Bound<'_, PyAny>, at: &str) -> PyResult<u64> {
     // A bool is an int to Python but never an alignment.
     let n = if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
         None

@@ -2,6 +2,7 @@
 
 pub(crate) mod buffer;
 mod bulk;
+mod describe;
 pub(crate) mod errors;
 mod explain;
 mod sink;
@@ -49,18 +50,14 @@ type StructArg<'py> = (
     Converters,
 );
 
-/// Reused compiled structs as the frontend passes them: the schema text that refers to them,
-/// and each codec with the struct id its structs start at.
-type PartsArg<'py> = (String, Vec<(Bound<'py, Codec>, usize)>);
-
 /// A compiled codec: immutable, thread-safe, picklable.
 #[pyclass(frozen, module = "bytewright._native", name = "Codec")]
 pub struct Codec {
     prog: Arc<Program>,
     structs: Vec<StructInfo>,
     typed: bool,
-    /// The constructor arguments, for pickling.
-    args: Py<PyTuple>,
+    /// The description the program was compiled from (a codec's persisted form).
+    schema: Arc<Schema>,
     /// The last packed size, so `pack` usually allocates once.
     size_hint: AtomicUsize,
     /// `pack_many`'s fast lane, when the root is a struct of plain integers.
@@ -72,6 +69,73 @@ pub struct Codec {
 }
 
 impl Codec {
+    /// The codec of a compiled schema, its struct infos checked against the program.
+    fn build(
+        py: Python<'_>,
+        schema: Arc<Schema>,
+        prog: Program,
+        infos: Vec<StructInfo>,
+        typed: bool,
+    ) -> PyResult<Self> {
+        for s in &prog.structs {
+            let info = infos.get(s.sink_id as usize).ok_or_else(|| {
+                errors::schema_error(
+                    py,
+                    format!("{}: no struct info for id {}", s.name, s.sink_id),
+                )
+            })?;
+            if info.keys.len() != s.fields.len() {
+                return Err(errors::schema_error(
+                    py,
+                    format!("{}: struct info has the wrong field count", s.name),
+                ));
+            }
+        }
+        let hint = prog.static_size.unwrap_or(prog.min_size);
+        let flat = bulk::flat_ints(&prog, &infos);
+        Ok(Codec {
+            columnar: OnceLock::new(),
+            unverified: OnceLock::new(),
+            flat,
+            prog: Arc::new(prog),
+            structs: infos,
+            typed,
+            schema,
+            size_hint: AtomicUsize::new(hint),
+        })
+    }
+
+    /// The struct infos as `Codec(...)` takes them (for pickling and `to_bytes`).
+    fn struct_args<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let conv = |v: &[Option<Py<PyAny>>]| -> PyResult<Bound<'py, PyAny>> {
+            if v.is_empty() {
+                Ok(py.None().into_bound(py))
+            } else {
+                Ok(PyList::new(py, v.iter().map(|c| c.as_ref().map(|c| c.bind(py))))?.into_any())
+            }
+        };
+        let items = self
+            .structs
+            .iter()
+            .map(|s| {
+                let cls = if self.typed {
+                    s.class.as_ref().map(|c| c.bind(py))
+                } else {
+                    None
+                };
+                (
+                    cls,
+                    PyList::new(py, s.keys.iter().map(|k| k.bind(py)))?,
+                    PyList::new(py, s.defaults.iter().map(|d| d.bind(py)))?,
+                    conv(&s.decoders)?,
+                    conv(&s.encoders)?,
+                )
+                    .into_pyobject(py)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
     /// The codec's columnar machinery (layout and strided plan), built once.
     fn columnar(&self) -> &Arc<Columnar> {
         self.columnar
@@ -105,91 +169,28 @@ impl Codec {
 
 #[pymethods]
 impl Codec {
-    /// `parts`, when given, is the same schema with nested structs that are compiled already
-    /// written as `{"t": "part", "part": i, "id": n}` references to those codecs (its text,
-    /// and each codec with the struct id `n` its structs start at): their programs and struct
-    /// infos are copied instead of built again. `schema` stays the description a codec is
-    /// rebuilt from.
+    /// A codec from its schema description (JSON) and, by struct id, each struct's adapter
+    /// info (class or None, field names, defaults, decoders, encoders). Struct classes get
+    /// theirs from `compile_struct`.
     #[new]
-    #[pyo3(signature = (schema, structs, typed=false, *, parts=None))]
+    #[pyo3(signature = (schema, structs, typed=false))]
     fn new(
         py: Python<'_>,
         schema: &str,
         structs: &Bound<'_, PyAny>,
         typed: bool,
-        parts: Option<PartsArg<'_>>,
     ) -> PyResult<Self> {
-        let args = PyTuple::new(
-            py,
-            [
-                schema.into_pyobject(py)?.into_any(),
-                structs.clone(),
-                typed.into_pyobject(py)?.to_owned().into_any(),
-            ],
-        )?
-        .unbind();
+        let schema = Schema::from_json(schema).map_err(|m| errors::schema_error(py, m))?;
         let items: Vec<Bound<'_, PyAny>> = structs.extract()?;
-        // The structs of reused parts take their codec's info as it is.
-        let mut given: Vec<Option<StructInfo>> = items.iter().map(|_| None).collect();
-        for (codec, first) in parts.iter().flat_map(|(_, codecs)| codecs) {
-            let c = codec.get();
-            if c.typed == typed {
-                for (j, info) in c.structs.iter().enumerate() {
-                    if let Some(slot) = given.get_mut(first + j) {
-                        *slot = Some(info.clone_ref(py));
-                    }
-                }
-            }
-        }
-        let prog = match &parts {
-            None => {
-                let parsed = Schema::from_json(schema).map_err(|m| errors::schema_error(py, m))?;
-                compile(&parsed)
-            }
-            Some((text, codecs)) => {
-                let parsed = Schema::from_json(text).map_err(|m| errors::schema_error(py, m))?;
-                let programs: Vec<&Program> = codecs.iter().map(|(c, _)| &*c.get().prog).collect();
-                compile_with(&parsed, &programs)
-            }
-        }
-        .map_err(|e| errors::compile_error(py, e))?;
         let infos = items
             .iter()
-            .zip(given)
-            .map(|(item, given)| match given {
-                Some(info) => Ok(info),
-                None => {
-                    let (cls, names, defaults, dec, enc): StructArg<'_> = item.extract()?;
-                    StructInfo::new(cls, names, defaults, (dec, enc), typed)
-                }
+            .map(|item| {
+                let (cls, names, defaults, dec, enc): StructArg<'_> = item.extract()?;
+                StructInfo::new(cls, names, defaults, (dec, enc), typed)
             })
             .collect::<PyResult<Vec<_>>>()?;
-        for s in &prog.structs {
-            let info = infos.get(s.sink_id as usize).ok_or_else(|| {
-                errors::schema_error(
-                    py,
-                    format!("{}: no struct info for id {}", s.name, s.sink_id),
-                )
-            })?;
-            if info.keys.len() != s.fields.len() {
-                return Err(errors::schema_error(
-                    py,
-                    format!("{}: struct info has the wrong field count", s.name),
-                ));
-            }
-        }
-        let hint = prog.static_size.unwrap_or(prog.min_size);
-        let flat = bulk::flat_ints(&prog, &infos);
-        Ok(Codec {
-            columnar: OnceLock::new(),
-            unverified: OnceLock::new(),
-            flat,
-            prog: Arc::new(prog),
-            structs: infos,
-            typed,
-            args,
-            size_hint: AtomicUsize::new(hint),
-        })
+        let prog = compile(&schema).map_err(|e| errors::compile_error(py, e))?;
+        Codec::build(py, Arc::new(schema), prog, infos, typed)
     }
 
     /// `Codec[T]` in annotations (what it unpacks), as for any generic class.
@@ -202,16 +203,22 @@ impl Codec {
         alias.call1((cls, item))
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, Py<PyTuple>)> {
-        Ok((slf.get_type(), slf.get().args.clone_ref(slf.py())))
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
+        let py = slf.py();
+        let c = slf.get();
+        let args = (c.schema.to_json(), c.struct_args(py)?, c.typed).into_pyobject(py)?;
+        Ok((slf.get_type(), args))
     }
 
     /// The codec as bytes, to rebuild it elsewhere with `Codec.from_bytes` (dict codecs only).
     fn to_bytes(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let args = self.args.bind(py);
         let f = py.import("bytewright._persist")?.getattr("dumps")?;
-        Ok(f.call1((args.get_item(0)?, args.get_item(1)?, self.typed))?
-            .unbind())
+        Ok(
+            f.call1((self.schema.to_json(), self.struct_args(py)?, self.typed))?
+                .unbind(),
+        )
     }
 
     /// Rebuilds a codec from `to_bytes` output, compiling it natively.
@@ -222,7 +229,7 @@ impl Codec {
             .call1((data,))
             .map_err(|e| errors::schema_error(py, e.to_string()))?;
         let (schema, structs): (String, Bound<'_, PyAny>) = r.extract()?;
-        Codec::new(py, &schema, &structs, false, None)
+        Codec::new(py, &schema, &structs, false)
     }
 
     /// The packed size when every message has the same size, else None.
@@ -262,8 +269,8 @@ impl Codec {
 
     /// The schema description this codec was compiled from (JSON).
     #[getter]
-    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.args.bind(py).get_item(0)
+    fn schema(&self) -> String {
+        self.schema.to_json()
     }
 
     /// Packs a value into a new bytes object.
@@ -602,8 +609,78 @@ fn checksum_names() -> Vec<&'static str> {
     bytewright_wire::digest::Algo::names().to_vec()
 }
 
+/// `bytewright._native.compile_struct(cls, typed, limits, registries=None, parts=None)`:
+/// the codec of a Struct class, described natively (see `describe.rs`) and compiled; the
+/// registry bases it embeds are appended to `registries`, and the codecs of nested classes
+/// whose programs it copied to `parts`.
+#[pyfunction]
+#[pyo3(signature = (cls, typed, limits, registries=None, parts=None))]
+fn compile_struct<'py>(
+    cls: &Bound<'py, PyAny>,
+    typed: bool,
+    limits: &Bound<'py, PyAny>,
+    registries: Option<&Bound<'py, PyList>>,
+    parts: Option<&Bound<'py, PyList>>,
+) -> PyResult<Codec> {
+    let py = cls.py();
+    let d = describe::describe(cls, limits)?;
+    if let Some(out) = registries {
+        for r in &d.registries {
+            out.append(r)?;
+        }
+    }
+    if let Some(out) = parts {
+        for (_, c) in &d.parts {
+            out.append(c)?;
+        }
+    }
+    // The structs of reused parts take their codec's info as it is.
+    let mut given: Vec<Option<StructInfo>> = d.infos.iter().map(|_| None).collect();
+    for (first, codec) in &d.parts {
+        let c = codec.get();
+        if c.typed == typed {
+            for (j, info) in c.structs.iter().enumerate() {
+                if let Some(slot) = given.get_mut(*first as usize + j) {
+                    *slot = Some(info.clone_ref(py));
+                }
+            }
+        }
+    }
+    let programs: Vec<(u32, &Program)> = d
+        .parts
+        .iter()
+        .map(|(id, c)| (*id, &*c.get().prog))
+        .collect();
+    let prog = compile_with(&d.schema, &programs).map_err(|e| errors::compile_error(py, e))?;
+    let infos = d
+        .infos
+        .into_iter()
+        .zip(given)
+        .map(|(a, given)| match given {
+            Some(info) => Ok(info),
+            None if typed => StructInfo::new(
+                Some(a.cls.into_bound(py)),
+                a.names.into_iter().map(|n| n.into_bound(py)).collect(),
+                a.defaults,
+                (a.decoders, a.encoders),
+                true,
+            ),
+            None => StructInfo::new(
+                None,
+                a.names.into_iter().map(|n| n.into_bound(py)).collect(),
+                a.defaults,
+                (None, None),
+                false,
+            ),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Codec::build(py, d.schema, prog, infos, typed)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(compile_struct, m)?)?;
     m.add_class::<Codec>()?;
+    m.add_class::<describe::Fragment>()?;
     m.add_function(wrap_pyfunction!(checksum_names, m)?)?;
     errors::register(m)?;
     Ok(())

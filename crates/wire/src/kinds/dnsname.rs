@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Column, FieldKind};
 use crate::error::{Error, Result as VmResult};
@@ -19,7 +19,7 @@ use crate::program::Encoding;
 use crate::unpack::Dec;
 
 /// A DNS domain name, compressed on pack when `compress` is set.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct DnsName {
     #[serde(default)]
     pub compress: bool,

@@ -10,7 +10,7 @@
 //! the declaration users write in `python/bytewright/types.py` (a `bytewright.types.Kind`
 //! subclass). See `docs/architecture.md`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::host::{Output, Sink, Source};
@@ -68,7 +68,7 @@ macro_rules! field_kinds {
     ($($(#[$doc:meta])* $variant:ident($module:ident::$ty:ident),)*) => {
         /// A field of one of the kinds below (the schema's `{"t": "<name>", ...}`, read as a
         /// `TypeDesc`; the derive reads the fields after the tag).
-        #[derive(Debug, Clone, PartialEq, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
         #[serde(remote = "Self", rename_all = "lowercase")]
         pub enum Kind {
             $($(#[$doc])* $variant($module::$ty),)*

@@ -2,7 +2,7 @@
 //! map, nested up to the depth limit. Pack chooses the smallest formats, as the `msgpack`
 //! package does by default, so the bytes are the same.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Column, FieldKind};
 use crate::error::{At, Error, Result};
@@ -12,7 +12,7 @@ use crate::program::Encoding;
 use crate::unpack::Dec;
 
 /// A self-describing MessagePack value.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct Msgpack {}
 
 impl FieldKind for Msgpack {

@@ -1,0 +1,1275 @@
+//! The native describe: a `bw.Struct` class (its `StructInfo` in `cls.__bw__`: fields with
+//! their annotations and `FieldSpec`s, byte and bit order, alignment, limits, registry, tag)
+//! -> the wire crate's `Schema`, built directly, then compiled into a `Codec`.
+//!
+//! Rare paths call back into Python (`bytewright.schema`): evaluating a forward reference,
+//! a field's converters (IntEnum, `convert=`), parsing a non-trivial expression, and the
+//! error for an unsupported annotation. A struct's description depends only on the struct
+//! and the byte order given by the field holding it, so it is kept per class (a `Fragment`
+//! in `info._cache`) and reused, its struct ids moved, by every schema that contains it;
+//! and a nested class's compiled program is copied rather than compiled again when it was
+//! compiled in the same context.
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+};
+use pyo3::{intern, IntoPyObjectExt};
+
+use bytewright_wire::digest::CrcParams;
+use bytewright_wire::schema::{
+    AlgoDesc, BitOrder, CaseDesc, ChecksumDesc, ConstDesc, Encoding, FieldDesc, LenDesc,
+    LimitsDesc, Order, StructDesc, TypeDesc,
+};
+use bytewright_wire::Schema;
+
+use super::errors;
+use super::structs::Converters;
+
+/// One struct's adapter info as described: (class, field names, defaults, decoders,
+/// encoders); the codec keeps what its mode (typed or dict) needs.
+pub(crate) struct Arg {
+    pub cls: Py<PyType>,
+    pub names: Vec<Py<PyString>>,
+    pub defaults: Vec<Py<PyAny>>,
+    pub decoders: Converters,
+    pub encoders: Converters,
+}
+
+impl Arg {
+    fn clone_ref(&self, py: Python<'_>) -> Arg {
+        let all = |c: &Converters| {
+            c.as_ref().map(|v| {
+                v.iter()
+                    .map(|x| x.as_ref().map(|x| x.clone_ref(py)))
+                    .collect()
+            })
+        };
+        Arg {
+            cls: self.cls.clone_ref(py),
+            names: self.names.iter().map(|n| n.clone_ref(py)).collect(),
+            defaults: self.defaults.iter().map(|d| d.clone_ref(py)).collect(),
+            decoders: all(&self.decoders),
+            encoders: all(&self.encoders),
+        }
+    }
+}
+
+/// A class's described struct, kept in its `info._cache` by byte order: its type with ids
+/// from `sid`, and the adapter info of each struct in it.
+#[pyclass(frozen, module = "bytewright._native")]
+pub(crate) struct Fragment {
+    ty: Held,
+    sid: u32,
+    infos: Vec<Arg>,
+}
+
+/// Where a fragment's type is: its own copy (a struct described inside another), or the
+/// root of a schema a codec holds (a class described for its own codec: no copy).
+enum Held {
+    Own(TypeDesc),
+    Root(Arc<Schema>),
+}
+
+impl Fragment {
+    fn ty(&self) -> &TypeDesc {
+        match &self.ty {
+            Held::Own(t) => t,
+            Held::Root(s) => &s.root,
+        }
+    }
+}
+
+/// What describing a class gives: the schema, the adapter infos by struct id, the registry
+/// bases it embeds, and the compiled codecs whose programs it may copy (by struct id).
+pub(crate) struct Described<'py> {
+    pub schema: Arc<Schema>,
+    pub infos: Vec<Arg>,
+    pub registries: Vec<Bound<'py, PyType>>,
+    pub parts: Vec<(u32, Bound<'py, super::Codec>)>,
+}
+
+/// Python objects the builder compares against, looked up once.
+struct Refs {
+    scalar: Py<PyType>,
+    bits: Py<PyType>,
+    varint: Py<PyType>,
+    kind: Py<PyType>,
+    bytes_t: Py<PyType>,
+    str_t: Py<PyType>,
+    cstr_t: Py<PyType>,
+    array_t: Py<PyType>,
+    rest: Py<PyAny>,
+    missing: Py<PyAny>,
+    plain: Py<PyAny>,
+    info_of: Py<PyAny>,
+    generic_alias: Py<PyType>,
+}
+
+static REFS: PyOnceLock<Refs> = PyOnceLock::new();
+
+fn refs(py: Python<'_>) -> PyResult<&Refs> {
+    REFS.get_or_try_init(py, || {
+        let types = py.import("bytewright.types")?;
+        let ty = |n: &str| -> PyResult<Py<PyType>> { Ok(types.getattr(n)?.cast_into()?.unbind()) };
+        let fields = py.import("bytewright.fields")?;
+        let generic = py
+            .eval(c"type(list[int])", None, None)?
+            .cast_into::<PyType>()?
+            .unbind();
+        Ok(Refs {
+            scalar: ty("Scalar")?,
+            bits: ty("Bits")?,
+            varint: ty("Varint")?,
+            kind: ty("Kind")?,
+            bytes_t: ty("Bytes")?,
+            str_t: ty("Str")?,
+            cstr_t: ty("CStr")?,
+            array_t: ty("Array")?,
+            rest: types.getattr("REST")?.unbind(),
+            missing: fields.getattr("MISSING")?.unbind(),
+            plain: fields.getattr("PLAIN")?.unbind(),
+            info_of: py.import("bytewright._info")?.getattr("info_of")?.unbind(),
+            generic_alias: generic,
+        })
+    })
+}
+
+/// `bytewright.schema`, the Python half (rare paths), imported on first need.
+fn helper<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    MODULE
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(py.import("bytewright.schema")?.unbind())
+        })?
+        .bind(py)
+        .getattr(name)
+}
+
+/// `where: detail` as a SchemaError with `where` as its path.
+fn schema_error(py: Python<'_>, at: &str, detail: impl AsRef<str>) -> PyErr {
+    match py
+        .import("bytewright.errors")
+        .and_then(|m| m.getattr("schema_error"))
+        .and_then(|f| f.call1((at, detail.as_ref())))
+    {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
+    }
+}
+
+/// A value the core's description cannot hold (what reading it as JSON would have said).
+fn invalid(py: Python<'_>, at: &str, what: &str, value: &Bound<'_, PyAny>) -> PyErr {
+    let shown = value.repr().map(|r| r.to_string()).unwrap_or_default();
+    errors::schema_error(
+        py,
+        format!("invalid schema description: {at}: {what} {shown} is out of range"),
+    )
+}
+
+fn uint<T: for<'a, 'py> FromPyObject<'a, 'py>>(
+    v: &Bound<'_, PyAny>,
+    at: &str,
+    what: &str,
+) -> PyResult<T> {
+    if v.is_instance_of::<PyBool>() {
+        return Err(invalid(v.py(), at, what, v));
+    }
+    v.extract::<T>().map_err(|_| invalid(v.py(), at, what, v))
+}
+
+fn order_of(v: &Bound<'_, PyAny>) -> PyResult<Option<Order>> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    let s = v.cast::<PyString>()?.to_str()?;
+    Ok(Some(if s == "little" {
+        Order::Little
+    } else {
+        Order::Big
+    }))
+}
+
+fn order_key<'py>(py: Python<'py>, order: Option<Order>) -> Bound<'py, PyAny> {
+    match order {
+        None => py.None().into_bound(py),
+        Some(Order::Big) => intern!(py, "big").clone().into_any(),
+        Some(Order::Little) => intern!(py, "little").clone().into_any(),
+    }
+}
+
+/// A Python expression tree (nested lists of names, operators and numbers) as JSON.
+fn json_of(v: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    use serde_json::Value;
+    Ok(if v.is_none() {
+        Value::Null
+    } else if let Ok(b) = v.cast::<PyBool>() {
+        Value::Bool(b.is_true())
+    } else if v.is_instance_of::<PyInt>() {
+        if let Ok(i) = v.extract::<i64>() {
+            Value::from(i)
+        } else if let Ok(u) = v.extract::<u64>() {
+            Value::from(u)
+        } else {
+            Value::from(v.extract::<f64>()?)
+        }
+    } else if let Ok(f) = v.cast::<PyFloat>() {
+        Value::from(f.value())
+    } else if let Ok(s) = v.cast::<PyString>() {
+        Value::String(s.to_str()?.to_owned())
+    } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        Value::Array(
+            v.try_iter()?
+                .map(|x| json_of(&x?))
+                .collect::<PyResult<_>>()?,
+        )
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "not an expression tree: {}",
+            v.repr()?
+        )));
+    })
+}
+
+/// The struct being described has a tag constant to write in its tag field, or the class's
+/// own tag applies (`Missing`).
+enum Tag<'py> {
+    Missing,
+    Given(Option<Bound<'py, PyAny>>),
+}
+
+struct Builder<'py> {
+    py: Python<'py>,
+    r: &'py Refs,
+    limits: Bound<'py, PyAny>,
+    infos: Vec<Option<Arg>>,
+    active: Vec<(Bound<'py, PyAny>, u32)>,
+    owner: Option<Bound<'py, PyAny>>,
+    registries: Vec<Bound<'py, PyType>>,
+    /// Struct ids referred to by "ref" (recursion), so far.
+    refs: Vec<u32>,
+    /// The byte order the fields of the struct being described inherit.
+    order: Order,
+    parts: Vec<(u32, Bound<'py, super::Codec>)>,
+    /// The root class, when its description is to be cached (as the schema's root).
+    root_cache: Option<Bound<'py, PyAny>>,
+}
+
+/// Describes `cls` (a Struct class) for a codec under `limits` (None: the defaults).
+pub(crate) fn describe<'py>(
+    cls: &Bound<'py, PyAny>,
+    limits: &Bound<'py, PyAny>,
+) -> PyResult<Described<'py>> {
+    let py = cls.py();
+    // SAFETY of the lifetime: REFS lives as long as the interpreter.
+    let r: &'py Refs = unsafe { &*(refs(py)? as *const Refs) };
+    let info = r.info_of.bind(py).call1((cls,))?;
+    if info.is_none() {
+        return Err(errors::schema_error(
+            py,
+            format!("{} is not a bw.Struct subclass with fields", cls.repr()?),
+        ));
+    }
+    let mut b = Builder {
+        py,
+        r,
+        limits: limits.clone(),
+        infos: Vec::new(),
+        active: Vec::new(),
+        owner: Some(cls.clone()),
+        registries: Vec::new(),
+        refs: Vec::new(),
+        order: Order::Big,
+        parts: Vec::new(),
+        root_cache: None,
+    };
+    let name = cls.getattr(intern!(py, "__name__"))?;
+    let root = b.structure(
+        cls,
+        &info,
+        name.cast::<PyString>()?.to_str()?,
+        None,
+        Tag::Missing,
+    )?;
+    let limits = if limits.is_none() {
+        LimitsDesc::default()
+    } else {
+        LimitsDesc {
+            max_count: uint(
+                &limits.getattr(intern!(py, "max_count"))?,
+                "limits",
+                "max_count",
+            )?,
+            max_len: uint(
+                &limits.getattr(intern!(py, "max_len"))?,
+                "limits",
+                "max_len",
+            )?,
+            max_depth: uint(
+                &limits.getattr(intern!(py, "max_depth"))?,
+                "limits",
+                "max_depth",
+            )?,
+        }
+    };
+    let infos: Vec<Arg> = b
+        .infos
+        .into_iter()
+        .map(|i| i.expect("every struct is described"))
+        .collect();
+    let schema = Arc::new(Schema { root, limits });
+    if let Some(info) = b.root_cache {
+        // The root's description is kept as the schema's root, shared with the codec.
+        let frag = Fragment {
+            ty: Held::Root(schema.clone()),
+            sid: 0,
+            infos: infos.iter().map(|a| a.clone_ref(py)).collect(),
+        };
+        info.getattr(intern!(py, "_cache"))?
+            .set_item(py.None(), Bound::new(py, frag)?)?;
+    }
+    Ok(Described {
+        schema,
+        infos,
+        registries: b.registries,
+        parts: b.parts,
+    })
+}
+
+impl<'py> Builder<'py> {
+    fn is(&self, v: &Bound<'py, PyAny>, t: &Py<PyType>) -> bool {
+        v.is_instance(t.bind(self.py)).unwrap_or(false)
+    }
+
+    fn info_of(&self, v: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let info = self.r.info_of.bind(self.py).call1((v,))?;
+        Ok(if info.is_none() { None } else { Some(info) })
+    }
+
+    fn structure(
+        &mut self,
+        cls: &Bound<'py, PyAny>,
+        info: &Bound<'py, PyAny>,
+        at: &str,
+        order: Option<Order>,
+        tag: Tag<'py>,
+    ) -> PyResult<TypeDesc> {
+        let py = self.py;
+        if let Some((_, sid)) = self.active.iter().find(|(a, _)| a.is(cls)) {
+            // Recursion; a registry variant included (its tag is its class's).
+            let sid = *sid;
+            self.refs.push(sid);
+            return Ok(TypeDesc::Ref { id: sid });
+        }
+        let byteorder = order_of(&info.getattr(intern!(py, "byteorder"))?)?;
+        let (tag, cacheable) = match tag {
+            Tag::Missing => {
+                let registry = info.getattr(intern!(py, "registry"))?;
+                if !registry.is_none() {
+                    return self.registry(cls, &registry, at, order);
+                }
+                let cache = info.getattr(intern!(py, "_cache"))?;
+                let cache = cache.cast::<PyDict>()?;
+                if let Some(cached) = cache.get_item(order_key(py, order))? {
+                    if let Ok(frag) = cached.cast::<Fragment>() {
+                        return self.reuse(frag.get(), info, byteorder, order);
+                    }
+                }
+                let tag = info.getattr(intern!(py, "tag"))?;
+                let tag = if tag.is(self.r.missing.bind(py)) || tag.is_none() {
+                    None
+                } else {
+                    Some(tag)
+                };
+                (tag, true)
+            }
+            Tag::Given(tag) => (tag.filter(|t| !t.is_none()), false),
+        };
+        let sid = self.infos.len() as u32;
+        let refs = self.refs.len();
+        let registries = self.registries.len();
+        self.active.push((cls.clone(), sid));
+        self.infos.push(None);
+        let o = byteorder.or(order);
+        let class_name = cls.getattr(intern!(py, "__name__"))?;
+        let class_name = class_name.cast::<PyString>()?.to_str()?;
+        let bitorder = info.getattr(intern!(py, "bitorder"))?;
+        let bitorder = if !bitorder.is_none() && bitorder.cast::<PyString>()?.to_str()? == "lsb" {
+            BitOrder::Lsb
+        } else {
+            BitOrder::Msb
+        };
+        let align = info.getattr(intern!(py, "align"))?;
+        let align = if align.is_truthy()? {
+            Some(uint::<u64>(&align, at, "align")?)
+        } else {
+            None
+        };
+        let tag_field = info.getattr(intern!(py, "tag_field"))?;
+        let owner = self.owner.replace(cls.clone());
+        let inherited = self.order;
+        self.order = o.unwrap_or(inherited);
+        let result = self.fields(info, class_name, &tag_field, tag.as_ref());
+        self.owner = owner;
+        self.order = inherited;
+        let (fields, arg) = result?;
+        self.infos[sid as usize] = Some(Arg {
+            cls: cls.cast::<PyType>()?.clone().unbind(),
+            ..arg
+        });
+        self.active.pop();
+        let ty = TypeDesc::Struct(StructDesc {
+            id: sid,
+            name: class_name.to_owned(),
+            order: o,
+            bitorder,
+            align,
+            fields,
+        });
+        // Kept for reuse unless it refers to a struct outside it (recursion through an
+        // enclosing struct) or embeds a registry (which may gain variants).
+        if cacheable
+            && self.registries.len() == registries
+            && self.refs[refs..].iter().all(|r| *r >= sid)
+        {
+            if self.active.is_empty() && order.is_none() {
+                // The root: cached once the schema is built, without a copy.
+                self.root_cache = Some(info.clone());
+                return Ok(ty);
+            }
+            let frag = Fragment {
+                ty: Held::Own(ty.clone()),
+                sid,
+                infos: self.infos[sid as usize..]
+                    .iter()
+                    .map(|i| i.as_ref().expect("described").clone_ref(py))
+                    .collect(),
+            };
+            info.getattr(intern!(py, "_cache"))?
+                .set_item(order_key(py, order), Bound::new(py, frag)?)?;
+        }
+        Ok(ty)
+    }
+
+    /// The fields of a struct and its adapter info (the class filled in by the caller).
+    fn fields(
+        &mut self,
+        info: &Bound<'py, PyAny>,
+        class_name: &str,
+        tag_field: &Bound<'py, PyAny>,
+        tag: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Vec<FieldDesc>, Arg)> {
+        let py = self.py;
+        let plain = self.r.plain.bind(py);
+        let missing = self.r.missing.bind(py).clone();
+        let mut fields = Vec::new();
+        let mut names: Vec<Py<PyString>> = Vec::new();
+        let mut defaults: Vec<Py<PyAny>> = Vec::new();
+        let mut convs: Vec<(usize, Bound<'py, PyAny>, Bound<'py, PyAny>)> = Vec::new();
+        for f in info.call_method0(intern!(py, "fields"))?.try_iter()? {
+            let f = f?;
+            let name = f.getattr(intern!(py, "name"))?.cast_into::<PyString>()?;
+            let ann = f.getattr(intern!(py, "annotation"))?;
+            let spec = f.getattr(intern!(py, "spec"))?;
+            let is_tag_field = !tag_field.is_none() && name.as_any().eq(tag_field)?;
+            if spec.is(plain) && !is_tag_field {
+                // The common case: a plain scalar (no options, no converter).
+                if let Some(ty) = self.scalar_alias(&ann, None)? {
+                    fields.push(FieldDesc {
+                        name: Some(name.to_str()?.to_owned()),
+                        ty,
+                        konst: None,
+                        when: None,
+                        size: None,
+                        align: None,
+                        checksum: None,
+                    });
+                    names.push(name.unbind());
+                    defaults.push(py.None());
+                    continue;
+                }
+            }
+            if spec.getattr(intern!(py, "is_pad"))?.is_truthy()? {
+                let n = spec.getattr(intern!(py, "pad_size"))?;
+                fields.push(FieldDesc {
+                    name: None,
+                    ty: TypeDesc::Pad {
+                        n: uint(&n, class_name, "pad")?,
+                    },
+                    konst: None,
+                    when: None,
+                    size: None,
+                    align: None,
+                    checksum: None,
+                });
+                continue;
+            }
+            let at = format!("{class_name}.{}", name.to_str()?);
+            let tag_const = match tag {
+                Some(t) if is_tag_field => Some(self.konst(t, &at)?),
+                _ => None,
+            };
+            let is_tag = tag_const.is_some();
+            fields.push(self.field(&name, &ann, &spec, &at, tag_const)?);
+            let default = if is_tag {
+                tag.expect("a tag").clone()
+            } else {
+                let d = spec.getattr(intern!(py, "default"))?;
+                if !d.is(&missing) {
+                    d
+                } else {
+                    let c = spec.getattr(intern!(py, "const"))?;
+                    if !c.is(&missing) {
+                        c
+                    } else {
+                        py.None().into_bound(py)
+                    }
+                }
+            };
+            if let Some((dec, enc)) = self.converter(&ann, &spec, &at)? {
+                convs.push((names.len(), dec, enc));
+            }
+            names.push(name.unbind());
+            defaults.push(default.unbind());
+        }
+        let (decoders, encoders) = if convs.is_empty() {
+            (None, None)
+        } else {
+            let mut dec: Vec<Option<Py<PyAny>>> = (0..names.len()).map(|_| None).collect();
+            let mut enc: Vec<Option<Py<PyAny>>> = (0..names.len()).map(|_| None).collect();
+            for (i, d, e) in convs {
+                dec[i] = Some(d.unbind());
+                enc[i] = Some(e.unbind());
+            }
+            (Some(dec), Some(enc))
+        };
+        Ok((
+            fields,
+            Arg {
+                cls: PyType::new::<PyAny>(py).unbind(), // replaced by the caller
+                names,
+                defaults,
+                decoders,
+                encoders,
+            },
+        ))
+    }
+
+    /// A struct's cached description at the next struct ids.
+    fn reuse(
+        &mut self,
+        frag: &Fragment,
+        info: &Bound<'py, PyAny>,
+        byteorder: Option<Order>,
+        order: Option<Order>,
+    ) -> PyResult<TypeDesc> {
+        let py = self.py;
+        let sid = self.infos.len() as u32;
+        let mut ty = frag.ty().clone();
+        if sid != frag.sid {
+            ty.shift_ids(sid.wrapping_sub(frag.sid));
+        }
+        self.infos
+            .extend(frag.infos.iter().map(|a| Some(a.clone_ref(py))));
+        // Its codec's program is this part's when compiled in the same context: the same
+        // limits, and the same byte order for fields that do not say theirs.
+        let codec = info.getattr(intern!(py, "codec"))?;
+        if let Ok(codec) = codec.cast_into::<super::Codec>() {
+            let here = byteorder.or(order).unwrap_or(self.order);
+            if here == byteorder.unwrap_or(Order::Big) {
+                let limits = info.getattr(intern!(py, "limits"))?;
+                if limits.is(&self.limits) || limits.eq(&self.limits)? {
+                    self.parts.push((sid, codec));
+                }
+            }
+        }
+        Ok(ty)
+    }
+
+    fn registry(
+        &mut self,
+        cls: &Bound<'py, PyAny>,
+        reg: &Bound<'py, PyAny>,
+        at: &str,
+        order: Option<Order>,
+    ) -> PyResult<TypeDesc> {
+        let py = self.py;
+        self.registries.push(cls.cast::<PyType>()?.clone());
+        let cases = reg.getattr(intern!(py, "cases"))?.cast_into::<PyDict>()?;
+        let default = reg.getattr(intern!(py, "default"))?;
+        if cases.is_empty() && default.is_none() {
+            return Err(schema_error(
+                py,
+                at,
+                format!(
+                    "registry {} has no variants yet (declare subclasses with a tag= class keyword)",
+                    cls.getattr(intern!(py, "__name__"))?
+                ),
+            ));
+        }
+        let field = reg.getattr(intern!(py, "field"))?.extract::<String>()?;
+        let mut out = Vec::with_capacity(cases.len());
+        for (tag, sub) in cases.iter() {
+            let sub_info = self
+                .info_of(&sub)?
+                .ok_or_else(|| PyTypeError::new_err("a registry variant is not a Struct class"))?;
+            let konst = self.konst(&tag, at)?;
+            let where_ = format!("{at}[{}]", tag.repr()?);
+            let ty = self.structure(&sub, &sub_info, &where_, order, Tag::Given(Some(tag)))?;
+            out.push(CaseDesc { tag: konst, ty });
+        }
+        let default = if default.is_none() {
+            None
+        } else {
+            let default_info = self
+                .info_of(&default)?
+                .ok_or_else(|| PyTypeError::new_err("a registry default is not a Struct class"))?;
+            let where_ = format!("{at}[default]");
+            Some(Box::new(self.structure(
+                &default,
+                &default_info,
+                &where_,
+                order,
+                Tag::Given(None),
+            )?))
+        };
+        Ok(TypeDesc::Registry {
+            field,
+            cases: out,
+            default,
+        })
+    }
+
+    fn field(
+        &mut self,
+        name: &Bound<'py, PyString>,
+        ann: &Bound<'py, PyAny>,
+        spec: &Bound<'py, PyAny>,
+        at: &str,
+        tag_const: Option<ConstDesc>,
+    ) -> PyResult<FieldDesc> {
+        let py = self.py;
+        let ty = self.ty(ann, spec, at)?;
+        let align = spec.getattr(intern!(py, "align"))?;
+        let align = if align.is_none() {
+            None
+        } else {
+            Some(errors::check_align_py(py, &align, at)?)
+        };
+        let konst = match tag_const {
+            Some(c) => Some(c),
+            None => {
+                let c = spec.getattr(intern!(py, "const"))?;
+                if c.is(self.r.missing.bind(py)) {
+                    None
+                } else {
+                    Some(self.konst(&c, at)?)
+                }
+            }
+        };
+        let checksum = spec.getattr(intern!(py, "checksum"))?;
+        let checksum = if checksum.is_none() {
+            None
+        } else {
+            Some(self.checksum(&checksum, at)?)
+        };
+        let when = spec.getattr(intern!(py, "when"))?;
+        let when = if when.is_none() {
+            None
+        } else {
+            let Ok(s) = when.cast::<PyString>() else {
+                return Err(schema_error(py, at, "when= must be an expression string"));
+            };
+            Some(self.expr(s, at)?)
+        };
+        let size = spec.getattr(intern!(py, "size"))?;
+        let size = if size.is_none() {
+            None
+        } else if let Ok(s) = size.cast::<PyString>() {
+            Some(self.expr(s, at)?)
+        } else if size.is_instance_of::<PyInt>() && !size.is_instance_of::<PyBool>() {
+            Some(serde_json::json!(["int", json_of(&size)?]))
+        } else {
+            return Err(schema_error(
+                py,
+                at,
+                "size= must be an int or an expression string",
+            ));
+        };
+        Ok(FieldDesc {
+            name: Some(name.to_str()?.to_owned()),
+            ty,
+            konst,
+            when,
+            size,
+            align,
+            checksum,
+        })
+    }
+
+    fn checksum(&self, c: &Bound<'py, PyAny>, at: &str) -> PyResult<ChecksumDesc> {
+        let py = self.py;
+        let (algo, over, verify): (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>) =
+            c.extract()?;
+        let algo = if let Ok(s) = algo.cast::<PyString>() {
+            AlgoDesc::Name(s.to_str()?.to_owned())
+        } else {
+            let get = |n: &Bound<'py, PyString>| algo.getattr(n);
+            AlgoDesc::Crc(CrcParams {
+                width: uint(&get(intern!(py, "width"))?, at, "width")?,
+                poly: uint(&get(intern!(py, "poly"))?, at, "poly")?,
+                init: uint(&get(intern!(py, "init"))?, at, "init")?,
+                refin: get(intern!(py, "refin"))?.is_truthy()?,
+                refout: get(intern!(py, "refout"))?.is_truthy()?,
+                xorout: uint(&get(intern!(py, "xorout"))?, at, "xorout")?,
+            })
+        };
+        let over = if over.is_truthy()? {
+            Some(over.extract::<Vec<String>>()?)
+        } else {
+            None
+        };
+        Ok(ChecksumDesc {
+            algo,
+            over,
+            verify: verify.is_truthy()?,
+        })
+    }
+
+    /// The common case of an expression, a field name, without parsing.
+    fn expr(&self, source: &Bound<'py, PyString>, at: &str) -> PyResult<serde_json::Value> {
+        let text = source.to_str()?;
+        let name = text.trim();
+        if is_identifier(name) && !KEYWORDS.contains(&name) {
+            return Ok(serde_json::json!(["name", name]));
+        }
+        let tree = self
+            .py
+            .import("bytewright.expr")?
+            .getattr("parse_expr")?
+            .call1((source, at))?;
+        json_of(&tree)
+    }
+
+    fn konst(&self, v: &Bound<'py, PyAny>, at: &str) -> PyResult<ConstDesc> {
+        if v.is_instance_of::<PyInt>() {
+            return match v.extract::<i128>() {
+                Ok(i) => Ok(ConstDesc::Int(i)),
+                Err(_) => Err(errors::schema_error(
+                    self.py,
+                    format!("invalid schema description: invalid integer constant {v}"),
+                )),
+            };
+        }
+        if let Ok(b) = v.cast::<PyBytes>() {
+            return Ok(ConstDesc::Bytes(b.as_bytes().to_vec()));
+        }
+        if let Ok(b) = v.cast::<PyByteArray>() {
+            return Ok(ConstDesc::Bytes(b.to_vec()));
+        }
+        Err(schema_error(
+            self.py,
+            at,
+            format!("a constant must be an int or bytes, got {}", v.repr()?),
+        ))
+    }
+
+    /// A scalar alias (`Annotated[int, Scalar(...)]`) as the type of a field that does not
+    /// set its byte order, or None.
+    fn scalar_alias(
+        &self,
+        ann: &Bound<'py, PyAny>,
+        order: Option<Order>,
+    ) -> PyResult<Option<TypeDesc>> {
+        // The aliases met so far, held (so an address stays its alias) with their type: the
+        // common annotations (bw.U16 ...) cost a pointer comparison.
+        static ALIASES: Mutex<Vec<(Py<PyAny>, TypeDesc)>> = Mutex::new(Vec::new());
+        const MAX_ALIASES: usize = 64;
+        if ann.is_instance_of::<PyType>() {
+            return Ok(None);
+        }
+        let known = |aliases: &[(Py<PyAny>, TypeDesc)]| {
+            aliases
+                .iter()
+                .find(|(a, _)| a.as_ptr() == ann.as_ptr())
+                .map(|(_, t)| t.clone())
+        };
+        if order.is_none() {
+            if let Some(ty) = known(&ALIASES.lock().unwrap_or_else(|e| e.into_inner())) {
+                return Ok(Some(ty));
+            }
+        }
+        let Some(meta) = ann.getattr_opt(intern!(self.py, "__metadata__"))? else {
+            return Ok(None);
+        };
+        let Ok(meta) = meta.cast::<PyTuple>() else {
+            return Ok(None);
+        };
+        let ty = match meta.iter().next() {
+            Some(m) if self.is(&m, &self.r.scalar) => self.scalar(&m, order)?,
+            _ => return Ok(None),
+        };
+        if order.is_none() {
+            let mut aliases = ALIASES.lock().unwrap_or_else(|e| e.into_inner());
+            if aliases.len() < MAX_ALIASES && known(&aliases).is_none() {
+                aliases.push((ann.clone().unbind(), ty.clone()));
+            }
+        }
+        Ok(Some(ty))
+    }
+
+    fn scalar(&self, s: &Bound<'py, PyAny>, order: Option<Order>) -> PyResult<TypeDesc> {
+        let py = self.py;
+        let kind = s.getattr(intern!(py, "kind"))?;
+        let kind = kind.cast::<PyString>()?.to_str()?;
+        let width: u8 = uint(&s.getattr(intern!(py, "width"))?, "scalar", "width")?;
+        Ok(match kind {
+            "bool" => TypeDesc::Bool,
+            "float" => TypeDesc::Float { width, order },
+            _ => TypeDesc::Int {
+                width,
+                signed: s.getattr(intern!(py, "signed"))?.is_truthy()?,
+                order,
+            },
+        })
+    }
+
+    /// A declaration object of a type with no parameters from the field (Varint, Bits, a
+    /// field kind), or None.
+    fn leaf(&self, m: &Bound<'py, PyAny>) -> PyResult<Option<TypeDesc>> {
+        let py = self.py;
+        if self.is(m, &self.r.varint) {
+            return Ok(Some(TypeDesc::Varint {
+                zigzag: m.getattr(intern!(py, "zigzag"))?.is_truthy()?,
+            }));
+        }
+        if self.is(m, &self.r.bits) {
+            return Ok(Some(TypeDesc::Bits {
+                width: uint(&m.getattr(intern!(py, "width"))?, "bits", "width")?,
+                signed: m.getattr(intern!(py, "signed"))?.is_truthy()?,
+                boolean: m.getattr(intern!(py, "boolean"))?.is_truthy()?,
+            }));
+        }
+        if self.is(m, &self.r.kind) {
+            // A kind's declaration gives its description as JSON (see types.Kind).
+            let text: String = m.call_method0(intern!(py, "describe"))?.extract()?;
+            let ty: TypeDesc = serde_json::from_str(&text).map_err(|e| {
+                errors::schema_error(py, format!("invalid schema description: {e}"))
+            })?;
+            return Ok(Some(ty));
+        }
+        Ok(None)
+    }
+
+    fn ty(
+        &mut self,
+        ann: &Bound<'py, PyAny>,
+        spec: &Bound<'py, PyAny>,
+        at: &str,
+    ) -> PyResult<TypeDesc> {
+        let py = self.py;
+        let r = self.r;
+        let mut ann = ann.clone();
+        let given = spec.getattr(intern!(py, "type"))?;
+        if !given.is_none() {
+            ann = given;
+        }
+        let mut is_class = ann.is_instance_of::<PyType>();
+        if !is_class && (ann.is_instance_of::<PyString>() || is_forward_ref(&ann)?) {
+            ann = self.resolve(&ann, at)?;
+            is_class = ann.is_instance_of::<PyType>();
+        }
+        let cases = spec.getattr(intern!(py, "cases"))?;
+        let tag = spec.getattr(intern!(py, "tag"))?;
+        if !cases.is_none() || !tag.is_none() {
+            return self.union(spec, &tag, &cases, at);
+        }
+        let byteorder = spec.getattr(intern!(py, "byteorder"))?;
+        let order = if byteorder.is_none() {
+            None
+        } else {
+            let o = py
+                .import("bytewright.fields")?
+                .getattr("normalize_byteorder")?
+                .call1((&byteorder, at))?;
+            order_of(&o)?
+        };
+        // Only Annotated[...] has metadata (a failed lookup on a class or list[...] would
+        // build an AttributeError).
+        if !is_class && !ann.get_type().is(r.generic_alias.bind(py)) {
+            if let Some(meta) = ann.getattr_opt(intern!(py, "__metadata__"))? {
+                if let Ok(meta) = meta.cast::<PyTuple>() {
+                    for m in meta.iter() {
+                        if self.is(&m, &r.scalar) {
+                            return self.scalar(&m, order);
+                        }
+                        if let Some(ty) = self.leaf(&m)? {
+                            return Ok(ty);
+                        }
+                    }
+                    let origin = ann.getattr(intern!(py, "__origin__"))?;
+                    return self.ty(&origin, spec, at);
+                }
+            }
+        }
+        if self.is(&ann, &r.scalar) {
+            return self.scalar(&ann, order);
+        }
+        if let Some(ty) = self.leaf(&ann)? {
+            return Ok(ty);
+        }
+        let missing = r.missing.bind(py);
+        let is_bytes_t = self.is(&ann, &r.bytes_t);
+        if is_bytes_t || ann.is(py.get_type::<PyBytes>()) {
+            let mut length = if is_bytes_t {
+                ann.getattr(intern!(py, "len"))?
+            } else {
+                spec.getattr(intern!(py, "len"))?
+            };
+            if length.is_none() {
+                let c = spec.getattr(intern!(py, "const"))?;
+                if !c.is(missing)
+                    && (c.is_instance_of::<PyBytes>() || c.is_instance_of::<PyByteArray>())
+                {
+                    length = c.len()?.into_bound_py_any(py)?;
+                }
+            }
+            if length.is_none() {
+                let checksum = spec.getattr(intern!(py, "checksum"))?;
+                if !checksum.is_none() {
+                    length = py
+                        .import("bytewright.fields")?
+                        .getattr("digest_size")?
+                        .call1((checksum.get_item(0)?,))?;
+                }
+            }
+            let len = self.length(&length, at, "len")?;
+            return Ok(TypeDesc::Bytes {
+                len,
+                max: self.max(spec, intern!(py, "max_len"), at)?,
+            });
+        }
+        let is_str_t = self.is(&ann, &r.str_t);
+        let is_cstr_t = self.is(&ann, &r.cstr_t);
+        if is_str_t || is_cstr_t || ann.is(py.get_type::<PyString>()) {
+            if is_cstr_t || spec.getattr(intern!(py, "nul_terminated"))?.is_truthy()? {
+                let (max_len, enc) = if is_cstr_t {
+                    (
+                        ann.getattr(intern!(py, "max_len"))?,
+                        ann.getattr(intern!(py, "encoding"))?,
+                    )
+                } else {
+                    (
+                        spec.getattr(intern!(py, "max_len"))?,
+                        spec.getattr(intern!(py, "encoding"))?,
+                    )
+                };
+                let max =
+                    if max_len.is_instance_of::<PyInt>() && !max_len.is_instance_of::<PyBool>() {
+                        max_len.extract::<u64>().ok()
+                    } else {
+                        None
+                    };
+                let Some(max) = max else {
+                    return Err(schema_error(
+                        py,
+                        at,
+                        "NUL-terminated text needs max_len= (an int)",
+                    ));
+                };
+                let encoding = self.encoding(&enc, at)?;
+                return Ok(TypeDesc::Cstr { max, encoding });
+            }
+            let (length, enc) = if is_str_t {
+                (
+                    ann.getattr(intern!(py, "len"))?,
+                    ann.getattr(intern!(py, "encoding"))?,
+                )
+            } else {
+                (
+                    spec.getattr(intern!(py, "len"))?,
+                    spec.getattr(intern!(py, "encoding"))?,
+                )
+            };
+            let len = self.length(&length, at, "len")?;
+            let encoding = self.encoding(&enc, at)?;
+            return Ok(TypeDesc::Str {
+                len,
+                encoding,
+                max: self.max(spec, intern!(py, "max_len"), at)?,
+            });
+        }
+        if ann.is(py.get_type::<PyBool>()) {
+            return Ok(TypeDesc::Bool);
+        }
+        if let Some(info) = self.info_of(&ann)? {
+            return self.structure(&ann, &info, at, order, Tag::Missing);
+        }
+        let is_array = self.is(&ann, &r.array_t);
+        let origin = if is_array {
+            None
+        } else {
+            ann.getattr_opt(intern!(py, "__origin__"))?
+        };
+        if is_array || origin.is_some_and(|o| o.is(py.get_type::<PyList>())) {
+            let (item, count) = if is_array {
+                (
+                    ann.getattr(intern!(py, "item"))?,
+                    ann.getattr(intern!(py, "count"))?,
+                )
+            } else {
+                let item = spec.getattr(intern!(py, "item"))?;
+                let item = if !item.is_none() {
+                    item
+                } else {
+                    match ann.getattr_opt(intern!(py, "__args__"))? {
+                        Some(args) if args.is_truthy()? => args.get_item(0)?,
+                        _ => py.None().into_bound(py),
+                    }
+                };
+                let mut count = spec.getattr(intern!(py, "count"))?;
+                if count.is_none() && !spec.getattr(intern!(py, "size"))?.is_none() {
+                    count = r.rest.bind(py).clone();
+                }
+                (item, count)
+            };
+            if item.is_none() {
+                return Err(schema_error(
+                    py,
+                    at,
+                    "a list needs an item type, e.g. list[bw.U16]",
+                ));
+            }
+            let item_spec = if byteorder.is_truthy()? {
+                let kwargs = PyDict::new(py);
+                kwargs.set_item("byteorder", &byteorder)?;
+                py.import("bytewright.fields")?
+                    .getattr("FieldSpec")?
+                    .call((), Some(&kwargs))?
+            } else {
+                r.plain.bind(py).clone()
+            };
+            let item = self.ty(&item, &item_spec, &format!("{at}[]"))?;
+            let count = self.length(&count, at, "count")?;
+            return Ok(TypeDesc::Array {
+                item: Box::new(item),
+                count,
+                max: self.max(spec, intern!(py, "max_count"), at)?,
+            });
+        }
+        Err(PyErr::from_value(
+            helper(py, "unsupported")?.call1((&ann, at))?,
+        ))
+    }
+
+    fn max(
+        &self,
+        spec: &Bound<'py, PyAny>,
+        name: &Bound<'py, PyString>,
+        at: &str,
+    ) -> PyResult<Option<u64>> {
+        let v = spec.getattr(name)?;
+        if v.is_none() {
+            Ok(None)
+        } else {
+            uint(&v, at, name.to_str()?).map(Some)
+        }
+    }
+
+    fn length(&self, v: &Bound<'py, PyAny>, at: &str, what: &str) -> PyResult<LenDesc> {
+        let py = self.py;
+        if v.is_none() {
+            return Err(schema_error(
+                py,
+                at,
+                format!(
+                    "needs {what}= (a constant, an expression over earlier fields, or bw.REST)"
+                ),
+            ));
+        }
+        if v.is(self.r.rest.bind(py)) {
+            return Ok(LenDesc::Rest);
+        }
+        if let Ok(s) = v.cast::<PyString>() {
+            return Ok(LenDesc::Expr(self.expr(s, at)?));
+        }
+        if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+            return Err(schema_error(
+                py,
+                at,
+                format!(
+                    "{what}= must be an int, an expression string or bw.REST, got {}",
+                    v.repr()?
+                ),
+            ));
+        }
+        if v.lt(0)? {
+            return Err(schema_error(
+                py,
+                at,
+                format!("{what}= must not be negative"),
+            ));
+        }
+        Ok(LenDesc::Fixed(uint(v, at, what)?))
+    }
+
+    fn encoding(&self, value: &Bound<'py, PyAny>, at: &str) -> PyResult<Encoding> {
+        const NAMES: [(&str, Encoding); 7] = [
+            ("utf-8", Encoding::Utf8),
+            ("utf8", Encoding::Utf8),
+            ("ascii", Encoding::Ascii),
+            ("us-ascii", Encoding::Ascii),
+            ("latin-1", Encoding::Latin1),
+            ("latin1", Encoding::Latin1),
+            ("iso-8859-1", Encoding::Latin1),
+        ];
+        let name = if value.is_truthy()? {
+            value.str()?.to_str()?.to_lowercase().replace('_', "-")
+        } else {
+            "utf-8".to_owned()
+        };
+        if let Some((_, e)) = NAMES.iter().find(|(n, _)| *n == name) {
+            return Ok(*e);
+        }
+        let py = self.py;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("where", at)?;
+        kwargs.set_item("match", &name)?;
+        let options: Vec<&str> = NAMES.iter().map(|(n, _)| *n).collect();
+        let e = py.import("bytewright.errors")?.getattr("unknown")?.call(
+            (
+                format!("unsupported encoding {}", value.repr()?),
+                value,
+                options,
+            ),
+            Some(&kwargs),
+        )?;
+        Err(PyErr::from_value(e))
+    }
+
+    fn union(
+        &mut self,
+        spec: &Bound<'py, PyAny>,
+        tag: &Bound<'py, PyAny>,
+        cases: &Bound<'py, PyAny>,
+        at: &str,
+    ) -> PyResult<TypeDesc> {
+        let py = self.py;
+        let Ok(tag) = tag.cast::<PyString>() else {
+            return Err(schema_error(
+                py,
+                at,
+                "a tagged union needs tag= (an expression string, usually a field name)",
+            ));
+        };
+        let cases = match cases.cast::<PyDict>() {
+            Ok(c) if !c.is_empty() => c,
+            _ => {
+                return Err(schema_error(
+                    py,
+                    at,
+                    "a tagged union needs cases= (a dict from tag value to type)",
+                ))
+            }
+        };
+        let tag = self.expr(tag, at)?;
+        let plain = self.r.plain.bind(py).clone();
+        let mut out = Vec::with_capacity(cases.len());
+        for (k, v) in cases.iter() {
+            let konst = self.konst(&k, at)?;
+            let ty = self.ty(&v, &plain, &format!("{at}[{}]", k.repr()?))?;
+            out.push(CaseDesc { tag: konst, ty });
+        }
+        let default = spec.getattr(intern!(py, "default_case"))?;
+        let default = if default.is_none() {
+            None
+        } else {
+            Some(Box::new(self.ty(
+                &default,
+                &plain,
+                &format!("{at}[default]"),
+            )?))
+        };
+        Ok(TypeDesc::Union {
+            tag,
+            cases: out,
+            default,
+        })
+    }
+
+    /// Evaluates a forward reference (a string, or `list["Node"]`'s item).
+    fn resolve(&self, ann: &Bound<'py, PyAny>, at: &str) -> PyResult<Bound<'py, PyAny>> {
+        let active = PyList::new(py_of(ann), self.active.iter().map(|(c, _)| c))?;
+        helper(self.py, "resolve")?.call1((ann, &self.owner, active, at))
+    }
+
+    /// The (decode, encode) callables of a field, or None.
+    fn converter(
+        &self,
+        ann: &Bound<'py, PyAny>,
+        spec: &Bound<'py, PyAny>,
+        at: &str,
+    ) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+        let py = self.py;
+        let conv = spec.getattr(intern!(py, "convert"))?;
+        if conv.is_none() {
+            // The common case: a scalar alias, a list, bytes, str, bool, a Struct class...
+            if !ann.is_instance_of::<PyType>()
+                || ann.is(py.get_type::<PyBytes>())
+                || ann.is(py.get_type::<PyString>())
+                || ann.is(py.get_type::<PyBool>())
+                || self.info_of(ann)?.is_some()
+            {
+                return Ok(None);
+            }
+        }
+        let pair = helper(py, "converter")?.call1((ann, spec, at))?;
+        if pair.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(pair.extract()?))
+    }
+}
+
+fn py_of<'py>(v: &Bound<'py, PyAny>) -> Python<'py> {
+    v.py()
+}
+
+/// Whether `ann` is a `typing.ForwardRef` (typing is loaded when one exists).
+fn is_forward_ref(ann: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = ann.py();
+    static FORWARD_REF: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    if let Some(t) = FORWARD_REF.get(py) {
+        return ann.is_instance(t.bind(py));
+    }
+    let modules = py.import("sys")?.getattr("modules")?;
+    let Some(typing) = modules.cast::<PyDict>()?.get_item("typing")? else {
+        return Ok(false);
+    };
+    let t = typing.getattr("ForwardRef")?.cast_into::<PyType>()?;
+    let _ = FORWARD_REF.set(py, t.clone().unbind());
+    ann.is_instance(&t)
+}
+
+/// Python's keywords (`keyword.kwlist`): never a field name in an expression.
+const KEYWORDS: [&str; 35] = [
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
+];
+
+/// Python's `str.isidentifier` for the names of expressions (ASCII letters, digits and `_`,
+/// or any non-ASCII text, which Python then judges).
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if c == '_' || c.is_ascii_alphabetic() => {}
+        _ => return false,
+    }
+    chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
