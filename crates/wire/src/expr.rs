@@ -818,25 +818,43 @@ pub fn parse(
     })
 }
 
+/// What the tests of expressions (here and in `pick`) evaluate them over.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
-    use serde_json::json;
 
-    struct Slots(Vec<Value>);
+    /// The values of slots `0..`, in the current frame.
+    pub(crate) struct Slots(pub(crate) Vec<Value>);
     impl Env for Slots {
         fn get(&self, s: SlotRef) -> &Value {
             &self.0[s.idx as usize]
         }
     }
 
-    fn p(v: serde_json::Value) -> Expr {
-        parse(&v, &mut |n| match n {
-            "a" => Ok(SlotRef { up: 0, idx: 0 }),
-            "b" => Ok(SlotRef { up: 0, idx: 1 }),
-            _ => Err(format!("unknown name {n}")),
+    /// `v` parsed, each of `names` the slot of its position.
+    pub(crate) fn parse_over(v: &serde_json::Value, names: &[&str]) -> Expr {
+        parse(v, &mut |n: &str| {
+            names
+                .iter()
+                .position(|x| *x == n)
+                .map(|i| SlotRef {
+                    up: 0,
+                    idx: i as u16,
+                })
+                .ok_or_else(|| format!("unknown name {n}"))
         })
-        .unwrap()
+        .expect("parses")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{parse_over, Slots};
+    use super::*;
+    use serde_json::json;
+
+    fn p(v: serde_json::Value) -> Expr {
+        parse_over(&v, &["a", "b"])
     }
 
     #[test]

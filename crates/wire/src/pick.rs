@@ -296,29 +296,25 @@ fn boolean(e: &Expr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::parse;
+    use crate::expr::testing::{parse_over, Slots};
     use std::sync::Arc;
 
-    struct Slots(Vec<Value>);
-    impl Env for Slots {
-        fn get(&self, s: SlotRef) -> &Value {
-            &self.0[s.idx as usize]
-        }
+    fn expr(v: serde_json::Value) -> Expr {
+        parse_over(&v, &["a", "b", "c"])
     }
 
-    fn expr(v: serde_json::Value) -> Expr {
-        let names = ["a", "b", "c"];
-        parse(&v, &mut |n: &str| {
-            names
-                .iter()
-                .position(|x| *x == n)
-                .map(|i| SlotRef {
-                    up: 0,
-                    idx: i as u16,
-                })
-                .ok_or_else(|| format!("unknown {n}"))
-        })
-        .expect("parses")
+    /// Ethernet's tag: 0x8100 for either VLAN tag type, else the type itself.
+    fn ether() -> Expr {
+        expr(serde_json::json!([
+            "if",
+            [
+                "or",
+                ["bin", "==", ["name", "a"], ["int", 0x88a8]],
+                ["bin", "==", ["name", "a"], ["int", 0x9100]]
+            ],
+            ["int", 0x8100],
+            ["name", "a"]
+        ]))
     }
 
     /// Every choice equals the evaluated tag's case, over values around the constants.
@@ -366,16 +362,7 @@ mod tests {
 
     #[test]
     fn choices_equal_the_evaluated_tags() {
-        let ether = expr(serde_json::json!([
-            "if",
-            [
-                "or",
-                ["bin", "==", ["name", "a"], ["int", 0x88a8]],
-                ["bin", "==", ["name", "a"], ["int", 0x9100]]
-            ],
-            ["int", 0x8100],
-            ["name", "a"]
-        ]));
+        let ether = ether();
         let ip = expr(serde_json::json!([
             "if",
             ["name", "a"],
@@ -417,16 +404,7 @@ mod tests {
 
     #[test]
     fn a_field_compared_with_constants_is_one_table() {
-        let ether = expr(serde_json::json!([
-            "if",
-            [
-                "or",
-                ["bin", "==", ["name", "a"], ["int", 0x88a8]],
-                ["bin", "==", ["name", "a"], ["int", 0x9100]]
-            ],
-            ["int", 0x8100],
-            ["name", "a"]
-        ]));
+        let ether = ether();
         let cases: Vec<(Value, ())> = [0x800, 0x86dd, 0x8100]
             .iter()
             .map(|&k| (Value::Int(k), ()))
