@@ -19,7 +19,7 @@ from bytewright.pickle import (
     UnpicklingValueError,
     loads_pickle,
 )
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from reader_values import BUILTIN_VALUES, CLASS_VALUES, CLASSES
 
@@ -367,6 +367,7 @@ def test_errors_found_while_building_carry_the_offset():
     which=st.integers(0, len(PAYLOADS) - 1),
     edits=st.lists(st.tuples(st.integers(0, 10**6), st.binary(max_size=3)), max_size=4),
 )
+@example(which=1, edits=[(327, b"o")])  # OBJ on a str: pickle's TypeError
 def test_mutated_streams_match_pickle(which, edits):
     data = bytearray(PAYLOADS[which])
     for at, chunk in edits:

@@ -1479,7 +1479,7 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     self.name_of(g)
                 )));
             }
-            (k, _) => return Err(self.reject(format!("{what} on a {}", describe(k)))),
+            (k, _) => return Err(self.not_a_class(what, k)),
         };
         self.emit(Instr::Call(call))?;
         self.push_item(Item::made(kind, 0))
@@ -1510,8 +1510,19 @@ impl<'a, R: Resolve + Sink> Machine<'a, R> {
                     "; pass classes=[...] for your own classes"
                 }
             ))),
-            k => Err(self.reject(format!("{what} on a {}", describe(k)))),
+            k => Err(self.not_a_class(what, k)),
         }
+    }
+
+    /// `NEWOBJ`/`OBJ`/`INST` on a value that is not a class: pickle's TypeError where the
+    /// value is certainly not callable (as `REDUCE` reports it).
+    fn not_a_class(&self, what: &str, k: Kind) -> ReadError {
+        let kind = if never_callable(k) {
+            ErrorKind::Type
+        } else {
+            ErrorKind::Malformed
+        };
+        ReadError::of(kind, self.at, format!("{what} on a {}", describe(k)))
     }
 
     fn build(&mut self) -> Res<()> {
