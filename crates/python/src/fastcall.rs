@@ -191,6 +191,61 @@ pub unsafe fn enter<const N: usize>(
     )
 }
 
+/// [`enter`] with the body called directly rather than through the function's pointer (so
+/// it can be inlined), and its result turned into the returned pointer inside the unwind
+/// guard: the plain call `f(x)` moves no `PyResult` around. Any other call shape goes
+/// through [`FastFunction::call`].
+///
+/// # Safety
+/// As [`enter`]; `body` is `function.body`.
+#[inline(always)]
+pub unsafe fn enter_direct<const N: usize, B>(
+    function: &FastFunction<N>,
+    body: B,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject
+where
+    B: for<'py> FnOnce(
+        Python<'py>,
+        &Bound<'py, PyAny>,
+        [Option<&Bound<'py, PyAny>>; N],
+    ) -> PyResult<Bound<'py, PyAny>>,
+{
+    // SAFETY: CPython calls us with the GIL held.
+    let py = Python::assume_attached();
+    let guarded = AssertUnwindSafe(|| {
+        // SAFETY: vectorcall arguments as CPython passes them (see `FastFunction::call`).
+        let result = unsafe {
+            if kwnames.is_null() && ffi::PyVectorcall_NARGS(nargs as usize) == 1 {
+                let data = Borrowed::from_ptr(py, *args);
+                body(py, &data, [None; N])
+            } else {
+                function.call(py, args, nargs, kwnames)
+            }
+        };
+        match result {
+            Ok(value) => value.into_ptr(),
+            Err(err) => {
+                err.restore(py);
+                std::ptr::null_mut()
+            }
+        }
+    });
+    match std::panic::catch_unwind(guarded) {
+        Ok(p) => p,
+        Err(_) => {
+            PyRuntimeError::new_err(format!(
+                "internal error in {}(): please report it",
+                function.fname()
+            ))
+            .restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
 /// Runs the body of a C entry point: its value as a new reference, or NULL with its error
 /// (and, defensively, a panic, as a `RuntimeError` naming `fname()`) raised.
 #[inline(always)]
@@ -269,6 +324,38 @@ macro_rules! fast_function {
         ) -> *mut pyo3::ffi::PyObject {
             // SAFETY: CPython calls this with the GIL held and vectorcall arguments.
             unsafe { $crate::fastcall::enter(&$static_name, args, nargs, kwnames) }
+        }
+    };
+    (
+        $vis:vis static $static_name:ident: [$n:literal] = {
+            name: $name:literal,
+            positional: $pos:literal,
+            $(also_positional: $also:literal,)?
+            keywords: [$($kw:literal),* $(,)?],
+            doc: $doc:expr,
+            body: $body:path $(,)?
+        };
+        direct trampoline $tramp:ident;
+    ) => {
+        $vis static $static_name: $crate::fastcall::FastFunction<$n> =
+            $crate::fastcall::FastFunction {
+                name: $name,
+                positional: $pos,
+                keywords: [$($kw),*],
+                also_positional: 0 $(+ $also)?,
+                doc: $doc,
+                body: $body,
+                interned: pyo3::sync::PyOnceLock::new(),
+            };
+
+        $vis unsafe extern "C" fn $tramp(
+            _module: *mut pyo3::ffi::PyObject,
+            args: *const *mut pyo3::ffi::PyObject,
+            nargs: pyo3::ffi::Py_ssize_t,
+            kwnames: *mut pyo3::ffi::PyObject,
+        ) -> *mut pyo3::ffi::PyObject {
+            // SAFETY: CPython calls this with the GIL held and vectorcall arguments.
+            unsafe { $crate::fastcall::enter_direct(&$static_name, $body, args, nargs, kwnames) }
         }
     };
 }
