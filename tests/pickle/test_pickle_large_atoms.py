@@ -3,6 +3,8 @@ any other: the same values, the same limits, the same errors, with or without ot
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -91,3 +93,35 @@ def test_single_large_atom_signed() -> None:
     bad[-1] ^= 1
     with pytest.raises(pickle.IntegrityError):
         pickle.loads(bytes(bad), hmac_key=key)
+
+
+_OUT_OF_MEMORY = """
+import resource
+import bytewright.pickle as bwp
+data = [bytes([i]) * 2_000_000 for i in range(100)]
+bwp.dumps([1, 2, 3])  # the next record starts small and has to grow
+with open("/proc/self/statm") as f:
+    used = int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (used + 64_000_000, resource.RLIM_INFINITY))
+try:
+    bwp.dumps(data)
+except MemoryError:
+    print("MemoryError")
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+assert bwp.loads(bwp.dumps(data)) == data
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs RLIMIT_AS and /proc")
+def test_dumps_out_of_memory_while_growing_in_place_is_memory_error() -> None:
+    """A record built in its bytes object that cannot grow raises MemoryError (it used to
+    abort the process), and the next dumps works."""
+    from bytewright import _native
+
+    if not _native.fast_paths()["bytes_in_place"]:
+        pytest.skip("records are built in place only on the fast paths")
+    r = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_MEMORY], capture_output=True, text=True, timeout=300
+    )
+    assert (r.returncode, r.stdout.split(), r.stderr) == (0, ["MemoryError", "ok"], "")

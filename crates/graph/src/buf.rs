@@ -8,7 +8,8 @@ use std::ptr::NonNull;
 pub struct Storage {
     /// Grows the memory of `*ctx` to hold at least `min_cap` bytes, keeping its first `len`,
     /// and returns the new data address and capacity (updating `*ctx` if it moved). It does
-    /// not return on failure (it aborts, as a `Vec` does when memory runs out).
+    /// not return on failure: it aborts, as a `Vec` does when memory runs out, or unwinds
+    /// after setting `*ctx` to what `release` then gets (the writer is not used again).
     ///
     /// # Safety
     /// `*ctx` is memory of this storage, `len` bytes of it written.

@@ -626,24 +626,25 @@ unsafe fn grow_bytes(
     let mut obj = ctx.cast::<ffi::PyObject>();
     // SAFETY: an unshared bytes object (the caller's guarantee); on failure it is freed.
     if unsafe { _PyBytes_Resize(&mut obj, min_cap as ffi::Py_ssize_t) } != 0 {
-        // A writer cannot report failure: out of memory, it aborts as a Vec does.
-        std::alloc::handle_alloc_error(
-            std::alloc::Layout::from_size_align(min_cap, 1)
-                .unwrap_or(std::alloc::Layout::new::<u8>()),
-        );
+        // A writer cannot report failure: unwind to the entry point, which raises the
+        // MemoryError set by `_PyBytes_Resize` (see `fastcall::OutOfMemory`). The object
+        // is already freed, so the writer is left holding none. No panic hook runs.
+        *ctx = std::ptr::null_mut();
+        std::panic::resume_unwind(Box::new(crate::fastcall::OutOfMemory));
     }
     *ctx = obj.cast();
     // SAFETY: a live bytes object of min_cap bytes.
     (unsafe { bytes_data(obj) }, min_cap)
 }
 
-/// Releases the bytes object of a writer dropped before its record was taken.
+/// Releases the bytes object of a writer dropped before its record was taken (none after
+/// a failed [`grow_bytes`]).
 ///
 /// # Safety
-/// `ctx` is a bytes object only the writer references, and the GIL is held.
+/// `ctx` is NULL or a bytes object only the writer references, and the GIL is held.
 unsafe fn release_bytes(ctx: *mut ()) {
-    // SAFETY: the writer's own (only) reference.
-    unsafe { ffi::Py_DECREF(ctx.cast()) }
+    // SAFETY: the writer's own (only) reference, if any.
+    unsafe { ffi::Py_XDECREF(ctx.cast()) }
 }
 
 /// Where a bytes object's data starts.

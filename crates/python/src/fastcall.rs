@@ -191,6 +191,10 @@ pub unsafe fn enter<const N: usize>(
     )
 }
 
+/// The unwind payload of memory that ran out where no error can be returned (a writer
+/// growing its bytes object): the entry point of [`enter_direct`] raises MemoryError.
+pub struct OutOfMemory;
+
 /// [`enter`] with the body called directly rather than through the function's pointer (so
 /// it can be inlined), and its result turned into the returned pointer inside the unwind
 /// guard: the plain call `f(x)` moves no `PyResult` around. Any other call shape goes
@@ -235,6 +239,15 @@ where
     });
     match std::panic::catch_unwind(guarded) {
         Ok(p) => p,
+        Err(payload) if payload.is::<OutOfMemory>() => {
+            // SAFETY: the GIL is held; the MemoryError is normally set already.
+            unsafe {
+                if ffi::PyErr_Occurred().is_null() {
+                    ffi::PyErr_NoMemory();
+                }
+            }
+            std::ptr::null_mut()
+        }
         Err(_) => {
             PyRuntimeError::new_err(format!(
                 "internal error in {}(): please report it",
