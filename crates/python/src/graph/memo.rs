@@ -20,10 +20,6 @@ pub struct Memo {
     inline: [MaybeUninit<(usize, u32)>; INLINE],
     len: usize,
     spill: PtrMap<u32>,
-    /// One bit per key, picked by [`Memo::bit`]: a key whose bit is clear was never
-    /// remembered, so most lookups of a new object (every shared str met for the first
-    /// time) end without a scan.
-    bits: u64,
 }
 
 impl Default for Memo {
@@ -32,7 +28,6 @@ impl Default for Memo {
             inline: [MaybeUninit::uninit(); INLINE],
             len: 0,
             spill: PtrMap::default(),
-            bits: 0,
         }
     }
 }
@@ -44,19 +39,9 @@ impl Memo {
         self.len == 0 && self.spill.capacity() == 0
     }
 
-    /// The filter bit of `key`: objects are 16-byte aligned, so the address bits above
-    /// those spread neighbours over the 64 bits.
-    #[inline(always)]
-    fn bit(key: usize) -> u64 {
-        1u64.wrapping_shl((key >> 4) as u32)
-    }
-
     #[inline]
     pub fn get(&self, obj: *mut ffi::PyObject) -> Option<u32> {
         let key = obj as usize;
-        if self.bits & Self::bit(key) == 0 {
-            return None;
-        }
         for entry in &self.inline[..self.len.min(FIRST)] {
             // SAFETY: the first `len` entries are initialised (see `insert`).
             let (k, slot) = unsafe { entry.assume_init() };
@@ -94,7 +79,6 @@ impl Memo {
         // SAFETY: obj is live and the GIL is held; the new reference keeps the address
         // from being reused while it is a key, and is released in Drop.
         unsafe { ffi::Py_INCREF(obj) };
-        self.bits |= Self::bit(obj as usize);
         if self.len < INLINE {
             self.inline[self.len] = MaybeUninit::new((obj as usize, slot));
             self.len += 1;
