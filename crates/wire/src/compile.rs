@@ -787,10 +787,9 @@ impl Compiler<'_> {
                 Node::Scalar(s @ (Scalar::Int { .. } | Scalar::Bits { .. })) => {
                     let (lo, hi) = s.int_range().expect("int scalar");
                     if *v < lo || *v > hi {
-                        return Err(self.err(
-                            fname,
-                            format!("constant {v} does not fit {}", s.describe()),
-                        ));
+                        return Err(
+                            self.err(fname, format!("constant {v} does not fit {}", s.describe()))
+                        );
                     }
                     Some(Konst::Int(*v))
                 }
@@ -808,9 +807,7 @@ impl Compiler<'_> {
                     ))
                 }
                 _ => {
-                    return Err(
-                        self.err(fname, "a bytes constant needs a fixed-length bytes field")
-                    )
+                    return Err(self.err(fname, "a bytes constant needs a fixed-length bytes field"))
                 }
             },
         };

@@ -559,21 +559,21 @@ impl<'py> Builder<'py> {
             self.refs.push(sid);
             return Ok(TypeDesc::Ref { id: sid });
         }
-        let byteorder = order_of(&self.r.info.get(&info, inf::BYTEORDER)?)?;
+        let byteorder = order_of(&self.r.info.get(info, inf::BYTEORDER)?)?;
         let (tag, cacheable) = match tag {
             Tag::Missing => {
-                let registry = self.r.info.get(&info, inf::REGISTRY)?;
+                let registry = self.r.info.get(info, inf::REGISTRY)?;
                 if !registry.is_none() {
                     return self.registry(cls, &registry, at, order);
                 }
-                let cache = self.r.info.get(&info, inf::CACHE)?;
+                let cache = self.r.info.get(info, inf::CACHE)?;
                 let cache = cache.cast::<PyDict>()?;
                 if let Some(cached) = cache.get_item(order_key(py, order))? {
                     if let Ok(frag) = cached.cast::<Fragment>() {
                         return self.reuse(frag.get(), info, byteorder, order);
                     }
                 }
-                let tag = self.r.info.get(&info, inf::TAG)?;
+                let tag = self.r.info.get(info, inf::TAG)?;
                 let tag = if tag.is(self.r.missing.bind(py)) || tag.is_none() {
                     None
                 } else {
@@ -591,19 +591,19 @@ impl<'py> Builder<'py> {
         let o = byteorder.or(order);
         let class_name = cls.getattr(intern!(py, "__name__"))?;
         let class_name = class_name.cast::<PyString>()?.to_str()?;
-        let bitorder = self.r.info.get(&info, inf::BITORDER)?;
+        let bitorder = self.r.info.get(info, inf::BITORDER)?;
         let bitorder = if !bitorder.is_none() && bitorder.cast::<PyString>()?.to_str()? == "lsb" {
             BitOrder::Lsb
         } else {
             BitOrder::Msb
         };
-        let align = self.r.info.get(&info, inf::ALIGN)?;
+        let align = self.r.info.get(info, inf::ALIGN)?;
         let align = if align.is_truthy()? {
             Some(uint::<u64>(&align, at, "align")?)
         } else {
             None
         };
-        let tag_field = self.r.info.get(&info, inf::TAG_FIELD)?;
+        let tag_field = self.r.info.get(info, inf::TAG_FIELD)?;
         let owner = self.owner.replace(cls.clone());
         let inherited = self.order;
         self.order = o.unwrap_or(inherited);
@@ -645,7 +645,7 @@ impl<'py> Builder<'py> {
             };
             self.r
                 .info
-                .get(&info, inf::CACHE)?
+                .get(info, inf::CACHE)?
                 .set_item(order_key(py, order), Bound::new(py, frag)?)?;
         }
         Ok(ty)
@@ -775,11 +775,11 @@ impl<'py> Builder<'py> {
             .extend(frag.infos.iter().map(|a| Some(a.clone_ref(py))));
         // Its codec's program is this part's when compiled in the same context: the same
         // limits, and the same byte order for fields that do not say theirs.
-        let codec = self.r.info.get(&info, inf::CODEC)?;
+        let codec = self.r.info.get(info, inf::CODEC)?;
         if let Ok(codec) = codec.cast_into::<super::Codec>() {
             let here = byteorder.or(order).unwrap_or(self.order);
             if here == byteorder.unwrap_or(Order::Big) {
-                let limits = self.r.info.get(&info, inf::LIMITS)?;
+                let limits = self.r.info.get(info, inf::LIMITS)?;
                 if limits.is(&self.limits) || limits.eq(&self.limits)? {
                     self.parts.push((sid, codec));
                 }
@@ -852,7 +852,7 @@ impl<'py> Builder<'py> {
     ) -> PyResult<FieldDesc> {
         let py = self.py;
         let ty = self.ty(ann, spec, at)?;
-        let align = self.r.spec.get(&spec, opt::ALIGN)?;
+        let align = self.r.spec.get(spec, opt::ALIGN)?;
         let align = if align.is_none() {
             None
         } else {
@@ -861,7 +861,7 @@ impl<'py> Builder<'py> {
         let konst = match tag_const {
             Some(c) => Some(c),
             None => {
-                let c = self.r.spec.get(&spec, opt::CONST)?;
+                let c = self.r.spec.get(spec, opt::CONST)?;
                 if c.is(self.r.missing.bind(py)) {
                     None
                 } else {
@@ -869,13 +869,13 @@ impl<'py> Builder<'py> {
                 }
             }
         };
-        let checksum = self.r.spec.get(&spec, opt::CHECKSUM)?;
+        let checksum = self.r.spec.get(spec, opt::CHECKSUM)?;
         let checksum = if checksum.is_none() {
             None
         } else {
             Some(self.checksum(&checksum, at)?)
         };
-        let when = self.r.spec.get(&spec, opt::WHEN)?;
+        let when = self.r.spec.get(spec, opt::WHEN)?;
         let when = if when.is_none() {
             None
         } else {
@@ -884,7 +884,7 @@ impl<'py> Builder<'py> {
             };
             Some(self.expr(s, at)?)
         };
-        let size = self.r.spec.get(&spec, opt::SIZE)?;
+        let size = self.r.spec.get(spec, opt::SIZE)?;
         let size = if size.is_none() {
             None
         } else if let Ok(s) = size.cast::<PyString>() {
@@ -1072,7 +1072,7 @@ impl<'py> Builder<'py> {
         let py = self.py;
         let r = self.r;
         let mut ann = ann.clone();
-        let given = self.r.spec.get(&spec, opt::TYPE)?;
+        let given = self.r.spec.get(spec, opt::TYPE)?;
         if !given.is_none() {
             ann = given;
         }
@@ -1081,12 +1081,12 @@ impl<'py> Builder<'py> {
             ann = self.resolve(&ann, at)?;
             is_class = ann.is_instance_of::<PyType>();
         }
-        let cases = self.r.spec.get(&spec, opt::CASES)?;
-        let tag = self.r.spec.get(&spec, opt::TAG)?;
+        let cases = self.r.spec.get(spec, opt::CASES)?;
+        let tag = self.r.spec.get(spec, opt::TAG)?;
         if !cases.is_none() || !tag.is_none() {
             return self.union(spec, &tag, &cases, at);
         }
-        let byteorder = self.r.spec.get(&spec, opt::BYTEORDER)?;
+        let byteorder = self.r.spec.get(spec, opt::BYTEORDER)?;
         let order = if byteorder.is_none() {
             None
         } else {
@@ -1126,10 +1126,10 @@ impl<'py> Builder<'py> {
             let mut length = if is_bytes_t {
                 ann.getattr(intern!(py, "len"))?
             } else {
-                self.r.spec.get(&spec, opt::LEN)?
+                self.r.spec.get(spec, opt::LEN)?
             };
             if length.is_none() {
-                let c = self.r.spec.get(&spec, opt::CONST)?;
+                let c = self.r.spec.get(spec, opt::CONST)?;
                 if !c.is(missing)
                     && (c.is_instance_of::<PyBytes>() || c.is_instance_of::<PyByteArray>())
                 {
@@ -1137,7 +1137,7 @@ impl<'py> Builder<'py> {
                 }
             }
             if length.is_none() {
-                let checksum = self.r.spec.get(&spec, opt::CHECKSUM)?;
+                let checksum = self.r.spec.get(spec, opt::CHECKSUM)?;
                 if !checksum.is_none() {
                     length = py
                         .import("bytewright.fields")?
@@ -1154,7 +1154,7 @@ impl<'py> Builder<'py> {
         let is_str_t = self.is(&ann, &r.str_t);
         let is_cstr_t = self.is(&ann, &r.cstr_t);
         if is_str_t || is_cstr_t || ann.is(py.get_type::<PyString>()) {
-            if is_cstr_t || self.r.spec.get(&spec, opt::NUL_TERMINATED)?.is_truthy()? {
+            if is_cstr_t || self.r.spec.get(spec, opt::NUL_TERMINATED)?.is_truthy()? {
                 let (max_len, enc) = if is_cstr_t {
                     (
                         ann.getattr(intern!(py, "max_len"))?,
@@ -1162,8 +1162,8 @@ impl<'py> Builder<'py> {
                     )
                 } else {
                     (
-                        self.r.spec.get(&spec, opt::MAX_LEN)?,
-                        self.r.spec.get(&spec, opt::ENCODING)?,
+                        self.r.spec.get(spec, opt::MAX_LEN)?,
+                        self.r.spec.get(spec, opt::ENCODING)?,
                     )
                 };
                 let max =
@@ -1189,8 +1189,8 @@ impl<'py> Builder<'py> {
                 )
             } else {
                 (
-                    self.r.spec.get(&spec, opt::LEN)?,
-                    self.r.spec.get(&spec, opt::ENCODING)?,
+                    self.r.spec.get(spec, opt::LEN)?,
+                    self.r.spec.get(spec, opt::ENCODING)?,
                 )
             };
             let len = self.length(&length, at, "len")?;
@@ -1220,7 +1220,7 @@ impl<'py> Builder<'py> {
                     ann.getattr(intern!(py, "count"))?,
                 )
             } else {
-                let item = self.r.spec.get(&spec, opt::ITEM)?;
+                let item = self.r.spec.get(spec, opt::ITEM)?;
                 let item = if !item.is_none() {
                     item
                 } else {
@@ -1229,8 +1229,8 @@ impl<'py> Builder<'py> {
                         _ => py.None().into_bound(py),
                     }
                 };
-                let mut count = self.r.spec.get(&spec, opt::COUNT)?;
-                if count.is_none() && !self.r.spec.get(&spec, opt::SIZE)?.is_none() {
+                let mut count = self.r.spec.get(spec, opt::COUNT)?;
+                if count.is_none() && !self.r.spec.get(spec, opt::SIZE)?.is_none() {
                     count = r.rest.bind(py).clone();
                 }
                 (item, count)
@@ -1378,7 +1378,7 @@ impl<'py> Builder<'py> {
             let ty = self.ty(&v, &plain, &format!("{at}[{}]", k.repr()?))?;
             out.push(CaseDesc { tag: konst, ty });
         }
-        let default = self.r.spec.get(&spec, opt::DEFAULT_CASE)?;
+        let default = self.r.spec.get(spec, opt::DEFAULT_CASE)?;
         let default = if default.is_none() {
             None
         } else {
@@ -1409,7 +1409,7 @@ impl<'py> Builder<'py> {
         at: &str,
     ) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
         let py = self.py;
-        let conv = self.r.spec.get(&spec, opt::CONVERT)?;
+        let conv = self.r.spec.get(spec, opt::CONVERT)?;
         if conv.is_none() {
             // The common case: a scalar alias, a list, bytes, str, bool, a Struct class...
             if !ann.is_instance_of::<PyType>()
