@@ -36,7 +36,7 @@ struct Declared {
 }
 
 struct Frame {
-    name: String,
+    name: Arc<str>,
     /// Index of the struct being built in [`Compiler::structs`].
     index: u32,
     /// Checksum fields declared so far: (field index, description).
@@ -112,7 +112,7 @@ pub fn compile_with(schema: &Schema, parts: &[(u32, &Program)]) -> Result<Progra
 impl Compiler<'_> {
     /// The dotted path of `field` in the struct being compiled.
     fn path(&self, field: &str) -> String {
-        let mut path: Vec<&str> = self.frames.iter().map(|f| f.name.as_str()).collect();
+        let mut path: Vec<&str> = self.frames.iter().map(|f| &*f.name).collect();
         if !field.is_empty() {
             path.push(field);
         }
@@ -617,7 +617,7 @@ impl Compiler<'_> {
         }
         let mut prog = StructProg {
             sink_id: desc.id,
-            name: desc.name.as_str().into(),
+            name: desc.name.clone(),
             fields: names,
             derived,
             n_slots: frame.slots.len() as u16,
@@ -745,7 +745,7 @@ impl Compiler<'_> {
     ) -> Result<(), SchemaError> {
         let fname: &str = f.name.as_deref().unwrap_or_default();
         if let Some(n) = &f.name {
-            if names.iter().any(|x| &**x == n) {
+            if names.iter().any(|x| **x == **n) {
                 return Err(self.err(n, "duplicate field name"));
             }
         }
@@ -828,7 +828,7 @@ impl Compiler<'_> {
             PAD
         } else {
             let i = u16::try_from(names.len()).map_err(|_| self.err(fname, "too many fields"))?;
-            names.push(fname.into());
+            names.push(f.name.clone().unwrap_or_else(|| fname.into()));
             i
         };
         let frame = self.frames.last_mut().expect("inside a struct");

@@ -618,7 +618,7 @@ impl<'py> Builder<'py> {
         self.active.pop();
         let ty = TypeDesc::Struct(StructDesc {
             id: sid,
-            name: class_name.to_owned(),
+            name: class_name.into(),
             order: o,
             bitorder,
             align,
@@ -678,7 +678,7 @@ impl<'py> Builder<'py> {
                 // The common case: a plain scalar (no options, no converter).
                 if let Some(ty) = self.scalar_alias(&ann, None)? {
                     fields.push(FieldDesc {
-                        name: Some(name.to_str()?.to_owned()),
+                        name: Some(name.to_str()?.into()),
                         ty,
                         konst: None,
                         when: None,
@@ -899,7 +899,7 @@ impl<'py> Builder<'py> {
             ));
         };
         Ok(FieldDesc {
-            name: Some(name.to_str()?.to_owned()),
+            name: Some(name.to_str()?.into()),
             ty,
             konst,
             when,
