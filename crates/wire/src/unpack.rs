@@ -716,44 +716,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         let start = self.pos;
         let b = match self.take(run.size) {
             Ok(b) => b,
-            Err(_) => {
-                let left = self.end - start;
-                // A constant that fits and does not match makes the input invalid, not short.
-                for it in run
-                    .items
-                    .iter()
-                    .take_while(|it| it.off + it.scalar.size() <= left)
-                {
-                    let (Some(k), Some(f)) = (&it.konst, it.field) else {
-                        continue;
-                    };
-                    let b = &self.buf[start + it.off..];
-                    if let Ok(Some(raw)) = read_scalar(&it.scalar, b) {
-                        if !konst_matches(k, &raw) {
-                            let msg = format!(
-                                "expected the constant {}, found {}",
-                                show_konst(k),
-                                show_raw(&raw)
-                            );
-                            return Err(Error::invalid(msg, start + it.off))
-                                .at_field(&sp.fields[f as usize]);
-                        }
-                    }
-                }
-                // Blame the first field that does not fit.
-                let it = run
-                    .items
-                    .iter()
-                    .find(|it| it.off + it.scalar.span() > left)
-                    .expect("run exceeds input");
-                self.pos = start + it.off;
-                let e = self.short(it.scalar.span());
-                self.pos = start;
-                return match it.field {
-                    Some(f) => Err(e).at_field(&sp.fields[f as usize]),
-                    None => Err(e),
-                };
-            }
+            Err(_) => return self.run_short(run, sp, start),
         };
         // A sink that stores the run's values itself leaves the VM the checks and the
         // values later fields refer to.
@@ -804,6 +767,54 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             }
         }
         Ok(())
+    }
+
+    /// The error of a run that does not fit in what is left from `start`: out of line, so
+    /// the run's hot path keeps its registers.
+    #[cold]
+    #[inline(never)]
+    fn run_short(
+        &mut self,
+        run: &'p Run,
+        sp: &'p StructProg,
+        start: usize,
+    ) -> Result<(), S::Error> {
+        let left = self.end - start;
+        // A constant that fits and does not match makes the input invalid, not short.
+        for it in run
+            .items
+            .iter()
+            .take_while(|it| it.off + it.scalar.size() <= left)
+        {
+            let (Some(k), Some(f)) = (&it.konst, it.field) else {
+                continue;
+            };
+            let b = &self.buf[start + it.off..];
+            if let Ok(Some(raw)) = read_scalar(&it.scalar, b) {
+                if !konst_matches(k, &raw) {
+                    let msg = format!(
+                        "expected the constant {}, found {}",
+                        show_konst(k),
+                        show_raw(&raw)
+                    );
+                    return Err(Error::invalid(msg, start + it.off))
+                        .at_field(&sp.fields[f as usize]);
+                }
+            }
+        }
+        // Blame the first field that does not fit.
+        let it = run
+            .items
+            .iter()
+            .find(|it| it.off + it.scalar.span() > left)
+            .expect("run exceeds input");
+        self.pos = start + it.off;
+        let e = self.short(it.scalar.span());
+        self.pos = start;
+        match it.field {
+            Some(f) => Err(e).at_field(&sp.fields[f as usize]),
+            None => Err(e),
+        }
     }
 
     /// One item of a run whose bytes `b` start at `start`.
