@@ -126,6 +126,22 @@ fn read_uint(b: &[u8], width: u8, big: bool) -> u64 {
     }
 }
 
+/// The unsigned number of `w` at the start of `b`.
+#[inline(always)]
+fn read_width(b: &[u8], w: Width) -> u64 {
+    match w {
+        Width::One => u64::from(b[0]),
+        Width::Be2 => u64::from(u16::from_be_bytes(b[..2].try_into().expect("2 bytes"))),
+        Width::Le2 => u64::from(u16::from_le_bytes(b[..2].try_into().expect("2 bytes"))),
+        Width::Be4 => u64::from(u32::from_be_bytes(b[..4].try_into().expect("4 bytes"))),
+        Width::Le4 => u64::from(u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))),
+        Width::Be8 => u64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
+        Width::Le8 => u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+        Width::Be(n) => read_group(b, n, false) as u64,
+        Width::Le(n) => read_group(b, n, true) as u64,
+    }
+}
+
 /// A group of `n` bytes as a number: big-endian, or little-endian when `lsb`.
 #[inline]
 pub(crate) fn read_group(b: &[u8], n: u8, lsb: bool) -> u128 {
@@ -134,19 +150,6 @@ pub(crate) fn read_group(b: &[u8], n: u8, lsb: bool) -> u128 {
         b.iter().rev().fold(0u128, |a, &x| (a << 8) | u128::from(x))
     } else {
         b.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x))
-    }
-}
-
-/// A group of `n` bytes (at most 8) as a number: big-endian, or little-endian when `lsb`.
-#[inline(always)]
-fn read_group64(b: &[u8], n: u8, lsb: bool) -> u64 {
-    match (n, lsb) {
-        (1, _) => u64::from(b[0]),
-        (2, false) => u64::from(u16::from_be_bytes([b[0], b[1]])),
-        (2, true) => u64::from(u16::from_le_bytes([b[0], b[1]])),
-        (4, false) => u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
-        (4, true) => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        _ => read_group(b, n, lsb) as u64,
     }
 }
 
@@ -730,15 +733,13 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                     continue;
                 }
                 let v = match c.peek {
-                    Peek::U { width, big } => read_uint(&b[c.off..], width, big),
-                    Peek::Bits {
-                        group,
-                        lsb,
+                    Peek::Num {
+                        read,
                         shift,
                         mask,
                         boolean,
                     } => {
-                        let v = (read_group64(&b[c.off..], group, lsb) >> shift) & mask;
+                        let v = (read_width(&b[c.off..], read) >> shift) & mask;
                         if boolean {
                             u64::from(v != 0)
                         } else {
