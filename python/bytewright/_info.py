@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from bytewright._native import new_info
 from bytewright.errors import SchemaError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -117,31 +118,21 @@ class StructInfo:
         /,
     ) -> StructInfo:
         # Positional: a keyword call through the metaclass slot would first build a dict.
-        # ``object`` ends every MRO and is never a Struct class.
-        bases = tuple([i for b in cls.__mro__[1:-1] if (i := info_of(b)) is not None])
-        base = bases[0] if bases else None
-        # Filled in as a _Draft (plain slot writes, which the class's own __setattr__ refuses),
-        # then frozen by becoming a StructInfo.
-        self = object.__new__(_Draft)
-        self.cls = cls
-        self.name = cls.__name__
-        self.declared = declared
-        self.byteorder = byteorder or (base.byteorder if base else None)
-        self.bitorder = bitorder or (base.bitorder if base else None)
-        self.align = align
-        self.limits = limits or (base.limits if base else None)
-        self.registry = Registry(registry) if registry is not None else None
-        self.tag_field = registry or (base.tag_field if base else None)
-        self.tag = tag
-        self.localns = localns
-        self.codec = codec
-        self.derived = _NOTHING
-        self.compare = None
-        self._fields = None
-        self._cache = {}
-        self._bases = bases
-        object.__setattr__(self, "__class__", StructInfo)
-        return self
+        # One native call stores every slot past __setattr__ (which refuses writes): the
+        # nearest Struct base's byte order, bit order, limits and tag field where not given.
+        return new_info(  # type: ignore[no-any-return]
+            _NEW_INFO,
+            cls,
+            declared,
+            byteorder,
+            bitorder,
+            align,
+            limits,
+            registry,
+            tag,
+            localns,
+            codec,
+        )
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"StructInfo is read-only ({name!r})")
@@ -203,14 +194,6 @@ class StructInfo:
         return tuple(fields)
 
 
-class _Draft(StructInfo):
-    """A StructInfo being filled in: its slots take plain writes."""
-
-    __slots__ = ()
-    # object's own, not a def: each write stays a C-level slot store.
-    __setattr__ = object.__setattr__  # type: ignore[assignment]
-
-
 class SchemaMeta(type):
     """The base of ``StructMeta``: ``isinstance(x, SchemaMeta)`` tells a Struct class."""
 
@@ -218,6 +201,7 @@ class SchemaMeta(type):
 
 
 _NOTHING: frozenset[str] = frozenset()
+_NEW_INFO = (StructInfo, Registry, _NOTHING, SchemaMeta)
 
 
 def info_of(cls: object) -> StructInfo | None:

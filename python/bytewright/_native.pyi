@@ -23,11 +23,14 @@ __all__ = [
     "check_pickle",
     "checksum_names",
     "compile_struct",
+    "declare",
     "fast_paths",
     "graph_record_len",
     "loads_pickle",
     "loads_pickle_at",
     "loads_pickle_carrying",
+    "new_info",
+    "new_spec",
     "pickle_dumps",
     "pickle_extent",
     "pickle_loads",
@@ -44,6 +47,23 @@ def fast_paths() -> dict[str, bool]: ...
 def checksum_names() -> list[str]: ...
 def suggest(name: str, options: Iterable[str]) -> str | None: ...
 def check_align(value: object, at: str) -> int: ...
+def new_info(
+    ctx: tuple[Any, ...],
+    cls: type,
+    declared: tuple[Any, ...],
+    byteorder: str | None,
+    bitorder: str | None,
+    align: int | None,
+    limits: Any,
+    registry: str | None,
+    tag: Any,
+    localns: dict[str, Any] | None,
+    codec: Any,
+) -> Any: ...
+def new_spec(ctx: tuple[Any, ...], options: dict[str, Any]) -> Any: ...
+def declare(
+    name: str, ns: dict[str, Any], class_var: object, ctx: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], bool, dict[str, Any]]: ...
 
 @final
 class Fragment:

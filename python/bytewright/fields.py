@@ -244,6 +244,12 @@ def _field_spec(is_pad: bool, pad_size: int, options: dict[str, Any]) -> FieldSp
 
 # A field declared with an annotation alone (or with a plain default, see ``StructMeta``).
 PLAIN = FieldSpec()
+# What ``bw.field`` gives its native constructor: the class, each option's slot, the defaults.
+_SPEC = (
+    FieldSpec,
+    {n: i for i, n in enumerate(FieldSpec.__slots__)},
+    tuple([getattr(PLAIN, n) for n in FieldSpec.__slots__]),
+)
 
 
 @overload
@@ -271,7 +277,10 @@ def field(**options: Any) -> Any:  # noqa: F811
     >>> Packet.unpack(b"\\x02\\x00\\x00\\x00\\x00\\x00\\x07").extra
     7
     """
-    return FieldSpec(**options)
+    # One native call stores the slots; it gives None for an unknown option, which
+    # FieldSpec reports.
+    spec = _native.new_spec(_SPEC, options)
+    return FieldSpec(**options) if spec is None else spec
 
 
 def pad(n: int) -> Any:

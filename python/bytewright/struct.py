@@ -11,10 +11,18 @@ import sys
 from _operator import attrgetter  # operator's C half: importing operator.py costs more
 from keyword import iskeyword
 
-from bytewright._info import Pending, Registry, SchemaMeta, StructField, StructInfo, info_of
+from bytewright._info import (
+    _NEW_INFO,
+    Pending,
+    Registry,
+    SchemaMeta,
+    StructField,
+    StructInfo,
+    info_of,
+)
 from bytewright._methods import GLOBALS as _INIT_GLOBALS
 from bytewright._methods import make_init
-from bytewright._native import Codec, check_align, compile_struct
+from bytewright._native import Codec, check_align, compile_struct, declare, new_info
 from bytewright._value import MISSING
 from bytewright.errors import SchemaError, schema_error, unknown
 from bytewright.fields import PLAIN, FieldSpec, Limits, bits, enum, field, flag, normalize_byteorder
@@ -99,7 +107,8 @@ class StructMeta(SchemaMeta):
         if not declared and not any(isinstance(b, StructMeta) for b in bases):
             cls.__bw__ = None
             return cls  # the Struct base itself: no schema of its own
-        info = StructInfo(
+        info: StructInfo = new_info(
+            _NEW_INFO,
             cls,
             declared,
             order,
@@ -137,63 +146,30 @@ def _check_keywords(
 def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bool, dict[str, Any]]:
     """The fields of a class body's annotations, whether any annotation is a string, and the
     defaults of its ``__init__`` before anything is derived (as ``_init_args`` gives them);
-    their values (options or defaults) leave the namespace, which gets their ``__slots__``."""
-    declared: list[StructField] = []
-    defaults: dict[str, Any] = {}
-    strings = False
-    slots: list[str] = []
+    their values (options or defaults) leave the namespace, which gets their ``__slots__``.
+    One native pass (``_native.declare``); a name not seen before is checked here."""
     # A ClassVar annotation means typing is loaded already.
     typing = sys.modules.get("typing")
-    class_var = typing.ClassVar if typing is not None else None
-    for fname, ann in ns.get("__annotations__", {}).items():
-        if id(ann) in SCALAR_ALIASES:
-            pass  # bw.U16 and the like: neither a string nor a ClassVar
-        elif ann.__class__ is str:
-            if ann.startswith("ClassVar"):
-                continue
-            strings = True
-        elif (
-            class_var is not None
-            and not isinstance(ann, type)  # a class has no __origin__: no failed lookup
-            and getattr(ann, "__origin__", None) is class_var
-        ):
-            continue
-        value = ns.pop(fname, MISSING)
-        if isinstance(value, FieldSpec):
-            spec = value
-        else:
-            spec = PLAIN if value is MISSING else FieldSpec(default=value)
-        # A StructField without a call of its __init__ (three slot stores, no frame).
-        sf = _new_field(StructField)
-        sf.name = fname
-        sf.annotation = ann
-        sf.spec = spec
-        declared.append(sf)
-        if spec is not PLAIN:
-            if spec.is_pad:
-                continue
-            if spec.default is not MISSING:
-                defaults[fname] = spec.default
-            elif spec.const is not MISSING:
-                defaults[fname] = spec.const
-            elif spec.when is not None:
-                defaults[fname] = None
-        if fname not in _FIELD_NAMES:
-            if (
-                fname in _RESERVED
-                or fname[:2] == "__"
-                or not fname.isidentifier()
-                or iskeyword(fname)
-            ):
-                raise schema_error(f"{name}.{fname}", "this name is reserved and cannot be a field")
-            if len(_FIELD_NAMES) < 4096:
-                _FIELD_NAMES.add(fname)
-        slots.append(fname)
-    ns["__slots__"] = tuple(slots)
-    return tuple(declared), strings, defaults
+    return declare(name, ns, typing.ClassVar if typing is not None else None, _DECLARE)
 
 
-_new_field = object.__new__
+def _check_name(name: str, fname: str) -> None:
+    """A field name not seen before: refused if reserved, else remembered."""
+    if fname in _RESERVED or fname[:2] == "__" or not fname.isidentifier() or iskeyword(fname):
+        raise schema_error(f"{name}.{fname}", "this name is reserved and cannot be a field")
+    if len(_FIELD_NAMES) < 4096:
+        _FIELD_NAMES.add(fname)
+
+
+_DECLARE = (
+    SCALAR_ALIASES,
+    FieldSpec,
+    StructField,
+    PLAIN,
+    MISSING,
+    _FIELD_NAMES,
+    _check_name,
+)
 
 
 def _caller_locals(strings: bool, caller: Any) -> dict[str, Any] | None:

@@ -63,15 +63,23 @@ impl Offsets {
         Offsets::Small(v)
     }
 
-    /// Appends the end of the next value.
-    #[inline]
+    /// Appends the end of the next value (once per variable-size value decoded: in line,
+    /// the switch to 64 bits out of it).
+    #[inline(always)]
     pub fn push(&mut self, end: usize) {
         match self {
-            Offsets::Small(v) => match i32::try_from(end) {
-                Ok(e) => v.push(e),
-                Err(_) => self.widen().push(end as i64),
-            },
+            Offsets::Small(v) if end <= i32::MAX as usize => v.push(end as i32),
+            _ => self.push_wide(end),
+        }
+    }
+
+    /// [`Offsets::push`] of an offset past `i32::MAX`, or to 64-bit offsets.
+    #[cold]
+    #[inline(never)]
+    fn push_wide(&mut self, end: usize) {
+        match self {
             Offsets::Large(v) => v.push(end as i64),
+            Offsets::Small(_) => self.widen().push(end as i64),
         }
     }
 

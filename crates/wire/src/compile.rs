@@ -29,13 +29,14 @@ const PAD: u16 = u16::MAX;
 const ALIGN: u16 = u16::MAX - 1;
 
 struct Declared {
-    name: String,
+    /// The field's name, shared with the struct's field names.
+    name: Arc<str>,
     field: u16,
     step: usize,
 }
 
 struct Frame {
-    name: String,
+    name: Arc<str>,
     /// Index of the struct being built in [`Compiler::structs`].
     index: u32,
     /// Checksum fields declared so far: (field index, description).
@@ -85,9 +86,9 @@ pub fn compile_with(schema: &Schema, parts: &[(u32, &Program)]) -> Result<Progra
     };
     let mut c = Compiler {
         parts,
-        frames: Vec::new(),
-        structs: Vec::new(),
-        in_progress: Vec::new(),
+        frames: Vec::with_capacity(4),
+        structs: Vec::with_capacity(4),
+        in_progress: Vec::with_capacity(4),
         limits,
         unknown_name: None,
     };
@@ -111,7 +112,7 @@ pub fn compile_with(schema: &Schema, parts: &[(u32, &Program)]) -> Result<Progra
 impl Compiler<'_> {
     /// The dotted path of `field` in the struct being compiled.
     fn path(&self, field: &str) -> String {
-        let mut path: Vec<&str> = self.frames.iter().map(|f| f.name.as_str()).collect();
+        let mut path: Vec<&str> = self.frames.iter().map(|f| &*f.name).collect();
         if !field.is_empty() {
             path.push(field);
         }
@@ -146,7 +147,7 @@ impl Compiler<'_> {
         let depth = self.frames.len();
         for up in 0..depth {
             let frame = &mut self.frames[depth - 1 - up];
-            let Some(d) = frame.declared.iter().rev().find(|d| d.name == name) else {
+            let Some(d) = frame.declared.iter().rev().find(|d| &*d.name == name) else {
                 continue;
             };
             let step = &mut frame.steps[d.step];
@@ -190,7 +191,7 @@ impl Compiler<'_> {
                 let known: Vec<String> = self
                     .frames
                     .iter()
-                    .flat_map(|f| f.declared.iter().map(|d| d.name.clone()))
+                    .flat_map(|f| f.declared.iter().map(|d| d.name.to_string()))
                     .collect();
                 self.unknown(SchemaErrorKind::UnknownName, field, m, &name, known)
             }
@@ -518,7 +519,7 @@ impl Compiler<'_> {
                 let fidx = frame
                     .declared
                     .iter()
-                    .find(|d| d.name == tag_name)
+                    .find(|d| *d.name == *tag_name)
                     .map(|d| d.field)
                     .ok_or_else(|| {
                         self.err(
@@ -574,17 +575,18 @@ impl Compiler<'_> {
         let order = desc.order.unwrap_or(inherited);
         let index = self.structs.len();
         self.structs.push(None);
+        let n = desc.fields.len();
         self.frames.push(Frame {
             name: desc.name.clone(),
             index: index as u32,
             sums: Vec::new(),
-            declared: Vec::new(),
+            declared: Vec::with_capacity(n),
             slots: Vec::new(),
-            steps: Vec::new(),
+            steps: Vec::with_capacity(n),
         });
         self.in_progress.push((desc.id, index as u32));
         let places = self.bit_plan(desc)?;
-        let mut names: Vec<Arc<str>> = Vec::new();
+        let mut names: Vec<Arc<str>> = Vec::with_capacity(n);
         for (f, place) in desc.fields.iter().zip(places) {
             if let Some(a) = f.align {
                 self.align_step(a, f.name.as_deref().unwrap_or(""))?;
@@ -615,7 +617,7 @@ impl Compiler<'_> {
         }
         let mut prog = StructProg {
             sink_id: desc.id,
-            name: desc.name.as_str().into(),
+            name: desc.name.clone(),
             fields: names,
             derived,
             n_slots: frame.slots.len() as u16,
@@ -741,18 +743,18 @@ impl Compiler<'_> {
         names: &mut Vec<Arc<str>>,
         place: Option<BitPlace>,
     ) -> Result<(), SchemaError> {
-        let fname = f.name.clone().unwrap_or_default();
+        let fname: &str = f.name.as_deref().unwrap_or_default();
         if let Some(n) = &f.name {
-            if names.iter().any(|x| &**x == n) {
+            if names.iter().any(|x| **x == **n) {
                 return Err(self.err(n, "duplicate field name"));
             }
         }
         let when = match &f.when {
-            Some(w) => Some(self.expr(&fname, w)?),
+            Some(w) => Some(self.expr(fname, w)?),
             None => None,
         };
         let window = match &f.size {
-            Some(w) => Some(self.expr(&fname, w)?),
+            Some(w) => Some(self.expr(fname, w)?),
             None => None,
         };
         let node = match (&f.ty, place) {
@@ -765,7 +767,7 @@ impl Compiler<'_> {
                 Some(p),
             ) => {
                 if *boolean && *width != 1 {
-                    return Err(self.err(&fname, "a bool bit field is 1 bit wide"));
+                    return Err(self.err(fname, "a bool bit field is 1 bit wide"));
                 }
                 Node::Scalar(Scalar::Bits {
                     group: p.group,
@@ -777,7 +779,7 @@ impl Compiler<'_> {
                     boolean: *boolean,
                 })
             }
-            _ => self.node(&f.ty, order, &fname)?,
+            _ => self.node(&f.ty, order, fname)?,
         };
         let konst = match &f.konst {
             None => None,
@@ -785,15 +787,14 @@ impl Compiler<'_> {
                 Node::Scalar(s @ (Scalar::Int { .. } | Scalar::Bits { .. })) => {
                     let (lo, hi) = s.int_range().expect("int scalar");
                     if *v < lo || *v > hi {
-                        return Err(self.err(
-                            &fname,
-                            format!("constant {v} does not fit {}", s.describe()),
-                        ));
+                        return Err(
+                            self.err(fname, format!("constant {v} does not fit {}", s.describe()))
+                        );
                     }
                     Some(Konst::Int(*v))
                 }
                 Node::Scalar(Scalar::Bool) if (0..=1).contains(v) => Some(Konst::Int(*v)),
-                _ => return Err(self.err(&fname, "an integer constant needs an integer field")),
+                _ => return Err(self.err(fname, "an integer constant needs an integer field")),
             },
             Some(ConstDesc::Bytes(b)) => match node {
                 Node::Scalar(Scalar::Bytes(n)) if n == b.len() => {
@@ -801,35 +802,33 @@ impl Compiler<'_> {
                 }
                 Node::Scalar(Scalar::Bytes(n)) => {
                     return Err(self.err(
-                        &fname,
+                        fname,
                         format!("constant of {} bytes in a field of {n} bytes", b.len()),
                     ))
                 }
                 _ => {
-                    return Err(
-                        self.err(&fname, "a bytes constant needs a fixed-length bytes field")
-                    )
+                    return Err(self.err(fname, "a bytes constant needs a fixed-length bytes field"))
                 }
             },
         };
         let is_pad = matches!(node, Node::Scalar(Scalar::Pad(_)));
         if is_pad != f.name.is_none() {
-            return Err(self.err(&fname, "padding is unnamed and every other field is named"));
+            return Err(self.err(fname, "padding is unnamed and every other field is named"));
         }
         if is_pad && (when.is_some() || window.is_some()) {
-            return Err(self.err(&fname, "padding cannot be conditional or windowed"));
+            return Err(self.err(fname, "padding cannot be conditional or windowed"));
         }
         if f.checksum.is_some() && (when.is_some() || window.is_some() || konst.is_some()) {
             return Err(self.err(
-                &fname,
+                fname,
                 "a checksum field cannot be conditional, windowed or constant",
             ));
         }
         let field = if is_pad {
             PAD
         } else {
-            let i = u16::try_from(names.len()).map_err(|_| self.err(&fname, "too many fields"))?;
-            names.push(fname.as_str().into());
+            let i = u16::try_from(names.len()).map_err(|_| self.err(fname, "too many fields"))?;
+            names.push(f.name.clone().unwrap_or_else(|| fname.into()));
             i
         };
         let frame = self.frames.last_mut().expect("inside a struct");
@@ -848,7 +847,7 @@ impl Compiler<'_> {
         });
         if field != PAD {
             frame.declared.push(Declared {
-                name: fname,
+                name: names[field as usize].clone(),
                 field,
                 step: frame.steps.len() - 1,
             });
@@ -989,7 +988,7 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
 
 /// Merges adjacent unconditional fixed-size fields into runs.
 fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
-    let mut out: Vec<Step> = Vec::new();
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
     for s in steps {
         if s.field == ALIGN {
             if let Node::Scalar(Scalar::Pad(n)) = s.node {

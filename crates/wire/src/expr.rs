@@ -422,6 +422,19 @@ impl Leaf {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Fast {
     Leaf(Leaf),
+    /// `x * k + c` of a field `x` (`x + c`, `x - c`, `x * k - c`...: lengths and sizes):
+    /// computed where it is read, without a call.
+    Lin {
+        x: SlotRef,
+        k: i64,
+        c: i64,
+    },
+    /// `a - b * k` of two fields (`total_length - ihl * 4`).
+    SubMul {
+        a: SlotRef,
+        b: SlotRef,
+        k: i64,
+    },
     /// `a op b`.
     Bin(BinOp, Leaf, Leaf),
     /// `(a inner b) op c`.
@@ -440,6 +453,9 @@ impl Fast {
     fn of(e: &Expr) -> Option<Fast> {
         if let Some(l) = Leaf::of(e) {
             return Some(Fast::Leaf(l));
+        }
+        if let Some(f) = Fast::linear(e) {
+            return Some(f);
         }
         let b = |e: &Expr| Fast::of(e).map(Box::new);
         Some(match e {
@@ -474,20 +490,84 @@ impl Fast {
         })
     }
 
+    /// The linear forms of a field ([`Fast::Lin`], [`Fast::SubMul`]). Each fails (gives
+    /// `None`) exactly when the operations it stands for do: a field that is not an `i64`,
+    /// or an intermediate that overflows one (`x - c` overflows just when `x + -c` does, so
+    /// only `c == i64::MIN` is left to the general forms).
+    fn linear(e: &Expr) -> Option<Fast> {
+        let Expr::Bin(op, l, r) = e else {
+            return None;
+        };
+        let slot = |e: &Expr| match e {
+            Expr::Slot(s, _) => Some(*s),
+            _ => None,
+        };
+        let int = |e: &Expr| match Leaf::of(e)? {
+            Leaf::Int(v) => Some(v),
+            Leaf::Slot(_) => None,
+        };
+        let add = |c: i64| match op {
+            BinOp::Add => Some(c),
+            BinOp::Sub => c.checked_neg(),
+            _ => None,
+        };
+        match (&**l, &**r) {
+            // `x * k + c`, `x * k - c`
+            (Expr::Bin(BinOp::Mul, x, k), c) => Some(Fast::Lin {
+                x: slot(x)?,
+                k: int(k)?,
+                c: add(int(c)?)?,
+            }),
+            // `a - b * k`
+            (a, Expr::Bin(BinOp::Mul, b, k)) if *op == BinOp::Sub => Some(Fast::SubMul {
+                a: slot(a)?,
+                b: slot(b)?,
+                k: int(k)?,
+            }),
+            // `x + c`, `x - c`
+            (x, c) => Some(Fast::Lin {
+                x: slot(x)?,
+                k: 1,
+                c: add(int(c)?)?,
+            }),
+        }
+    }
+
+    /// The value of the linear forms and of a field, computed in place; `Err` for the other
+    /// forms.
+    #[inline(always)]
+    fn inline<E: Env + ?Sized>(&self, env: &E) -> Result<Option<i64>, ()> {
+        Ok(match self {
+            Fast::Leaf(l) => l.get(env),
+            Fast::Lin { x, k, c } => {
+                (|| Leaf::Slot(*x).get(env)?.checked_mul(*k)?.checked_add(*c))()
+            }
+            Fast::SubMul { a, b, k } => (|| {
+                let a = Leaf::Slot(*a).get(env)?;
+                a.checked_sub(Leaf::Slot(*b).get(env)?.checked_mul(*k)?)
+            })(),
+            _ => return Err(()),
+        })
+    }
+
     /// An operand of an enclosing form: a field, a constant or a closed form of two of
     /// them is computed in place, anything deeper by a call.
     #[inline(always)]
     fn sub<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
         match self {
-            Fast::Leaf(l) => l.get(env),
             Fast::Bin(op, a, b) => small_binop(*op, a.get(env)?, b.get(env)?),
-            _ => self.eval(env),
+            _ => match self.inline(env) {
+                Ok(v) => v,
+                Err(()) => self.eval(env),
+            },
         }
     }
 
     fn eval<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
         Some(match self {
-            Fast::Leaf(l) => l.get(env)?,
+            Fast::Leaf(_) | Fast::Lin { .. } | Fast::SubMul { .. } => {
+                self.inline(env).unwrap_or(None)?
+            }
             Fast::Bin(op, a, b) => small_binop(*op, a.get(env)?, b.get(env)?)?,
             Fast::BinL(op, inner, [a, b, c]) => {
                 let l = small_binop(*inner, a.get(env)?, b.get(env)?)?;
@@ -554,7 +634,10 @@ impl Compiled {
     #[inline]
     pub fn eval_i64<E: Env + ?Sized>(&self, env: &E) -> Option<i64> {
         match &self.fast {
-            Some(f) => f.eval(env),
+            Some(f) => match f.inline(env) {
+                Ok(v) => v,
+                Err(()) => f.eval(env),
+            },
             None => self.expr.eval_i64(env),
         }
     }
@@ -1103,6 +1186,48 @@ mod tests {
             assert!(c.fast.is_some(), "{c:?}");
             assert_eq!(c.eval_i64(&env), Some(want), "{c:?}");
         }
+        // Lengths and sizes of a field are linear forms, read without a call.
+        let a = SlotRef { up: 0, idx: 0 };
+        let b = SlotRef { up: 0, idx: 1 };
+        let lin = |e| Compiled::from(p(e)).fast;
+        assert_eq!(
+            lin(json!([
+                "bin",
+                "-",
+                ["bin", "*", ["name", "a"], ["int", 4]],
+                ["int", 20]
+            ])),
+            Some(Fast::Lin { x: a, k: 4, c: -20 })
+        );
+        assert_eq!(
+            lin(json!(["bin", "-", ["name", "b"], ["int", 8]])),
+            Some(Fast::Lin { x: b, k: 1, c: -8 })
+        );
+        assert_eq!(
+            lin(json!([
+                "bin",
+                "-",
+                ["name", "b"],
+                ["bin", "*", ["name", "a"], ["int", 4]]
+            ])),
+            Some(Fast::SubMul { a: b, b: a, k: 4 })
+        );
+        // `x - i64::MIN` has no `x + c` form: the general one computes it.
+        let min = json!(["bin", "-", ["name", "a"], ["int", i64::MIN.to_string()]]);
+        assert!(matches!(lin(min.clone()), Some(Fast::Bin(BinOp::Sub, ..))));
+        let c = Compiled::from(p(min));
+        assert_eq!(c.eval_i64(&Slots(vec![Value::Int(-1)])), Some(i64::MAX));
+        assert_eq!(c.eval_i64(&Slots(vec![Value::Int(0)])), None);
+        // Overflow in either operation leaves the value to the exact path, as before.
+        let big = Compiled::from(p(json!([
+            "bin",
+            "-",
+            ["bin", "*", ["name", "a"], ["int", 4]],
+            ["int", 20]
+        ])));
+        let huge = Slots(vec![Value::Int(i128::from(i64::MAX / 2))]);
+        assert_eq!(big.eval_i64(&huge), None);
+        assert_eq!(big.eval_int(&huge), Ok(i128::from(i64::MAX / 2) * 4 - 20));
         // A negated constant is folded once.
         let neg = Compiled::from(p(json!(["un", "-", ["int", 1]])));
         assert_eq!(neg.fast, Some(Fast::Leaf(Leaf::Int(-1))));

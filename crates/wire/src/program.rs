@@ -216,7 +216,7 @@ pub struct Check {
     pub off: usize,
     pub peek: Peek,
     pub slot: Option<u16>,
-    /// The constant the value must equal (for [`Peek::U`] and [`Peek::Bits`]).
+    /// The constant the value must equal (for [`Peek::Num`]).
     pub konst: Option<u64>,
 }
 
@@ -224,19 +224,50 @@ pub struct Check {
 /// to 8 bytes (what headers' lengths and tags are), the general read of the item otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peek {
-    /// An unsigned number of 1, 2, 4 or 8 bytes.
-    U { width: u8, big: bool },
-    /// `(group >> shift) & mask` of a group of at most 8 bytes (big-endian unless `lsb`),
-    /// unsigned, or 0 or 1 when `boolean`.
-    Bits {
-        group: u8,
-        lsb: bool,
+    /// `(number >> shift) & mask` of the number of up to 8 bytes at the item's offset,
+    /// or 0 or 1 when `boolean`: an unsigned integer (shift 0, every bit) or an unsigned
+    /// bit field of its group.
+    Num {
+        read: Width,
         shift: u8,
         mask: u64,
         boolean: bool,
     },
     /// Everything else (signed, floats, bools, bytes, wider groups): the item's own read.
     General,
+}
+
+/// The bytes of a [`Peek::Num`] and their order: one match picks both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    One,
+    Be2,
+    Le2,
+    Be4,
+    Le4,
+    Be8,
+    Le8,
+    /// Another number of bytes (at most 8), big-endian.
+    Be(u8),
+    /// Another number of bytes (at most 8), little-endian.
+    Le(u8),
+}
+
+impl Width {
+    /// `n` bytes (at most 8), big-endian unless `lsb`.
+    pub fn of(n: u8, lsb: bool) -> Width {
+        match (n, lsb) {
+            (1, _) => Width::One,
+            (2, false) => Width::Be2,
+            (2, true) => Width::Le2,
+            (4, false) => Width::Be4,
+            (4, true) => Width::Le4,
+            (8, false) => Width::Be8,
+            (8, true) => Width::Le8,
+            (n, false) => Width::Be(n),
+            (n, true) => Width::Le(n),
+        }
+    }
 }
 
 impl Check {
@@ -256,7 +287,12 @@ impl Check {
                     big,
                 },
                 _,
-            ) => Peek::U { width, big },
+            ) => Peek::Num {
+                read: Width::of(width, !big),
+                shift: 0,
+                mask: u64::MAX,
+                boolean: false,
+            },
             (
                 Scalar::Bits {
                     group,
@@ -268,9 +304,8 @@ impl Check {
                     ..
                 },
                 _,
-            ) if group <= 8 && width < 64 => Peek::Bits {
-                group,
-                lsb,
+            ) if group <= 8 && width < 64 => Peek::Num {
+                read: Width::of(group, lsb),
                 shift,
                 mask: (1u64 << width) - 1,
                 boolean,

@@ -3,6 +3,8 @@
 //! It is plain data (JSON via serde), so the core can be driven and tested from Rust alone,
 //! and so a compiled codec can be rebuilt from its description in another process.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// Byte order of a multi-byte number.
@@ -132,7 +134,8 @@ pub enum BitOrder {
 pub struct StructDesc {
     /// Identifies the struct to the frontend's sink and source (e.g. which class to build).
     pub id: u32,
-    pub name: String,
+    /// Shared (a reused description is copied by reference count, not byte by byte).
+    pub name: Arc<str>,
     #[serde(default)]
     pub order: Option<Order>,
     #[serde(default)]
@@ -147,7 +150,7 @@ pub struct StructDesc {
 pub struct FieldDesc {
     /// `None` for unnamed padding.
     #[serde(default)]
-    pub name: Option<String>,
+    pub name: Option<Arc<str>>,
     #[serde(rename = "type")]
     pub ty: TypeDesc,
     /// A constant (magic) written on pack and verified on unpack.

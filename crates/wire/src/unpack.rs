@@ -126,6 +126,22 @@ fn read_uint(b: &[u8], width: u8, big: bool) -> u64 {
     }
 }
 
+/// The unsigned number of `w` at the start of `b`.
+#[inline(always)]
+fn read_width(b: &[u8], w: Width) -> u64 {
+    match w {
+        Width::One => u64::from(b[0]),
+        Width::Be2 => u64::from(u16::from_be_bytes(b[..2].try_into().expect("2 bytes"))),
+        Width::Le2 => u64::from(u16::from_le_bytes(b[..2].try_into().expect("2 bytes"))),
+        Width::Be4 => u64::from(u32::from_be_bytes(b[..4].try_into().expect("4 bytes"))),
+        Width::Le4 => u64::from(u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))),
+        Width::Be8 => u64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
+        Width::Le8 => u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+        Width::Be(n) => read_group(b, n, false) as u64,
+        Width::Le(n) => read_group(b, n, true) as u64,
+    }
+}
+
 /// A group of `n` bytes as a number: big-endian, or little-endian when `lsb`.
 #[inline]
 pub(crate) fn read_group(b: &[u8], n: u8, lsb: bool) -> u128 {
@@ -134,19 +150,6 @@ pub(crate) fn read_group(b: &[u8], n: u8, lsb: bool) -> u128 {
         b.iter().rev().fold(0u128, |a, &x| (a << 8) | u128::from(x))
     } else {
         b.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x))
-    }
-}
-
-/// A group of `n` bytes (at most 8) as a number: big-endian, or little-endian when `lsb`.
-#[inline(always)]
-fn read_group64(b: &[u8], n: u8, lsb: bool) -> u64 {
-    match (n, lsb) {
-        (1, _) => u64::from(b[0]),
-        (2, false) => u64::from(u16::from_be_bytes([b[0], b[1]])),
-        (2, true) => u64::from(u16::from_le_bytes([b[0], b[1]])),
-        (4, false) => u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
-        (4, true) => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        _ => read_group(b, n, lsb) as u64,
     }
 }
 
@@ -716,44 +719,7 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
         let start = self.pos;
         let b = match self.take(run.size) {
             Ok(b) => b,
-            Err(_) => {
-                let left = self.end - start;
-                // A constant that fits and does not match makes the input invalid, not short.
-                for it in run
-                    .items
-                    .iter()
-                    .take_while(|it| it.off + it.scalar.size() <= left)
-                {
-                    let (Some(k), Some(f)) = (&it.konst, it.field) else {
-                        continue;
-                    };
-                    let b = &self.buf[start + it.off..];
-                    if let Ok(Some(raw)) = read_scalar(&it.scalar, b) {
-                        if !konst_matches(k, &raw) {
-                            let msg = format!(
-                                "expected the constant {}, found {}",
-                                show_konst(k),
-                                show_raw(&raw)
-                            );
-                            return Err(Error::invalid(msg, start + it.off))
-                                .at_field(&sp.fields[f as usize]);
-                        }
-                    }
-                }
-                // Blame the first field that does not fit.
-                let it = run
-                    .items
-                    .iter()
-                    .find(|it| it.off + it.scalar.span() > left)
-                    .expect("run exceeds input");
-                self.pos = start + it.off;
-                let e = self.short(it.scalar.span());
-                self.pos = start;
-                return match it.field {
-                    Some(f) => Err(e).at_field(&sp.fields[f as usize]),
-                    None => Err(e),
-                };
-            }
+            Err(_) => return self.run_short(run, sp, start),
         };
         // A sink that stores the run's values itself leaves the VM the checks and the
         // values later fields refer to.
@@ -767,15 +733,13 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
                     continue;
                 }
                 let v = match c.peek {
-                    Peek::U { width, big } => read_uint(&b[c.off..], width, big),
-                    Peek::Bits {
-                        group,
-                        lsb,
+                    Peek::Num {
+                        read,
                         shift,
                         mask,
                         boolean,
                     } => {
-                        let v = (read_group64(&b[c.off..], group, lsb) >> shift) & mask;
+                        let v = (read_width(&b[c.off..], read) >> shift) & mask;
                         if boolean {
                             u64::from(v != 0)
                         } else {
@@ -804,6 +768,54 @@ impl<'p, 'b, 's, S: Sink> Dec<'p, 'b, 's, S> {
             }
         }
         Ok(())
+    }
+
+    /// The error of a run that does not fit in what is left from `start`: out of line, so
+    /// the run's hot path keeps its registers.
+    #[cold]
+    #[inline(never)]
+    fn run_short(
+        &mut self,
+        run: &'p Run,
+        sp: &'p StructProg,
+        start: usize,
+    ) -> Result<(), S::Error> {
+        let left = self.end - start;
+        // A constant that fits and does not match makes the input invalid, not short.
+        for it in run
+            .items
+            .iter()
+            .take_while(|it| it.off + it.scalar.size() <= left)
+        {
+            let (Some(k), Some(f)) = (&it.konst, it.field) else {
+                continue;
+            };
+            let b = &self.buf[start + it.off..];
+            if let Ok(Some(raw)) = read_scalar(&it.scalar, b) {
+                if !konst_matches(k, &raw) {
+                    let msg = format!(
+                        "expected the constant {}, found {}",
+                        show_konst(k),
+                        show_raw(&raw)
+                    );
+                    return Err(Error::invalid(msg, start + it.off))
+                        .at_field(&sp.fields[f as usize]);
+                }
+            }
+        }
+        // Blame the first field that does not fit.
+        let it = run
+            .items
+            .iter()
+            .find(|it| it.off + it.scalar.span() > left)
+            .expect("run exceeds input");
+        self.pos = start + it.off;
+        let e = self.short(it.scalar.span());
+        self.pos = start;
+        match it.field {
+            Some(f) => Err(e).at_field(&sp.fields[f as usize]),
+            None => Err(e),
+        }
     }
 
     /// One item of a run whose bytes `b` start at `start`.

@@ -13,6 +13,7 @@
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
@@ -93,6 +94,155 @@ pub(crate) struct Described<'py> {
     pub parts: Vec<(u32, Bound<'py, super::Codec>)>,
 }
 
+/// Reads the member slots (`__slots__`) of one exact class by their offsets: what getattr
+/// gives, without an attribute lookup per option. An instance of another class (a subclass
+/// may define properties) and an unset slot take getattr (its AttributeError).
+struct Slots {
+    ty: Py<PyType>,
+    names: Vec<Py<PyString>>,
+    offsets: Vec<isize>,
+}
+
+// From CPython's structmember.h (stable since 3.0; Py_T_OBJECT_EX in 3.12+).
+const T_OBJECT_EX: i32 = 16;
+
+impl Slots {
+    fn new(cls: Bound<'_, PyType>, names: &[&str]) -> PyResult<Slots> {
+        let py = cls.py();
+        let mut offsets = Vec::with_capacity(names.len());
+        let mut interned = Vec::with_capacity(names.len());
+        for n in names {
+            let name = PyString::intern(py, n);
+            let descr = cls.getattr(&name)?;
+            // SAFETY: the descriptor's fields are read after checking its type; the offset
+            // is used only on instances whose type is exactly `cls` (see `get`), whose
+            // layout holds the slot (the descriptor's owner is `cls` or a base of it).
+            let offset = unsafe {
+                if ffi::Py_TYPE(descr.as_ptr()) != std::ptr::addr_of_mut!(ffi::PyMemberDescr_Type) {
+                    return Err(PyTypeError::new_err(format!("{n} is not a slot")));
+                }
+                let d = descr.as_ptr().cast::<ffi::PyMemberDescrObject>();
+                let m = &*(*d).d_member;
+                if m.type_code != T_OBJECT_EX
+                    || ffi::PyType_IsSubtype(cls.as_ptr().cast(), (*d).d_common.d_type) == 0
+                {
+                    return Err(PyTypeError::new_err(format!("{n} is not an object slot")));
+                }
+                m.offset
+            };
+            offsets.push(offset);
+            interned.push(name.unbind());
+        }
+        Ok(Slots {
+            ty: cls.unbind(),
+            names: interned,
+            offsets,
+        })
+    }
+
+    /// `obj.<names[i]>`.
+    #[inline]
+    fn get<'py>(&self, obj: &Bound<'py, PyAny>, i: usize) -> PyResult<Bound<'py, PyAny>> {
+        let py = obj.py();
+        // SAFETY: `obj`'s type is exactly the class the offsets were read from, so the
+        // slot is a `PyObject*` inside the object (NULL when unset); a non-NULL one is a
+        // borrowed reference, owned by `obj`, which we hold.
+        unsafe {
+            if ffi::Py_TYPE(obj.as_ptr()) == self.ty.as_ptr().cast() {
+                let p = *obj
+                    .as_ptr()
+                    .cast::<u8>()
+                    .offset(self.offsets[i])
+                    .cast::<*mut ffi::PyObject>();
+                if !p.is_null() {
+                    return Ok(Bound::from_borrowed_ptr(py, p));
+                }
+            }
+        }
+        obj.getattr(self.names[i].bind(py))
+    }
+}
+
+/// The `FieldSpec` options describe reads, in `Refs::spec`'s order.
+mod opt {
+    pub const TYPE: usize = 0;
+    pub const CASES: usize = 1;
+    pub const TAG: usize = 2;
+    pub const BYTEORDER: usize = 3;
+    pub const LEN: usize = 4;
+    pub const CONST: usize = 5;
+    pub const CHECKSUM: usize = 6;
+    pub const MAX_LEN: usize = 7;
+    pub const NUL_TERMINATED: usize = 8;
+    pub const ENCODING: usize = 9;
+    pub const ITEM: usize = 10;
+    pub const COUNT: usize = 11;
+    pub const SIZE: usize = 12;
+    pub const MAX_COUNT: usize = 13;
+    pub const DEFAULT_CASE: usize = 14;
+    pub const IS_PAD: usize = 15;
+    pub const PAD_SIZE: usize = 16;
+    pub const DEFAULT: usize = 17;
+    pub const CONVERT: usize = 18;
+    pub const ALIGN: usize = 19;
+    pub const WHEN: usize = 20;
+    pub const NAMES: [&str; 21] = [
+        "type",
+        "cases",
+        "tag",
+        "byteorder",
+        "len",
+        "const",
+        "checksum",
+        "max_len",
+        "nul_terminated",
+        "encoding",
+        "item",
+        "count",
+        "size",
+        "max_count",
+        "default_case",
+        "is_pad",
+        "pad_size",
+        "default",
+        "convert",
+        "align",
+        "when",
+    ];
+}
+
+/// The `StructInfo` attributes describe reads, in `Refs::info`'s order.
+mod inf {
+    pub const BYTEORDER: usize = 0;
+    pub const REGISTRY: usize = 1;
+    pub const CACHE: usize = 2;
+    pub const TAG: usize = 3;
+    pub const BITORDER: usize = 4;
+    pub const ALIGN: usize = 5;
+    pub const TAG_FIELD: usize = 6;
+    pub const CODEC: usize = 7;
+    pub const LIMITS: usize = 8;
+    pub const FIELDS: usize = 9;
+    pub const BASES: usize = 10;
+    pub const DECLARED: usize = 11;
+    pub const CLS: usize = 12;
+    pub const NAMES: [&str; 13] = [
+        "byteorder",
+        "registry",
+        "_cache",
+        "tag",
+        "bitorder",
+        "align",
+        "tag_field",
+        "codec",
+        "limits",
+        "_fields",
+        "_bases",
+        "declared",
+        "cls",
+    ];
+}
+
 /// Python objects the builder compares against, looked up once.
 struct Refs {
     scalar: Py<PyType>,
@@ -106,8 +256,13 @@ struct Refs {
     rest: Py<PyAny>,
     missing: Py<PyAny>,
     plain: Py<PyAny>,
-    info_of: Py<PyAny>,
     generic_alias: Py<PyType>,
+    schema_meta: Py<PyType>,
+    /// `FieldSpec`'s options (`opt`), `StructInfo`'s attributes (`inf`), `StructField`'s
+    /// name, annotation and spec.
+    spec: Slots,
+    info: Slots,
+    field: Slots,
 }
 
 static REFS: PyOnceLock<Refs> = PyOnceLock::new();
@@ -121,7 +276,18 @@ fn refs(py: Python<'_>) -> PyResult<&Refs> {
             .eval(c"type(list[int])", None, None)?
             .cast_into::<PyType>()?
             .unbind();
+        let info_mod = py.import("bytewright._info")?;
+        fn cls_of<'py>(m: &Bound<'py, PyModule>, n: &str) -> PyResult<Bound<'py, PyType>> {
+            Ok(m.getattr(n)?.cast_into::<PyType>()?)
+        }
         Ok(Refs {
+            spec: Slots::new(cls_of(&fields, "FieldSpec")?, &opt::NAMES)?,
+            info: Slots::new(cls_of(&info_mod, "StructInfo")?, &inf::NAMES)?,
+            field: Slots::new(
+                cls_of(&info_mod, "StructField")?,
+                &["name", "annotation", "spec"],
+            )?,
+            schema_meta: cls_of(&info_mod, "SchemaMeta")?.unbind(),
             scalar: ty("Scalar")?,
             bits: ty("Bits")?,
             varint: ty("Varint")?,
@@ -133,7 +299,6 @@ fn refs(py: Python<'_>) -> PyResult<&Refs> {
             rest: types.getattr("REST")?.unbind(),
             missing: fields.getattr("MISSING")?.unbind(),
             plain: fields.getattr("PLAIN")?.unbind(),
-            info_of: py.import("bytewright._info")?.getattr("info_of")?.unbind(),
             generic_alias: generic,
         })
     })
@@ -267,13 +432,12 @@ pub(crate) fn describe<'py>(
     let py = cls.py();
     // SAFETY of the lifetime: REFS lives as long as the interpreter.
     let r: &'py Refs = unsafe { &*(refs(py)? as *const Refs) };
-    let info = r.info_of.bind(py).call1((cls,))?;
-    if info.is_none() {
+    let Some(info) = info_of(r, cls)? else {
         return Err(errors::schema_error(
             py,
             format!("{} is not a bw.Struct subclass with fields", cls.repr()?),
         ));
-    }
+    };
     let mut b = Builder {
         py,
         r,
@@ -329,7 +493,8 @@ pub(crate) fn describe<'py>(
             sid: 0,
             infos: infos.iter().map(|a| a.clone_ref(py)).collect(),
         };
-        info.getattr(intern!(py, "_cache"))?
+        r.info
+            .get(&info, inf::CACHE)?
             .set_item(py.None(), Bound::new(py, frag)?)?;
     }
     Ok(Described {
@@ -341,13 +506,42 @@ pub(crate) fn describe<'py>(
 }
 
 impl<'py> Builder<'py> {
+    /// `isinstance(v, t)` for the declaration classes (no `__instancecheck__` of their own).
     fn is(&self, v: &Bound<'py, PyAny>, t: &Py<PyType>) -> bool {
-        v.is_instance(t.bind(self.py)).unwrap_or(false)
+        is_subtype(v, t)
     }
 
     fn info_of(&self, v: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let info = self.r.info_of.bind(self.py).call1((v,))?;
-        Ok(if info.is_none() { None } else { Some(info) })
+        info_of(self.r, v)
+    }
+
+    /// `info.fields()`, without the call in its common case (fields resolved already, or
+    /// nothing inherited and no annotation to evaluate: the declared fields as they are).
+    fn struct_fields(&self, info: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let r = self.r;
+        let resolved = r.info.get(info, inf::FIELDS)?;
+        if !resolved.is_none() {
+            return Ok(resolved);
+        }
+        let bases = r.info.get(info, inf::BASES)?;
+        if let Ok(bases) = bases.cast::<PyTuple>() {
+            if bases.is_empty() {
+                let declared = r.info.get(info, inf::DECLARED)?;
+                if let Ok(t) = declared.cast::<PyTuple>() {
+                    let mut plain = true;
+                    for d in t.iter() {
+                        if r.field.get(&d, 1)?.is_instance_of::<PyString>() {
+                            plain = false;
+                            break;
+                        }
+                    }
+                    if plain {
+                        return Ok(declared);
+                    }
+                }
+            }
+        }
+        info.call_method0(intern!(self.py, "fields"))
     }
 
     fn structure(
@@ -365,21 +559,21 @@ impl<'py> Builder<'py> {
             self.refs.push(sid);
             return Ok(TypeDesc::Ref { id: sid });
         }
-        let byteorder = order_of(&info.getattr(intern!(py, "byteorder"))?)?;
+        let byteorder = order_of(&self.r.info.get(info, inf::BYTEORDER)?)?;
         let (tag, cacheable) = match tag {
             Tag::Missing => {
-                let registry = info.getattr(intern!(py, "registry"))?;
+                let registry = self.r.info.get(info, inf::REGISTRY)?;
                 if !registry.is_none() {
                     return self.registry(cls, &registry, at, order);
                 }
-                let cache = info.getattr(intern!(py, "_cache"))?;
+                let cache = self.r.info.get(info, inf::CACHE)?;
                 let cache = cache.cast::<PyDict>()?;
                 if let Some(cached) = cache.get_item(order_key(py, order))? {
                     if let Ok(frag) = cached.cast::<Fragment>() {
                         return self.reuse(frag.get(), info, byteorder, order);
                     }
                 }
-                let tag = info.getattr(intern!(py, "tag"))?;
+                let tag = self.r.info.get(info, inf::TAG)?;
                 let tag = if tag.is(self.r.missing.bind(py)) || tag.is_none() {
                     None
                 } else {
@@ -397,19 +591,19 @@ impl<'py> Builder<'py> {
         let o = byteorder.or(order);
         let class_name = cls.getattr(intern!(py, "__name__"))?;
         let class_name = class_name.cast::<PyString>()?.to_str()?;
-        let bitorder = info.getattr(intern!(py, "bitorder"))?;
+        let bitorder = self.r.info.get(info, inf::BITORDER)?;
         let bitorder = if !bitorder.is_none() && bitorder.cast::<PyString>()?.to_str()? == "lsb" {
             BitOrder::Lsb
         } else {
             BitOrder::Msb
         };
-        let align = info.getattr(intern!(py, "align"))?;
+        let align = self.r.info.get(info, inf::ALIGN)?;
         let align = if align.is_truthy()? {
             Some(uint::<u64>(&align, at, "align")?)
         } else {
             None
         };
-        let tag_field = info.getattr(intern!(py, "tag_field"))?;
+        let tag_field = self.r.info.get(info, inf::TAG_FIELD)?;
         let owner = self.owner.replace(cls.clone());
         let inherited = self.order;
         self.order = o.unwrap_or(inherited);
@@ -424,7 +618,7 @@ impl<'py> Builder<'py> {
         self.active.pop();
         let ty = TypeDesc::Struct(StructDesc {
             id: sid,
-            name: class_name.to_owned(),
+            name: class_name.into(),
             order: o,
             bitorder,
             align,
@@ -449,7 +643,9 @@ impl<'py> Builder<'py> {
                     .map(|i| i.as_ref().expect("described").clone_ref(py))
                     .collect(),
             };
-            info.getattr(intern!(py, "_cache"))?
+            self.r
+                .info
+                .get(info, inf::CACHE)?
                 .set_item(order_key(py, order), Bound::new(py, frag)?)?;
         }
         Ok(ty)
@@ -466,21 +662,23 @@ impl<'py> Builder<'py> {
         let py = self.py;
         let plain = self.r.plain.bind(py);
         let missing = self.r.missing.bind(py).clone();
-        let mut fields = Vec::new();
-        let mut names: Vec<Py<PyString>> = Vec::new();
-        let mut defaults: Vec<Py<PyAny>> = Vec::new();
+        let all = self.struct_fields(info)?;
+        let n = all.len().unwrap_or(0);
+        let mut fields = Vec::with_capacity(n);
+        let mut names: Vec<Py<PyString>> = Vec::with_capacity(n);
+        let mut defaults: Vec<Py<PyAny>> = Vec::with_capacity(n);
         let mut convs: Vec<(usize, Bound<'py, PyAny>, Bound<'py, PyAny>)> = Vec::new();
-        for f in info.call_method0(intern!(py, "fields"))?.try_iter()? {
+        for f in all.try_iter()? {
             let f = f?;
-            let name = f.getattr(intern!(py, "name"))?.cast_into::<PyString>()?;
-            let ann = f.getattr(intern!(py, "annotation"))?;
-            let spec = f.getattr(intern!(py, "spec"))?;
+            let name = self.r.field.get(&f, 0)?.cast_into::<PyString>()?;
+            let ann = self.r.field.get(&f, 1)?;
+            let spec = self.r.field.get(&f, 2)?;
             let is_tag_field = !tag_field.is_none() && name.as_any().eq(tag_field)?;
             if spec.is(plain) && !is_tag_field {
                 // The common case: a plain scalar (no options, no converter).
                 if let Some(ty) = self.scalar_alias(&ann, None)? {
                     fields.push(FieldDesc {
-                        name: Some(name.to_str()?.to_owned()),
+                        name: Some(name.to_str()?.into()),
                         ty,
                         konst: None,
                         when: None,
@@ -493,8 +691,8 @@ impl<'py> Builder<'py> {
                     continue;
                 }
             }
-            if spec.getattr(intern!(py, "is_pad"))?.is_truthy()? {
-                let n = spec.getattr(intern!(py, "pad_size"))?;
+            if self.r.spec.get(&spec, opt::IS_PAD)?.is_truthy()? {
+                let n = self.r.spec.get(&spec, opt::PAD_SIZE)?;
                 fields.push(FieldDesc {
                     name: None,
                     ty: TypeDesc::Pad {
@@ -518,11 +716,11 @@ impl<'py> Builder<'py> {
             let default = if is_tag {
                 tag.expect("a tag").clone()
             } else {
-                let d = spec.getattr(intern!(py, "default"))?;
+                let d = self.r.spec.get(&spec, opt::DEFAULT)?;
                 if !d.is(&missing) {
                     d
                 } else {
-                    let c = spec.getattr(intern!(py, "const"))?;
+                    let c = self.r.spec.get(&spec, opt::CONST)?;
                     if !c.is(&missing) {
                         c
                     } else {
@@ -577,11 +775,11 @@ impl<'py> Builder<'py> {
             .extend(frag.infos.iter().map(|a| Some(a.clone_ref(py))));
         // Its codec's program is this part's when compiled in the same context: the same
         // limits, and the same byte order for fields that do not say theirs.
-        let codec = info.getattr(intern!(py, "codec"))?;
+        let codec = self.r.info.get(info, inf::CODEC)?;
         if let Ok(codec) = codec.cast_into::<super::Codec>() {
             let here = byteorder.or(order).unwrap_or(self.order);
             if here == byteorder.unwrap_or(Order::Big) {
-                let limits = info.getattr(intern!(py, "limits"))?;
+                let limits = self.r.info.get(info, inf::LIMITS)?;
                 if limits.is(&self.limits) || limits.eq(&self.limits)? {
                     self.parts.push((sid, codec));
                 }
@@ -654,7 +852,7 @@ impl<'py> Builder<'py> {
     ) -> PyResult<FieldDesc> {
         let py = self.py;
         let ty = self.ty(ann, spec, at)?;
-        let align = spec.getattr(intern!(py, "align"))?;
+        let align = self.r.spec.get(spec, opt::ALIGN)?;
         let align = if align.is_none() {
             None
         } else {
@@ -663,7 +861,7 @@ impl<'py> Builder<'py> {
         let konst = match tag_const {
             Some(c) => Some(c),
             None => {
-                let c = spec.getattr(intern!(py, "const"))?;
+                let c = self.r.spec.get(spec, opt::CONST)?;
                 if c.is(self.r.missing.bind(py)) {
                     None
                 } else {
@@ -671,13 +869,13 @@ impl<'py> Builder<'py> {
                 }
             }
         };
-        let checksum = spec.getattr(intern!(py, "checksum"))?;
+        let checksum = self.r.spec.get(spec, opt::CHECKSUM)?;
         let checksum = if checksum.is_none() {
             None
         } else {
             Some(self.checksum(&checksum, at)?)
         };
-        let when = spec.getattr(intern!(py, "when"))?;
+        let when = self.r.spec.get(spec, opt::WHEN)?;
         let when = if when.is_none() {
             None
         } else {
@@ -686,7 +884,7 @@ impl<'py> Builder<'py> {
             };
             Some(self.expr(s, at)?)
         };
-        let size = spec.getattr(intern!(py, "size"))?;
+        let size = self.r.spec.get(spec, opt::SIZE)?;
         let size = if size.is_none() {
             None
         } else if let Ok(s) = size.cast::<PyString>() {
@@ -701,7 +899,7 @@ impl<'py> Builder<'py> {
             ));
         };
         Ok(FieldDesc {
-            name: Some(name.to_str()?.to_owned()),
+            name: Some(name.to_str()?.into()),
             ty,
             konst,
             when,
@@ -874,7 +1072,7 @@ impl<'py> Builder<'py> {
         let py = self.py;
         let r = self.r;
         let mut ann = ann.clone();
-        let given = spec.getattr(intern!(py, "type"))?;
+        let given = self.r.spec.get(spec, opt::TYPE)?;
         if !given.is_none() {
             ann = given;
         }
@@ -883,12 +1081,12 @@ impl<'py> Builder<'py> {
             ann = self.resolve(&ann, at)?;
             is_class = ann.is_instance_of::<PyType>();
         }
-        let cases = spec.getattr(intern!(py, "cases"))?;
-        let tag = spec.getattr(intern!(py, "tag"))?;
+        let cases = self.r.spec.get(spec, opt::CASES)?;
+        let tag = self.r.spec.get(spec, opt::TAG)?;
         if !cases.is_none() || !tag.is_none() {
             return self.union(spec, &tag, &cases, at);
         }
-        let byteorder = spec.getattr(intern!(py, "byteorder"))?;
+        let byteorder = self.r.spec.get(spec, opt::BYTEORDER)?;
         let order = if byteorder.is_none() {
             None
         } else {
@@ -928,10 +1126,10 @@ impl<'py> Builder<'py> {
             let mut length = if is_bytes_t {
                 ann.getattr(intern!(py, "len"))?
             } else {
-                spec.getattr(intern!(py, "len"))?
+                self.r.spec.get(spec, opt::LEN)?
             };
             if length.is_none() {
-                let c = spec.getattr(intern!(py, "const"))?;
+                let c = self.r.spec.get(spec, opt::CONST)?;
                 if !c.is(missing)
                     && (c.is_instance_of::<PyBytes>() || c.is_instance_of::<PyByteArray>())
                 {
@@ -939,7 +1137,7 @@ impl<'py> Builder<'py> {
                 }
             }
             if length.is_none() {
-                let checksum = spec.getattr(intern!(py, "checksum"))?;
+                let checksum = self.r.spec.get(spec, opt::CHECKSUM)?;
                 if !checksum.is_none() {
                     length = py
                         .import("bytewright.fields")?
@@ -950,13 +1148,13 @@ impl<'py> Builder<'py> {
             let len = self.length(&length, at, "len")?;
             return Ok(TypeDesc::Bytes {
                 len,
-                max: self.max(spec, intern!(py, "max_len"), at)?,
+                max: self.max(spec, opt::MAX_LEN, at)?,
             });
         }
         let is_str_t = self.is(&ann, &r.str_t);
         let is_cstr_t = self.is(&ann, &r.cstr_t);
         if is_str_t || is_cstr_t || ann.is(py.get_type::<PyString>()) {
-            if is_cstr_t || spec.getattr(intern!(py, "nul_terminated"))?.is_truthy()? {
+            if is_cstr_t || self.r.spec.get(spec, opt::NUL_TERMINATED)?.is_truthy()? {
                 let (max_len, enc) = if is_cstr_t {
                     (
                         ann.getattr(intern!(py, "max_len"))?,
@@ -964,8 +1162,8 @@ impl<'py> Builder<'py> {
                     )
                 } else {
                     (
-                        spec.getattr(intern!(py, "max_len"))?,
-                        spec.getattr(intern!(py, "encoding"))?,
+                        self.r.spec.get(spec, opt::MAX_LEN)?,
+                        self.r.spec.get(spec, opt::ENCODING)?,
                     )
                 };
                 let max =
@@ -991,8 +1189,8 @@ impl<'py> Builder<'py> {
                 )
             } else {
                 (
-                    spec.getattr(intern!(py, "len"))?,
-                    spec.getattr(intern!(py, "encoding"))?,
+                    self.r.spec.get(spec, opt::LEN)?,
+                    self.r.spec.get(spec, opt::ENCODING)?,
                 )
             };
             let len = self.length(&length, at, "len")?;
@@ -1000,7 +1198,7 @@ impl<'py> Builder<'py> {
             return Ok(TypeDesc::Str {
                 len,
                 encoding,
-                max: self.max(spec, intern!(py, "max_len"), at)?,
+                max: self.max(spec, opt::MAX_LEN, at)?,
             });
         }
         if ann.is(py.get_type::<PyBool>()) {
@@ -1022,7 +1220,7 @@ impl<'py> Builder<'py> {
                     ann.getattr(intern!(py, "count"))?,
                 )
             } else {
-                let item = spec.getattr(intern!(py, "item"))?;
+                let item = self.r.spec.get(spec, opt::ITEM)?;
                 let item = if !item.is_none() {
                     item
                 } else {
@@ -1031,8 +1229,8 @@ impl<'py> Builder<'py> {
                         _ => py.None().into_bound(py),
                     }
                 };
-                let mut count = spec.getattr(intern!(py, "count"))?;
-                if count.is_none() && !spec.getattr(intern!(py, "size"))?.is_none() {
+                let mut count = self.r.spec.get(spec, opt::COUNT)?;
+                if count.is_none() && !self.r.spec.get(spec, opt::SIZE)?.is_none() {
                     count = r.rest.bind(py).clone();
                 }
                 (item, count)
@@ -1058,7 +1256,7 @@ impl<'py> Builder<'py> {
             return Ok(TypeDesc::Array {
                 item: Box::new(item),
                 count,
-                max: self.max(spec, intern!(py, "max_count"), at)?,
+                max: self.max(spec, opt::MAX_COUNT, at)?,
             });
         }
         Err(PyErr::from_value(
@@ -1066,17 +1264,13 @@ impl<'py> Builder<'py> {
         ))
     }
 
-    fn max(
-        &self,
-        spec: &Bound<'py, PyAny>,
-        name: &Bound<'py, PyString>,
-        at: &str,
-    ) -> PyResult<Option<u64>> {
-        let v = spec.getattr(name)?;
+    /// The `max_len` or `max_count` option (`opt::MAX_LEN`, `opt::MAX_COUNT`).
+    fn max(&self, spec: &Bound<'py, PyAny>, option: usize, at: &str) -> PyResult<Option<u64>> {
+        let v = self.r.spec.get(spec, option)?;
         if v.is_none() {
             Ok(None)
         } else {
-            uint(&v, at, name.to_str()?).map(Some)
+            uint(&v, at, opt::NAMES[option]).map(Some)
         }
     }
 
@@ -1184,7 +1378,7 @@ impl<'py> Builder<'py> {
             let ty = self.ty(&v, &plain, &format!("{at}[{}]", k.repr()?))?;
             out.push(CaseDesc { tag: konst, ty });
         }
-        let default = spec.getattr(intern!(py, "default_case"))?;
+        let default = self.r.spec.get(spec, opt::DEFAULT_CASE)?;
         let default = if default.is_none() {
             None
         } else {
@@ -1215,7 +1409,7 @@ impl<'py> Builder<'py> {
         at: &str,
     ) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
         let py = self.py;
-        let conv = spec.getattr(intern!(py, "convert"))?;
+        let conv = self.r.spec.get(spec, opt::CONVERT)?;
         if conv.is_none() {
             // The common case: a scalar alias, a list, bytes, str, bool, a Struct class...
             if !ann.is_instance_of::<PyType>()
@@ -1233,6 +1427,24 @@ impl<'py> Builder<'py> {
         }
         Ok(Some(pair.extract()?))
     }
+}
+
+/// `isinstance(v, t)` for a class `t` whose metaclass does not define `__instancecheck__`.
+fn is_subtype(v: &Bound<'_, PyAny>, t: &Py<PyType>) -> bool {
+    // SAFETY: both are live type objects (a held object's type, a class we hold).
+    unsafe { ffi::PyType_IsSubtype(ffi::Py_TYPE(v.as_ptr()), t.as_ptr().cast()) != 0 }
+}
+
+/// `bytewright._info.info_of(v)`: the `StructInfo` of a Struct class, or None.
+fn info_of<'py>(r: &Refs, v: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if !is_subtype(v, &r.schema_meta) {
+        return Ok(None);
+    }
+    let info = v.getattr(intern!(v.py(), "__bw__"))?;
+    if info.is_none() || !r.info.get(&info, inf::CLS)?.is(v) {
+        return Ok(None);
+    }
+    Ok(Some(info))
 }
 
 fn py_of<'py>(v: &Bound<'py, PyAny>) -> Python<'py> {

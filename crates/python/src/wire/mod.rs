@@ -2,6 +2,7 @@
 
 pub(crate) mod buffer;
 mod bulk;
+mod classbuild;
 mod describe;
 pub(crate) mod errors;
 mod explain;
@@ -683,5 +684,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<describe::Fragment>()?;
     m.add_function(wrap_pyfunction!(checksum_names, m)?)?;
     errors::register(m)?;
+    classbuild::register(m)?;
     Ok(())
 }
