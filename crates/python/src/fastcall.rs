@@ -305,7 +305,9 @@ pub fn add_method_o(
     Ok(())
 }
 
-/// Defines a `FastFunction` static and its C trampoline.
+/// Defines a `FastFunction` static and its C trampoline: `trampoline` parses every call
+/// through [`enter`]; `[direct] trampoline` calls the body by name for the plain positional
+/// call ([`enter_direct`]).
 macro_rules! fast_function {
     (
         $vis:vis static $static_name:ident: [$n:literal] = {
@@ -316,7 +318,7 @@ macro_rules! fast_function {
             doc: $doc:expr,
             body: $body:path $(,)?
         };
-        trampoline $tramp:ident;
+        $([$direct:ident])? trampoline $tramp:ident;
     ) => {
         $vis static $static_name: $crate::fastcall::FastFunction<$n> =
             $crate::fastcall::FastFunction {
@@ -336,40 +338,16 @@ macro_rules! fast_function {
             kwnames: *mut pyo3::ffi::PyObject,
         ) -> *mut pyo3::ffi::PyObject {
             // SAFETY: CPython calls this with the GIL held and vectorcall arguments.
-            unsafe { $crate::fastcall::enter(&$static_name, args, nargs, kwnames) }
+            unsafe {
+                $crate::fastcall::fast_function!(@enter $($direct)? $static_name, $body, args, nargs, kwnames)
+            }
         }
     };
-    (
-        $vis:vis static $static_name:ident: [$n:literal] = {
-            name: $name:literal,
-            positional: $pos:literal,
-            $(also_positional: $also:literal,)?
-            keywords: [$($kw:literal),* $(,)?],
-            doc: $doc:expr,
-            body: $body:path $(,)?
-        };
-        direct trampoline $tramp:ident;
-    ) => {
-        $vis static $static_name: $crate::fastcall::FastFunction<$n> =
-            $crate::fastcall::FastFunction {
-                name: $name,
-                positional: $pos,
-                keywords: [$($kw),*],
-                also_positional: 0 $(+ $also)?,
-                doc: $doc,
-                body: $body,
-                interned: pyo3::sync::PyOnceLock::new(),
-            };
-
-        $vis unsafe extern "C" fn $tramp(
-            _module: *mut pyo3::ffi::PyObject,
-            args: *const *mut pyo3::ffi::PyObject,
-            nargs: pyo3::ffi::Py_ssize_t,
-            kwnames: *mut pyo3::ffi::PyObject,
-        ) -> *mut pyo3::ffi::PyObject {
-            // SAFETY: CPython calls this with the GIL held and vectorcall arguments.
-            unsafe { $crate::fastcall::enter_direct(&$static_name, $body, args, nargs, kwnames) }
-        }
+    (@enter $static_name:ident, $body:path, $args:ident, $nargs:ident, $kw:ident) => {
+        $crate::fastcall::enter(&$static_name, $args, $nargs, $kw)
+    };
+    (@enter direct $static_name:ident, $body:path, $args:ident, $nargs:ident, $kw:ident) => {
+        $crate::fastcall::enter_direct(&$static_name, $body, $args, $nargs, $kw)
     };
 }
 pub(crate) use fast_function;

@@ -203,7 +203,7 @@ fastcall::fast_function! {
         doc: c"pickle_dumps(obj, protocol=None, *, hmac_key=None, deterministic=False)\n--\n\nSerialize `obj` to one record. `protocol` is accepted for call-shape compatibility.",
         body: dumps_args,
     };
-    direct trampoline dumps_trampoline;
+    [direct] trampoline dumps_trampoline;
 }
 
 fn dumps_args<'py>(

@@ -55,37 +55,29 @@ pub(crate) fn declare<'py>(
     let defaults = PyDict::new(py);
     let slots = PyList::empty(py);
     let mut strings = false;
+    let mut field = |fname: &Bound<'py, PyAny>, ann: &Bound<'py, PyAny>| {
+        one_field(
+            &c,
+            name,
+            ns,
+            class_var,
+            fname,
+            ann,
+            &declared,
+            &defaults,
+            &slots,
+            &mut strings,
+        )
+    };
     if let Some(annotations) = ns.get_item(intern!(py, "__annotations__"))? {
         if let Ok(annotations) = annotations.cast::<PyDict>() {
             for (fname, ann) in annotations.iter() {
-                one_field(
-                    &c,
-                    name,
-                    ns,
-                    class_var,
-                    &fname,
-                    &ann,
-                    &declared,
-                    &defaults,
-                    &slots,
-                    &mut strings,
-                )?;
+                field(&fname, &ann)?;
             }
         } else {
             for item in annotations.call_method0(intern!(py, "items"))?.try_iter()? {
                 let (fname, ann): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?.extract()?;
-                one_field(
-                    &c,
-                    name,
-                    ns,
-                    class_var,
-                    &fname,
-                    &ann,
-                    &declared,
-                    &defaults,
-                    &slots,
-                    &mut strings,
-                )?;
+                field(&fname, &ann)?;
             }
         }
     }
