@@ -192,7 +192,8 @@ pub unsafe fn enter<const N: usize>(
 }
 
 /// The unwind payload of memory that ran out where no error can be returned (a writer
-/// growing its bytes object): the entry point of [`enter_direct`] raises MemoryError.
+/// growing its bytes object): every entry point here ([`run`], [`enter_direct`]) raises
+/// MemoryError for it.
 pub struct OutOfMemory;
 
 /// [`enter`] with the body called directly rather than through the function's pointer (so
@@ -239,23 +240,7 @@ where
     });
     match std::panic::catch_unwind(guarded) {
         Ok(p) => p,
-        Err(payload) if payload.is::<OutOfMemory>() => {
-            // SAFETY: the GIL is held; the MemoryError is normally set already.
-            unsafe {
-                if ffi::PyErr_Occurred().is_null() {
-                    ffi::PyErr_NoMemory();
-                }
-            }
-            std::ptr::null_mut()
-        }
-        Err(_) => {
-            PyRuntimeError::new_err(format!(
-                "internal error in {}(): please report it",
-                function.fname()
-            ))
-            .restore(py);
-            std::ptr::null_mut()
-        }
+        Err(payload) => unwound(py, payload, || function.fname()),
     }
 }
 
@@ -267,14 +252,37 @@ pub fn run<'py, F: std::fmt::Display>(
     body: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
     fname: impl FnOnce() -> F,
 ) -> *mut ffi::PyObject {
-    let err = match std::panic::catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => return value.into_ptr(),
-        Ok(Err(err)) => err,
-        Err(_) => {
-            PyRuntimeError::new_err(format!("internal error in {}(): please report it", fname()))
+    match std::panic::catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value.into_ptr(),
+        Ok(Err(err)) => {
+            err.restore(py);
+            std::ptr::null_mut()
         }
-    };
-    err.restore(py);
+        Err(payload) => unwound(py, payload, fname),
+    }
+}
+
+/// NULL with the error of an unwind caught at an entry point raised: MemoryError for
+/// [`OutOfMemory`] (normally set already by the allocation that failed), else a
+/// `RuntimeError` naming `fname()` (a panic: a bug).
+#[cold]
+#[inline(never)]
+fn unwound<F: std::fmt::Display>(
+    py: Python<'_>,
+    payload: Box<dyn std::any::Any + Send>,
+    fname: impl FnOnce() -> F,
+) -> *mut ffi::PyObject {
+    if payload.is::<OutOfMemory>() {
+        // SAFETY: the GIL is held.
+        unsafe {
+            if ffi::PyErr_Occurred().is_null() {
+                ffi::PyErr_NoMemory();
+            }
+        }
+    } else {
+        PyRuntimeError::new_err(format!("internal error in {}(): please report it", fname()))
+            .restore(py);
+    }
     std::ptr::null_mut()
 }
 
