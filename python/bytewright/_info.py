@@ -160,13 +160,9 @@ class StructInfo:
         return self._fields
 
     def _resolve(self) -> tuple[StructField, ...]:
+        # (A class that inherits nothing and has no string annotation gets its declared
+        # fields as its fields when its info is made: new_info.)
         cls = self.cls
-        if not self._bases:
-            for d in self.declared:
-                if isinstance(d.annotation, str):
-                    break
-            else:
-                return self.declared  # the common case: nothing inherited, nothing to evaluate
         fields: list[StructField] = []
         for info in reversed(self._bases):
             names = {f.name for f in fields}

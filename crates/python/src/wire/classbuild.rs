@@ -260,7 +260,25 @@ pub(crate) fn new_info<'py>(
     set_slot(&info, intern!(py, "codec"), codec)?;
     set_slot(&info, intern!(py, "derived"), &nothing)?;
     set_slot(&info, intern!(py, "compare"), &none)?;
-    set_slot(&info, intern!(py, "_fields"), &none)?;
+    // Nothing inherited and no annotation to evaluate: the fields are the declared ones as
+    // they are, known now (``fields()`` resolves the others when first asked).
+    let mut resolved = bases.is_empty() && declared.is_instance_of::<PyTuple>();
+    if resolved {
+        for d in declared.try_iter()? {
+            if d?
+                .getattr(intern!(py, "annotation"))?
+                .is_instance_of::<PyString>()
+            {
+                resolved = false;
+                break;
+            }
+        }
+    }
+    set_slot(
+        &info,
+        intern!(py, "_fields"),
+        if resolved { declared } else { &none },
+    )?;
     set_slot(&info, intern!(py, "_cache"), PyDict::new(py).as_any())?;
     set_slot(
         &info,

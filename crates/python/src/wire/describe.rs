@@ -223,10 +223,8 @@ mod inf {
     pub const CODEC: usize = 7;
     pub const LIMITS: usize = 8;
     pub const FIELDS: usize = 9;
-    pub const BASES: usize = 10;
-    pub const DECLARED: usize = 11;
-    pub const CLS: usize = 12;
-    pub const NAMES: [&str; 13] = [
+    pub const CLS: usize = 10;
+    pub const NAMES: [&str; 11] = [
         "byteorder",
         "registry",
         "_cache",
@@ -237,8 +235,6 @@ mod inf {
         "codec",
         "limits",
         "_fields",
-        "_bases",
-        "declared",
         "cls",
     ];
 }
@@ -515,31 +511,12 @@ impl<'py> Builder<'py> {
         info_of(self.r, v)
     }
 
-    /// `info.fields()`, without the call in its common case (fields resolved already, or
-    /// nothing inherited and no annotation to evaluate: the declared fields as they are).
+    /// `info.fields()`, without the call once they are known (from the start when nothing
+    /// is inherited and no annotation is a string: see `classbuild::new_info`).
     fn struct_fields(&self, info: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.r;
-        let resolved = r.info.get(info, inf::FIELDS)?;
+        let resolved = self.r.info.get(info, inf::FIELDS)?;
         if !resolved.is_none() {
             return Ok(resolved);
-        }
-        let bases = r.info.get(info, inf::BASES)?;
-        if let Ok(bases) = bases.cast::<PyTuple>() {
-            if bases.is_empty() {
-                let declared = r.info.get(info, inf::DECLARED)?;
-                if let Ok(t) = declared.cast::<PyTuple>() {
-                    let mut plain = true;
-                    for d in t.iter() {
-                        if r.field.get(&d, 1)?.is_instance_of::<PyString>() {
-                            plain = false;
-                            break;
-                        }
-                    }
-                    if plain {
-                        return Ok(declared);
-                    }
-                }
-            }
         }
         info.call_method0(intern!(self.py, "fields"))
     }
