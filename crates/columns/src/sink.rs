@@ -607,27 +607,69 @@ enum Put {
     Slow,
 }
 
-/// The `N` bytes of `r` at `off`.
+/// The `N` bytes at `off` of each row of `rows` (rows of `size` bytes, `size > 0`), in
+/// order: a read per row without a bounds check per row (checked once here).
 #[inline(always)]
-fn read_array<const N: usize>(r: &[u8], off: usize) -> [u8; N] {
-    r[off..off + N].try_into().expect("width")
+fn fields<const N: usize>(
+    rows: &[u8],
+    size: usize,
+    off: usize,
+) -> impl Iterator<Item = [u8; N]> + '_ {
+    let n = rows.len() / size;
+    assert!(off + N <= size, "a run's scalar lies inside its row");
+    let p = rows.as_ptr();
+    (0..n).map(move |k| {
+        // SAFETY: k < n = rows.len() / size, so k * size + off + N <= (k + 1) * size, which
+        // is at most rows.len(): the N bytes read are inside `rows` (and [u8; N] has
+        // alignment 1, so any address is aligned for it).
+        unsafe { p.add(k * size + off).cast::<[u8; N]>().read() }
+    })
 }
 
-/// Calls `f` with the `group`-byte number (big-endian unless `lsb`) at `off` of each row of
-/// `rows` (rows of `size` bytes): one loop per common group width.
-#[inline(always)]
-fn for_groups(rows: &[u8], size: usize, off: usize, group: u8, lsb: bool, mut f: impl FnMut(u64)) {
-    let each = rows.chunks_exact(size);
-    match (group, lsb) {
-        (1, _) => each.for_each(|r| f(u64::from(r[off]))),
-        (2, false) => each.for_each(|r| f(u64::from(u16::from_be_bytes(read_array(r, off))))),
-        (2, true) => each.for_each(|r| f(u64::from(u16::from_le_bytes(read_array(r, off))))),
-        (4, false) => each.for_each(|r| f(u64::from(u32::from_be_bytes(read_array(r, off))))),
-        (4, true) => each.for_each(|r| f(u64::from(u32::from_le_bytes(read_array(r, off))))),
-        (8, false) => each.for_each(|r| f(u64::from_be_bytes(read_array(r, off)))),
-        (8, true) => each.for_each(|r| f(u64::from_le_bytes(read_array(r, off)))),
-        _ => each.for_each(|r| f(read_uint(&r[off..off + group as usize], lsb))),
-    }
+/// Evaluates `$body` with `$it` an iterator over the `group`-byte number (big-endian unless
+/// `lsb`) at `off` of each row of `rows` (rows of `size` bytes): one loop per common group
+/// width.
+macro_rules! with_groups {
+    ($rows:expr, $size:expr, $off:expr, $group:expr, $lsb:expr, |$it:ident| $body:expr) => {{
+        let (rows, size, off, lsb): (&[u8], usize, usize, bool) = ($rows, $size, $off, $lsb);
+        match ($group, lsb) {
+            (1, _) => {
+                let $it = fields::<1>(rows, size, off).map(|a| u64::from(a[0]));
+                $body
+            }
+            (2, false) => {
+                let $it = fields::<2>(rows, size, off).map(|a| u64::from(u16::from_be_bytes(a)));
+                $body
+            }
+            (2, true) => {
+                let $it = fields::<2>(rows, size, off).map(|a| u64::from(u16::from_le_bytes(a)));
+                $body
+            }
+            (4, false) => {
+                let $it = fields::<4>(rows, size, off).map(|a| u64::from(u32::from_be_bytes(a)));
+                $body
+            }
+            (4, true) => {
+                let $it = fields::<4>(rows, size, off).map(|a| u64::from(u32::from_le_bytes(a)));
+                $body
+            }
+            (8, false) => {
+                let $it = fields::<8>(rows, size, off).map(u64::from_be_bytes);
+                $body
+            }
+            (8, true) => {
+                let $it = fields::<8>(rows, size, off).map(u64::from_le_bytes);
+                $body
+            }
+            (g, _) => {
+                let g = usize::from(g);
+                let $it = rows
+                    .chunks_exact(size)
+                    .map(move |r| read_uint(&r[off..off + g], lsb));
+                $body
+            }
+        }
+    }};
 }
 
 /// The unsigned number of up to 8 bytes `g`, big-endian unless `lsb`.
@@ -688,23 +730,19 @@ fn unstage(cols: &mut Cols, writers: &[Writer], st: &mut Stage) {
 /// false when the column is not the scalar's.
 fn put_rows(col: &mut Col, w: &Writer, rows: &[u8], size: usize) -> bool {
     let off = w.off;
-    let each = rows.chunks_exact(size);
-    let n = each.len();
+    let n = rows.len() / size;
     macro_rules! num {
         ($n:expr, $from:ident, $($var:ident => $t:ty),+) => {
             match &mut col.buf {
-                $(Buf::$var(v) => v.extend(each.map(|r| {
-                    let a: [u8; $n] = r[off..off + $n].try_into().expect("width");
-                    <$t>::$from(a)
-                })),)+
+                $(Buf::$var(v) => v.extend(fields::<$n>(rows, size, off).map(<$t>::$from)),)+
                 _ => return false,
             }
         };
     }
     match w.put {
         Put::Byte => match &mut col.buf {
-            Buf::U8(v) => v.extend(each.map(|r| r[off])),
-            Buf::I8(v) => v.extend(each.map(|r| r[off] as i8)),
+            Buf::U8(v) => v.extend(fields::<1>(rows, size, off).map(|a| a[0])),
+            Buf::I8(v) => v.extend(fields::<1>(rows, size, off).map(|a| a[0] as i8)),
             _ => return false,
         },
         Put::Le2 => num!(2, from_le_bytes, U16 => u16, I16 => i16),
@@ -721,10 +759,11 @@ fn put_rows(col: &mut Col, w: &Writer, rows: &[u8], size: usize) -> bool {
                 macro_rules! sizes {
                     ($($k:literal)+) => {
                         match k {
-                            $($k => each.for_each(|r| {
-                                data.extend_from_slice(&read_array::<$k>(r, off))
-                            }),)+
-                            _ => each.for_each(|r| data.extend_from_slice(&r[off..off + k])),
+                            $($k => fields::<$k>(rows, size, off)
+                                .for_each(|a| data.extend_from_slice(&a)),)+
+                            _ => rows
+                                .chunks_exact(size)
+                                .for_each(|r| data.extend_from_slice(&r[off..off + k])),
                         }
                     };
                 }
@@ -741,12 +780,9 @@ fn put_rows(col: &mut Col, w: &Writer, rows: &[u8], size: usize) -> bool {
             macro_rules! bits {
                 ($($var:ident => $t:ty),+) => {
                     match &mut col.buf {
-                        $(Buf::$var(v) => {
-                            v.reserve(n);
-                            for_groups(rows, size, off, group, lsb, |g| {
-                                v.push(((g >> shift) & mask) as $t)
-                            });
-                        })+
+                        $(Buf::$var(v) => with_groups!(rows, size, off, group, lsb, |it| {
+                            v.extend(it.map(|g| ((g >> shift) & mask) as $t))
+                        }),)+
                         _ => return false,
                     }
                 };
@@ -756,8 +792,8 @@ fn put_rows(col: &mut Col, w: &Writer, rows: &[u8], size: usize) -> bool {
         Put::Flag { group, shift, lsb } => match &mut col.buf {
             Buf::Bool(v) => {
                 v.reserve(n);
-                for_groups(rows, size, off, group, lsb, |g| {
-                    v.append((g >> shift) & 1 != 0)
+                with_groups!(rows, size, off, group, lsb, |it| {
+                    it.for_each(|g| v.append((g >> shift) & 1 != 0))
                 });
             }
             _ => return false,
