@@ -510,7 +510,7 @@ impl Sink for ColumnSink<'_> {
         let r = &mut runs[at];
         if let Some(st) = &mut r.stage {
             if bytes.len() == st.size {
-                st.rows.extend_from_slice(bytes);
+                push_row(&mut st.rows, bytes);
                 if st.rows.len() >= st.size * STAGE_ROWS {
                     unstage(cols, &r.writers, st);
                 }
@@ -706,6 +706,41 @@ const STAGE_ROWS: usize = 256;
 /// The largest run whose rows wait (its stage holds 64 KiB at most); a larger run's
 /// per-field dispatch is small next to moving its bytes.
 const STAGE_MAX_RUN: usize = 256;
+
+/// Appends a run's bytes to its stage: a run of 8 to 64 bytes (headers) as two copies of
+/// a fixed size that overlap, in line, rather than a call to `memcpy` per row.
+#[inline(always)]
+fn push_row(rows: &mut Vec<u8>, b: &[u8]) {
+    /// The `k` bytes at the start and the `k` at the end of `b` (`k <= b.len() <= 2k`)
+    /// into the spare capacity of `rows`, which holds `b.len()` bytes more.
+    #[inline(always)]
+    fn ends<const K: usize>(rows: &mut Vec<u8>, b: &[u8]) {
+        let n = b.len();
+        let head: [u8; K] = b[..K].try_into().expect("K bytes");
+        let tail: [u8; K] = b[n - K..].try_into().expect("K bytes");
+        let len = rows.len();
+        let dst = rows.spare_capacity_mut();
+        assert!(dst.len() >= n);
+        // SAFETY: `dst` holds at least `n` bytes (checked above), so both K-byte writes
+        // (at 0 and at n - K, K <= n) stay inside it; together they write all of its first
+        // `n` bytes (n <= 2K), which makes `len + n` bytes of `rows` initialized.
+        unsafe {
+            dst.as_mut_ptr().cast::<[u8; K]>().write_unaligned(head);
+            dst.as_mut_ptr()
+                .add(n - K)
+                .cast::<[u8; K]>()
+                .write_unaligned(tail);
+            rows.set_len(len + n);
+        }
+    }
+    rows.reserve(b.len());
+    match b.len() {
+        8..=16 => ends::<8>(rows, b),
+        17..=32 => ends::<16>(rows, b),
+        33..=64 => ends::<32>(rows, b),
+        _ => rows.extend_from_slice(b),
+    }
+}
 
 /// The rows of a run waiting for their columns: each row is the run's `size` bytes.
 struct Stage {
