@@ -369,7 +369,11 @@ impl Sink for ColumnSink<'_> {
                 );
                 let col = &mut self.cols.cols[c as usize];
                 if let (true, Buf::Var { offsets, data }) = (plain, &mut col.buf) {
-                    data.extend_from_slice(&self.input[at..at + len]);
+                    // Empty bytes (no options, no trailer: most) copy nothing, without a
+                    // call.
+                    if len != 0 {
+                        data.extend_from_slice(&self.input[at..at + len]);
+                    }
                     offsets.push(data.len());
                     col.valid.append_non_null();
                     col.len += 1;
