@@ -369,10 +369,10 @@ impl Sink for ColumnSink<'_> {
                 );
                 let col = &mut self.cols.cols[c as usize];
                 if let (true, Buf::Var { offsets, data }) = (plain, &mut col.buf) {
-                    // Empty bytes (no options, no trailer: most) copy nothing, without a
-                    // call.
+                    // Empty bytes (no options, no trailer: most) copy nothing, and a short
+                    // payload is copied in line (see `push_row`), without a call.
                     if len != 0 {
-                        data.extend_from_slice(&self.input[at..at + len]);
+                        push_row(data, &self.input[at..at + len]);
                     }
                     offsets.push(data.len());
                     col.valid.append_non_null();
@@ -711,8 +711,8 @@ const STAGE_ROWS: usize = 256;
 /// per-field dispatch is small next to moving its bytes.
 const STAGE_MAX_RUN: usize = 256;
 
-/// Appends a run's bytes to its stage: a run of 8 to 64 bytes (headers) as two copies of
-/// a fixed size that overlap, in line, rather than a call to `memcpy` per row.
+/// Appends bytes to a buffer: 8 to 64 bytes (a run of headers staged, a short payload)
+/// as two copies of a fixed size that overlap, in line, rather than a call to `memcpy`.
 #[inline(always)]
 fn push_row(rows: &mut Vec<u8>, b: &[u8]) {
     /// The `k` bytes at the start and the `k` at the end of `b` (`k <= b.len() <= 2k`)
