@@ -1069,3 +1069,43 @@ fn push_int(buf: &mut Buf, v: u64) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_row_appends_every_length() {
+        let src: Vec<u8> = (0..100u8).collect();
+        for n in 0..=100 {
+            let mut rows = vec![0xAAu8; 3];
+            push_row(&mut rows, &src[..n]);
+            push_row(&mut rows, &src[100 - n..]);
+            let mut want = vec![0xAAu8; 3];
+            want.extend_from_slice(&src[..n]);
+            want.extend_from_slice(&src[100 - n..]);
+            assert_eq!(rows, want, "{n} bytes");
+        }
+    }
+
+    #[test]
+    fn fields_and_groups_read_each_row() {
+        // Three rows of 7 bytes: the 2-byte number at 5, the 3-byte group at 1.
+        let rows: Vec<u8> = (0..21u8).collect();
+        let two: Vec<u16> = fields::<2>(&rows, 7, 5).map(u16::from_be_bytes).collect();
+        assert_eq!(two, [0x0506, 0x0c0d, 0x1314]);
+        let mut be = Vec::new();
+        with_groups!(&rows, 7, 1, 3u8, false, |it| be.extend(it));
+        assert_eq!(be, [0x010203, 0x08090a, 0x0f1011]);
+        let mut le = Vec::new();
+        with_groups!(&rows, 7, 1, 2u8, true, |it| le.extend(it));
+        assert_eq!(le, [0x0201, 0x0908, 0x100f]);
+    }
+
+    #[test]
+    #[should_panic(expected = "inside its row")]
+    fn a_field_past_its_row_is_refused() {
+        let rows = [0u8; 14];
+        let _ = fields::<4>(&rows, 7, 4).count();
+    }
+}
