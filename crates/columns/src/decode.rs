@@ -61,6 +61,11 @@ const SYNC_MESSAGES: usize = 8;
 /// Bytes a thread may go through looking for a boundary (at least; an eighth of its region
 /// for large regions) before it leaves its region to the real boundaries.
 const SYNC_BUDGET: usize = 1 << 20;
+/// Messages measured from the real start before the threads guess boundaries: the largest of
+/// them, times [`SIZE_SLACK`], bounds a message while a guess is checked (see
+/// [`Columnar::sync`]).
+const SIZE_SAMPLE: usize = 64;
+const SIZE_SLACK: usize = 4;
 
 /// Rows decoded before the columns are sized for the whole region from what those rows
 /// hold (see [`Cols::reserve_for`]).
@@ -364,6 +369,7 @@ impl Columnar {
         }
         let split = |t: usize| req.offset + span / threads * t;
         let region_end = |t: usize| if t + 1 == threads { stop } else { split(t + 1) };
+        let cap = self.size_cap(input, req.offset, stop);
         // Thread 0 starts on a boundary; the others guess where messages start after
         // their split.
         let mut decoded = run_threads(threads, |t| {
@@ -376,6 +382,7 @@ impl Columnar {
                     input,
                     split(t),
                     region_end(t),
+                    cap,
                 )))
             }
         })?
@@ -434,20 +441,67 @@ impl Columnar {
         self.table(parts)
     }
 
+    /// The largest of the first [`SIZE_SAMPLE`] messages from the real start (`start`, before
+    /// `stop`), times [`SIZE_SLACK`]: a bound on the messages of a guessed run. `None` when
+    /// none decodes (thread 0 reports that message's error).
+    fn size_cap(&self, input: &[u8], start: usize, stop: usize) -> Option<usize> {
+        let mut scratch = Scratch::new();
+        let mut pos = start;
+        let mut largest = 0;
+        for _ in 0..SIZE_SAMPLE {
+            if pos >= stop {
+                break;
+            }
+            match scan_one(&self.prog, &mut scratch, input, pos) {
+                Ok(end) if end > pos => {
+                    largest = largest.max(end - pos);
+                    pos = end;
+                }
+                _ => break,
+            }
+        }
+        (largest > 0).then(|| largest.saturating_mul(SIZE_SLACK))
+    }
+
     /// The first position from `split` on where [`SYNC_MESSAGES`] messages in a row decode
     /// (or the input ends after at least one): likely a message boundary. A split inside a
     /// message usually fails within a few bytes of it (a length past the input, a bad
     /// constant), so the probe moves on byte by byte, within a budget of work; `None` when
     /// the budget runs out (the region is then decoded from the real boundaries).
-    fn sync(&self, input: &[u8], split: usize, stop: usize) -> Option<usize> {
+    ///
+    /// A format without constants decodes from almost any byte, and a guess off the
+    /// boundaries reads lengths from the middle of messages: some huge, each jumping over
+    /// many real messages before the guess meets the boundaries (all of them then decoded
+    /// again, after the threads, by one thread). So a guess is first checked with `cap`:
+    /// none of its messages may be larger than that (real messages seldom are, by far, than
+    /// the first ones); only if no position passes within half the budget does the probe
+    /// start again without it.
+    fn sync(&self, input: &[u8], split: usize, stop: usize, cap: Option<usize>) -> Option<usize> {
+        let budget = SYNC_BUDGET.max(stop.saturating_sub(split) / 8);
+        if let Some(cap) = cap {
+            if let Some(found) = self.probe(input, split, stop, cap, budget / 2) {
+                return Some(found);
+            }
+        }
+        self.probe(input, split, stop, usize::MAX, budget)
+    }
+
+    /// [`Self::sync`]'s probe, with messages at most `cap` bytes and `budget` bytes of work.
+    fn probe(
+        &self,
+        input: &[u8],
+        split: usize,
+        stop: usize,
+        cap: usize,
+        mut budget: usize,
+    ) -> Option<usize> {
         let mut scratch = Scratch::new();
-        let mut budget = SYNC_BUDGET.max(stop.saturating_sub(split) / 8);
         for cand in split..stop {
             let mut pos = cand;
             let mut good = 0;
             while good < SYNC_MESSAGES && pos < input.len() {
                 match unpack_with(&self.prog, &mut scratch, &mut Discard::<true>, input, pos) {
-                    Ok((_, end)) if end > pos => pos = end,
+                    Ok((_, end)) if end > pos && end - pos <= cap => pos = end,
                     _ => break,
                 }
                 good += 1;
@@ -466,9 +520,15 @@ impl Columnar {
     /// where each row starts. A message that does not decode ends the run: whether that is
     /// an error depends on whether the run turns out to follow the real boundaries (and
     /// then its columns are never used).
-    fn decode_guess(&self, input: &[u8], split: usize, stop_at: usize) -> Guess {
+    fn decode_guess(
+        &self,
+        input: &[u8],
+        split: usize,
+        stop_at: usize,
+        cap: Option<usize>,
+    ) -> Guess {
         let stop = stop_at.min(input.len());
-        let Some(start) = self.sync(input, split, stop) else {
+        let Some(start) = self.sync(input, split, stop, cap) else {
             return Guess {
                 cols: Cols::new(&self.layout, 0),
                 starts: Vec::new(),
@@ -635,4 +695,93 @@ fn run_threads<T: Send>(
             .collect()
     });
     results.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytewright_wire::{compile, Schema};
+
+    /// A record without constants (an id, a kind, then bytes after their big-endian length):
+    /// almost every byte is the start of something that decodes.
+    const RECORD: &str = r#"{"root": {"t": "struct", "id": 0, "name": "Rec", "order": "big", "fields": [
+        {"name": "id", "type": {"t": "int", "width": 4, "signed": false}},
+        {"name": "kind", "type": {"t": "int", "width": 1, "signed": false}},
+        {"name": "n", "type": {"t": "int", "width": 2, "signed": false}},
+        {"name": "payload", "type": {"t": "bytes", "len": {"expr": ["name", "n"]}}}]}}"#;
+
+    /// `rows` records of 12 to 31 bytes of payload (varied bytes, as real data holds), and
+    /// where each starts.
+    fn records(rows: usize) -> (Vec<u8>, Vec<usize>) {
+        let (mut data, mut starts) = (Vec::new(), Vec::new());
+        for i in 0..rows {
+            starts.push(data.len());
+            let len = 12 + i % 20;
+            data.extend_from_slice(&(10_000 + i as u32).to_be_bytes());
+            data.push((i * 3 + 1) as u8);
+            data.extend_from_slice(&(len as u16).to_be_bytes());
+            data.extend((0..len).map(|j| ((i * 13 + j * 17 + 5) & 0xff) as u8));
+        }
+        (data, starts)
+    }
+
+    /// Real messages a guess from `from` jumps over before it meets a real boundary (all
+    /// of them decoded again, by one thread, after the others).
+    fn skipped(c: &Columnar, data: &[u8], starts: &[usize], from: usize) -> usize {
+        let mut scratch = Scratch::new();
+        let mut pos = from;
+        while starts.binary_search(&pos).is_err() {
+            match scan_one(&c.prog, &mut scratch, data, pos) {
+                Ok(end) if end > pos => pos = end,
+                _ => return starts.len() - starts.partition_point(|&s| s < from),
+            }
+        }
+        starts.partition_point(|&s| s < pos) - starts.partition_point(|&s| s < from)
+    }
+
+    #[test]
+    fn a_guess_inside_a_message_meets_the_boundaries_within_a_few_messages() {
+        let schema = Schema::from_json(RECORD).expect("schema");
+        let c = Columnar::new(Arc::new(compile(&schema).expect("compiles")));
+        let (data, starts) = records(50_000);
+        let cap = c.size_cap(&data, 0, data.len());
+        assert_eq!(cap, Some((7 + 31) * SIZE_SLACK));
+        let (mut with, mut without) = (0, 0);
+        for k in 1..64 {
+            let split = data.len() / 64 * k + k % 7;
+            let found = c.sync(&data, split, data.len(), cap).expect("a boundary");
+            let lost = skipped(&c, &data, &starts, found);
+            // A false jump is at most the bound: a few messages.
+            assert!(lost <= 8, "split {split}: {lost} messages skipped");
+            with += lost;
+            let found = c.sync(&data, split, data.len(), None).expect("a boundary");
+            without += skipped(&c, &data, &starts, found);
+        }
+        // Without the bound, guesses jump over thousands of messages.
+        assert!(with <= 63, "{with} messages skipped in all");
+        assert!(without > 100 * with.max(1), "{without} vs {with}");
+    }
+
+    #[test]
+    fn messages_larger_than_the_bound_still_sync_without_it() {
+        // The first messages are small, the later ones far larger than the bound: the probe
+        // with the bound finds nothing and the one without it takes over.
+        let schema = Schema::from_json(RECORD).expect("schema");
+        let c = Columnar::new(Arc::new(compile(&schema).expect("compiles")));
+        let (mut data, _) = records(64);
+        let from = data.len();
+        let big = 4000;
+        for i in 0..200u32 {
+            data.extend_from_slice(&i.to_be_bytes());
+            data.push(0xee);
+            data.extend_from_slice(&(big as u16).to_be_bytes());
+            data.extend((0..big).map(|j| (j * 7 + 3) as u8));
+        }
+        let cap = c.size_cap(&data, 0, data.len());
+        assert!(cap.is_some_and(|b| b < big));
+        let split = from + (7 + big) * 100 + 3;
+        let unbounded = c.sync(&data, split, data.len(), None);
+        assert!(unbounded.is_some());
+        assert_eq!(c.sync(&data, split, data.len(), cap), unbounded);
+    }
 }
