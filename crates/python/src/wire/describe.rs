@@ -378,6 +378,16 @@ fn json_of(v: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
     })
 }
 
+/// The pieces joined (a field's path for messages: cheaper than `format!`, and describing
+/// makes one per field that has options).
+fn concat(parts: &[&str]) -> String {
+    let mut s = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        s.push_str(p);
+    }
+    s
+}
+
 /// The struct being described has a tag constant to write in its tag field, or the class's
 /// own tag applies (`Missing`).
 enum Tag<'py> {
@@ -665,7 +675,7 @@ impl<'py> Builder<'py> {
                 });
                 continue;
             }
-            let at = format!("{class_name}.{}", name.to_str()?);
+            let at = concat(&[class_name, ".", name.to_str()?]);
             let tag_const = match tag {
                 Some(t) if is_tag_field => Some(self.konst(t, &at)?),
                 _ => None,
@@ -1209,7 +1219,7 @@ impl<'py> Builder<'py> {
             } else {
                 r.plain.bind(py).clone()
             };
-            let item = self.ty(&item, &item_spec, &format!("{at}[]"))?;
+            let item = self.ty(&item, &item_spec, &concat(&[at, "[]"]))?;
             let count = self.length(&count, at, "count")?;
             return Ok(TypeDesc::Array {
                 item: Box::new(item),
