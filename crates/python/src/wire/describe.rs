@@ -591,7 +591,7 @@ impl<'py> Builder<'py> {
             order: o,
             bitorder,
             align,
-            fields,
+            fields: Arc::new(fields),
         });
         // Kept for reuse unless it refers to a struct outside it (recursion through an
         // enclosing struct) or embeds a registry (which may gain variants).
