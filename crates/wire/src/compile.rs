@@ -587,7 +587,8 @@ impl Compiler<'_> {
         self.in_progress.push((desc.id, index as u32));
         let places = self.bit_plan(desc)?;
         let mut names: Vec<Arc<str>> = Vec::with_capacity(n);
-        for (f, place) in desc.fields.iter().zip(places) {
+        for (i, f) in desc.fields.iter().enumerate() {
+            let place = places.get(i).copied().flatten();
             if let Some(a) = f.align {
                 self.align_step(a, f.name.as_deref().unwrap_or(""))?;
             }
@@ -676,8 +677,16 @@ impl Compiler<'_> {
         Ok(())
     }
 
-    /// Groups adjacent bit fields and places each one in its group.
+    /// Groups adjacent bit fields and places each one in its group (by field index; empty
+    /// when the struct has no bit field).
     fn bit_plan(&self, desc: &StructDesc) -> Result<Vec<Option<BitPlace>>, SchemaError> {
+        if !desc
+            .fields
+            .iter()
+            .any(|f| matches!(f.ty, TypeDesc::Bits { .. }))
+        {
+            return Ok(Vec::new());
+        }
         let mut out: Vec<Option<BitPlace>> = vec![None; desc.fields.len()];
         let mut i = 0;
         while i < desc.fields.len() {

@@ -143,7 +143,9 @@ pub struct StructDesc {
     /// Pads the struct's end to a multiple of this many bytes.
     #[serde(default)]
     pub align: Option<u64>,
-    pub fields: Vec<FieldDesc>,
+    /// Shared too: a reused struct's fields are copied only when they hold a struct id
+    /// that moves (see [`TypeDesc::shift_ids`]).
+    pub fields: Arc<Vec<FieldDesc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -301,14 +303,29 @@ impl Schema {
 }
 
 impl TypeDesc {
+    /// Whether the type holds a struct id (a struct, or a reference to one).
+    pub fn has_ids(&self) -> bool {
+        match self {
+            TypeDesc::Struct(_) | TypeDesc::Ref { .. } => true,
+            TypeDesc::Array { item, .. } => item.has_ids(),
+            TypeDesc::Union { cases, default, .. } | TypeDesc::Registry { cases, default, .. } => {
+                cases.iter().any(|c| c.ty.has_ids())
+                    || default.as_ref().is_some_and(|d| d.has_ids())
+            }
+            _ => false,
+        }
+    }
+
     /// Moves every struct id in the type up by `by` (a struct's description reused at
     /// another place among a schema's structs).
     pub fn shift_ids(&mut self, by: u32) {
         match self {
             TypeDesc::Struct(s) => {
                 s.id += by;
-                for f in &mut s.fields {
-                    f.ty.shift_ids(by);
+                if s.fields.iter().any(|f| f.ty.has_ids()) {
+                    for f in Arc::make_mut(&mut s.fields) {
+                        f.ty.shift_ids(by);
+                    }
                 }
             }
             TypeDesc::Array { item, .. } => item.shift_ids(by),

@@ -32,7 +32,8 @@ use super::errors;
 use super::structs::Converters;
 
 /// One struct's adapter info as described: (class, field names, defaults, decoders,
-/// encoders); the codec keeps what its mode (typed or dict) needs.
+/// encoders); the codec keeps what its mode (typed or dict) needs. Shared by reference
+/// count between a class's cached description and every schema that reuses it.
 pub(crate) struct Arg {
     pub cls: Py<PyType>,
     pub names: Vec<Py<PyString>>,
@@ -41,32 +42,13 @@ pub(crate) struct Arg {
     pub encoders: Converters,
 }
 
-impl Arg {
-    fn clone_ref(&self, py: Python<'_>) -> Arg {
-        let all = |c: &Converters| {
-            c.as_ref().map(|v| {
-                v.iter()
-                    .map(|x| x.as_ref().map(|x| x.clone_ref(py)))
-                    .collect()
-            })
-        };
-        Arg {
-            cls: self.cls.clone_ref(py),
-            names: self.names.iter().map(|n| n.clone_ref(py)).collect(),
-            defaults: self.defaults.iter().map(|d| d.clone_ref(py)).collect(),
-            decoders: all(&self.decoders),
-            encoders: all(&self.encoders),
-        }
-    }
-}
-
 /// A class's described struct, kept in its `info._cache` by byte order: its type with ids
 /// from `sid`, and the adapter info of each struct in it.
 #[pyclass(frozen, module = "bytewright._native")]
 pub(crate) struct Fragment {
     ty: Held,
     sid: u32,
-    infos: Vec<Arg>,
+    infos: Vec<Arc<Arg>>,
 }
 
 /// Where a fragment's type is: its own copy (a struct described inside another), or the
@@ -89,7 +71,7 @@ impl Fragment {
 /// bases it embeds, and the compiled codecs whose programs it may copy (by struct id).
 pub(crate) struct Described<'py> {
     pub schema: Arc<Schema>,
-    pub infos: Vec<Arg>,
+    pub infos: Vec<Arc<Arg>>,
     pub registries: Vec<Bound<'py, PyType>>,
     pub parts: Vec<(u32, Bound<'py, super::Codec>)>,
 }
@@ -396,6 +378,16 @@ fn json_of(v: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
     })
 }
 
+/// The pieces joined (a field's path for messages: cheaper than `format!`, and describing
+/// makes one per field that has options).
+fn concat(parts: &[&str]) -> String {
+    let mut s = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        s.push_str(p);
+    }
+    s
+}
+
 /// The struct being described has a tag constant to write in its tag field, or the class's
 /// own tag applies (`Missing`).
 enum Tag<'py> {
@@ -407,7 +399,7 @@ struct Builder<'py> {
     py: Python<'py>,
     r: &'py Refs,
     limits: Bound<'py, PyAny>,
-    infos: Vec<Option<Arg>>,
+    infos: Vec<Option<Arc<Arg>>>,
     active: Vec<(Bound<'py, PyAny>, u32)>,
     owner: Option<Bound<'py, PyAny>>,
     registries: Vec<Bound<'py, PyType>>,
@@ -476,7 +468,7 @@ pub(crate) fn describe<'py>(
             )?,
         }
     };
-    let infos: Vec<Arg> = b
+    let infos: Vec<Arc<Arg>> = b
         .infos
         .into_iter()
         .map(|i| i.expect("every struct is described"))
@@ -487,7 +479,7 @@ pub(crate) fn describe<'py>(
         let frag = Fragment {
             ty: Held::Root(schema.clone()),
             sid: 0,
-            infos: infos.iter().map(|a| a.clone_ref(py)).collect(),
+            infos: infos.clone(),
         };
         r.info
             .get(&info, inf::CACHE)?
@@ -588,10 +580,10 @@ impl<'py> Builder<'py> {
         self.owner = owner;
         self.order = inherited;
         let (fields, arg) = result?;
-        self.infos[sid as usize] = Some(Arg {
+        self.infos[sid as usize] = Some(Arc::new(Arg {
             cls: cls.cast::<PyType>()?.clone().unbind(),
             ..arg
-        });
+        }));
         self.active.pop();
         let ty = TypeDesc::Struct(StructDesc {
             id: sid,
@@ -599,7 +591,7 @@ impl<'py> Builder<'py> {
             order: o,
             bitorder,
             align,
-            fields,
+            fields: Arc::new(fields),
         });
         // Kept for reuse unless it refers to a struct outside it (recursion through an
         // enclosing struct) or embeds a registry (which may gain variants).
@@ -617,7 +609,7 @@ impl<'py> Builder<'py> {
                 sid,
                 infos: self.infos[sid as usize..]
                     .iter()
-                    .map(|i| i.as_ref().expect("described").clone_ref(py))
+                    .map(|i| i.as_ref().expect("described").clone())
                     .collect(),
             };
             self.r
@@ -683,7 +675,7 @@ impl<'py> Builder<'py> {
                 });
                 continue;
             }
-            let at = format!("{class_name}.{}", name.to_str()?);
+            let at = concat(&[class_name, ".", name.to_str()?]);
             let tag_const = match tag {
                 Some(t) if is_tag_field => Some(self.konst(t, &at)?),
                 _ => None,
@@ -742,14 +734,13 @@ impl<'py> Builder<'py> {
         byteorder: Option<Order>,
         order: Option<Order>,
     ) -> PyResult<TypeDesc> {
-        let py = self.py;
         let sid = self.infos.len() as u32;
         let mut ty = frag.ty().clone();
         if sid != frag.sid {
             ty.shift_ids(sid.wrapping_sub(frag.sid));
         }
         self.infos
-            .extend(frag.infos.iter().map(|a| Some(a.clone_ref(py))));
+            .extend(frag.infos.iter().map(|a| Some(a.clone())));
         // Its codec's program is this part's when compiled in the same context: the same
         // limits, and the same byte order for fields that do not say theirs.
         let codec = self.r.info.get(info, inf::CODEC)?;
@@ -1228,7 +1219,7 @@ impl<'py> Builder<'py> {
             } else {
                 r.plain.bind(py).clone()
             };
-            let item = self.ty(&item, &item_spec, &format!("{at}[]"))?;
+            let item = self.ty(&item, &item_spec, &concat(&[at, "[]"]))?;
             let count = self.length(&count, at, "count")?;
             return Ok(TypeDesc::Array {
                 item: Box::new(item),

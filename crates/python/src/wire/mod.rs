@@ -659,20 +659,29 @@ fn compile_struct<'py>(
         .zip(given)
         .map(|(a, given)| match given {
             Some(info) => Ok(info),
-            None if typed => StructInfo::new(
-                Some(a.cls.into_bound(py)),
-                a.names.into_iter().map(|n| n.into_bound(py)).collect(),
-                a.defaults,
-                (a.decoders, a.encoders),
-                true,
-            ),
-            None => StructInfo::new(
-                None,
-                a.names.into_iter().map(|n| n.into_bound(py)).collect(),
-                a.defaults,
-                (None, None),
-                false,
-            ),
+            None => {
+                // The class's cached description shares the arg: take its references.
+                let names = a.names.iter().map(|n| n.bind(py).clone()).collect();
+                let defaults = a.defaults.iter().map(|d| d.clone_ref(py)).collect();
+                if typed {
+                    let conv = |c: &structs::Converters| {
+                        c.as_ref().map(|v| {
+                            v.iter()
+                                .map(|x| x.as_ref().map(|x| x.clone_ref(py)))
+                                .collect()
+                        })
+                    };
+                    StructInfo::new(
+                        Some(a.cls.bind(py).clone()),
+                        names,
+                        defaults,
+                        (conv(&a.decoders), conv(&a.encoders)),
+                        true,
+                    )
+                } else {
+                    StructInfo::new(None, names, defaults, (None, None), false)
+                }
+            }
         })
         .collect::<PyResult<Vec<_>>>()?;
     Codec::build(py, d.schema, prog, infos, typed)

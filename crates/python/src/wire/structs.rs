@@ -26,9 +26,37 @@ pub struct StructInfo {
 const T_OBJECT_EX: i32 = 16;
 const READONLY: i32 = 1;
 
+/// `cls.__dict__[name]` when the class itself defines `name` (a field of the class, not of
+/// a base: its slot's descriptor is there), without `getattr`'s walk of the metaclass's and
+/// the class's MROs (a new class misses the type attribute cache on every name).
+fn own_attr<'py>(
+    cls: &Bound<'py, PyType>,
+    name: &Bound<'py, PyString>,
+) -> Option<Bound<'py, PyAny>> {
+    let py = cls.py();
+    // SAFETY: `tp_dict` of a type is NULL or a dict the type owns while we hold the type;
+    // the item it gives is a borrowed reference into that dict, taken as a new reference
+    // at once. A lookup error (none for a str key) is cleared: `getattr` then decides.
+    unsafe {
+        let dict = (*cls.as_type_ptr()).tp_dict;
+        if dict.is_null() {
+            return None;
+        }
+        let item = ffi::PyDict_GetItemWithError(dict, name.as_ptr());
+        if item.is_null() {
+            let _ = PyErr::take(py);
+            return None;
+        }
+        Some(Bound::from_borrowed_ptr(py, item))
+    }
+}
+
 /// The offset of the member slot `name` of `cls`, which must be a writable object slot.
 fn member_offset(cls: &Bound<'_, PyType>, name: &Bound<'_, PyString>) -> PyResult<isize> {
-    let descr = cls.getattr(name)?;
+    let descr = match own_attr(cls, name) {
+        Some(d) => d,
+        None => cls.getattr(name)?,
+    };
     // SAFETY: we only read PyMemberDescrObject fields after checking the descriptor's type.
     unsafe {
         if ffi::Py_TYPE(descr.as_ptr()) != std::ptr::addr_of_mut!(ffi::PyMemberDescr_Type) {
