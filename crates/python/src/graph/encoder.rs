@@ -39,6 +39,60 @@ pub struct Chunk<'py> {
     pub _owner: Bound<'py, PyAny>,
 }
 
+/// The deferred chunks of a record, in output order. The first is kept in line: most
+/// records defer at most one large str or bytes, and a vector would allocate for it.
+pub struct Chunks<'py> {
+    first: Option<Chunk<'py>>,
+    more: Vec<Chunk<'py>>,
+}
+
+impl<'py> Chunks<'py> {
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Self {
+            first: None,
+            more: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// Whether dropping these would release nothing.
+    #[inline(always)]
+    fn is_vacant(&self) -> bool {
+        self.first.is_none() && self.more.capacity() == 0
+    }
+
+    fn push(&mut self, chunk: Chunk<'py>) {
+        if self.first.is_none() {
+            self.first = Some(chunk);
+        } else {
+            self.more.push(chunk);
+        }
+    }
+
+    /// The only chunk, if there is exactly one.
+    #[inline(always)]
+    pub fn single(&self) -> Option<&Chunk<'py>> {
+        if self.more.is_empty() {
+            self.first.as_ref()
+        } else {
+            None
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Chunk<'py>> {
+        self.first.iter().chain(self.more.iter())
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Chunk<'py>> {
+        self.first.iter_mut().chain(self.more.iter_mut())
+    }
+}
+
 type R = Result<(), EncodeError>;
 
 /// One layout of a class's records: the field names in the order values are written.
@@ -144,7 +198,7 @@ pub struct Encoder<'py> {
     /// does not depend on references from outside the graph.
     pub only_shared: Option<PtrMap<()>>,
     /// Deferred str/bytes data, in output order (none in set-ordering sub-encoders).
-    chunks: Vec<Chunk<'py>>,
+    chunks: Chunks<'py>,
     defer: bool,
     depth: u32,
     /// The (name, value) pairs of the instances being written, innermost last; each entry
@@ -205,7 +259,7 @@ impl<'py> Encoder<'py> {
             use_memo: true,
             seen_twice: PtrMap::default(),
             only_shared: None,
-            chunks: Vec::new(),
+            chunks: Chunks::new(),
             defer: true,
             depth: 0,
             fields: Vec::new(),
@@ -234,10 +288,10 @@ impl<'py> Encoder<'py> {
     /// rest of the walker's state is released when it is dropped. Taken out in place
     /// (moving a whole encoder out by value copies it).
     #[inline(always)]
-    pub fn take_output(&mut self) -> (Writer, Vec<Chunk<'py>>, PtrMap<()>) {
+    pub fn take_output(&mut self) -> (Writer, Chunks<'py>, PtrMap<()>) {
         let out = (
             std::mem::replace(&mut self.w, Writer::empty()),
-            std::mem::take(&mut self.chunks),
+            std::mem::replace(&mut self.chunks, Chunks::new()),
             std::mem::take(&mut self.seen_twice),
         );
         if self.classes.capacity() != 0 || self.fields.capacity() != 0 {
@@ -270,7 +324,7 @@ impl<'py> Encoder<'py> {
             && self.classes.capacity() == 0
             && self.seen_twice.capacity() == 0
             && self.only_shared.is_none()
-            && self.chunks.capacity() == 0
+            && self.chunks.is_vacant()
             && self.fields.capacity() == 0
     }
 
