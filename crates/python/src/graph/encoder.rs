@@ -186,17 +186,12 @@ pub struct Encoder<'py> {
     w: Writer,
     memo: Memo,
     next_slot: u32,
-    /// Type address -> index in `classes`, once there are more than [`FEW_CLASSES`].
-    class_index: PtrMap<usize>,
+    /// The maps few records need, allocated together on first use (see [`Rare`]).
+    rare: Option<Box<Rare>>,
     classes: Vec<ClassEntry<'py>>,
     next_class: u32,
     deterministic: bool,
     use_memo: bool,
-    /// Deterministic mode, first pass: objects actually met twice (or inside themselves).
-    seen_twice: PtrMap<()>,
-    /// Deterministic mode, second pass: only these objects may be shared, so the output
-    /// does not depend on references from outside the graph.
-    pub only_shared: Option<PtrMap<()>>,
     /// Deferred str/bytes data, in output order (none in set-ordering sub-encoders).
     chunks: Chunks<'py>,
     defer: bool,
@@ -204,6 +199,19 @@ pub struct Encoder<'py> {
     /// The (name, value) pairs of the instances being written, innermost last; each entry
     /// holds a reference to both (released when its instance is done).
     fields: Vec<(*mut ffi::PyObject, *mut ffi::PyObject)>,
+}
+
+/// What only records with many classes, or deterministic ones, need: kept out of line so
+/// that every other `dumps` neither builds nor checks them.
+#[derive(Default)]
+struct Rare {
+    /// Type address -> index in `classes`, once there are more than [`FEW_CLASSES`].
+    class_index: PtrMap<usize>,
+    /// Deterministic mode, first pass: objects actually met twice (or inside themselves).
+    seen_twice: PtrMap<()>,
+    /// Deterministic mode, second pass: only these objects may be shared, so the output
+    /// does not depend on references from outside the graph.
+    only_shared: Option<PtrMap<()>>,
 }
 
 fn type_name(obj: *mut ffi::PyObject) -> String {
@@ -252,13 +260,11 @@ impl<'py> Encoder<'py> {
             w,
             memo: Memo::default(),
             next_slot: 0,
-            class_index: PtrMap::default(),
+            rare: None,
             classes: Vec::new(),
             next_class: 0,
             deterministic,
             use_memo: true,
-            seen_twice: PtrMap::default(),
-            only_shared: None,
             chunks: Chunks::new(),
             defer: true,
             depth: 0,
@@ -292,7 +298,10 @@ impl<'py> Encoder<'py> {
         let out = (
             std::mem::replace(&mut self.w, Writer::empty()),
             std::mem::replace(&mut self.chunks, Chunks::new()),
-            std::mem::take(&mut self.seen_twice),
+            self.rare
+                .as_mut()
+                .map(|r| std::mem::take(&mut r.seen_twice))
+                .unwrap_or_default(),
         );
         if self.classes.capacity() != 0 || self.fields.capacity() != 0 {
             self.keep_scratch();
@@ -320,12 +329,22 @@ impl<'py> Encoder<'py> {
     fn is_vacant(&self) -> bool {
         self.memo.is_empty()
             && self.w.is_unallocated()
-            && self.class_index.capacity() == 0
+            && self.rare.is_none()
             && self.classes.capacity() == 0
-            && self.seen_twice.capacity() == 0
-            && self.only_shared.is_none()
             && self.chunks.is_vacant()
             && self.fields.capacity() == 0
+    }
+
+    /// The rare maps, allocated on first use.
+    #[cold]
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Deterministic mode, second pass: only the objects in `shared` (those the first pass
+    /// met twice) may be shared.
+    pub fn share_only(&mut self, shared: PtrMap<()>) {
+        self.rare().only_shared = Some(shared);
     }
 
     /// Gives the class and field storage back to this thread (see [`Scratch`]).
@@ -382,14 +401,14 @@ impl<'py> Encoder<'py> {
     /// [`Encoder::memo_begin`] for a value with a second owner: a reference, or a new slot.
     #[inline(never)]
     fn memo_begin_shared(&mut self, obj: *mut ffi::PyObject, prefix: bool) -> Option<Option<u32>> {
-        if let Some(only) = &self.only_shared {
+        if let Some(only) = self.rare.as_ref().and_then(|r| r.only_shared.as_ref()) {
             if !only.contains_key(&(obj as usize)) {
                 return Some(None);
             }
         }
         if let Some(slot) = self.memo.get(obj) {
             if self.deterministic {
-                self.seen_twice.insert(obj as usize, ());
+                self.rare().seen_twice.insert(obj as usize, ());
             }
             self.w.reference(slot);
             return None;
@@ -414,7 +433,7 @@ impl<'py> Encoder<'py> {
         if let Some(slot) = slot {
             if let Some(inner) = self.memo.get(obj) {
                 if self.deterministic {
-                    self.seen_twice.insert(obj as usize, ());
+                    self.rare().seen_twice.insert(obj as usize, ());
                 }
                 let shift = self.w.replace_at(mark, inner);
                 for chunk in self.chunks.iter_mut().filter(|c| c.at > mark) {
@@ -1011,7 +1030,7 @@ impl<'py> Encoder<'py> {
         if self.classes.len() <= FEW_CLASSES {
             self.classes.iter().position(|c| c.ty.as_ptr() == ty)
         } else {
-            self.class_index.get(&(ty as usize)).copied()
+            self.rare.as_ref()?.class_index.get(&(ty as usize)).copied()
         }
     }
 
@@ -1041,12 +1060,13 @@ impl<'py> Encoder<'py> {
         });
         let index = self.classes.len() - 1;
         if self.classes.len() > FEW_CLASSES {
-            if self.class_index.is_empty() {
+            let index_of = &mut self.rare.get_or_insert_with(Box::default).class_index;
+            if index_of.is_empty() {
                 for (i, c) in self.classes.iter().enumerate() {
-                    self.class_index.insert(c.ty.as_ptr() as usize, i);
+                    index_of.insert(c.ty.as_ptr() as usize, i);
                 }
             } else {
-                self.class_index.insert(ty.as_ptr() as usize, index);
+                index_of.insert(ty.as_ptr() as usize, index);
             }
         }
         Ok(index)

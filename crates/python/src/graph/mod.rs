@@ -251,7 +251,7 @@ fn dumps<'py>(
         let (mut w, _, shared) = enc.take_output();
         w.restart();
         enc = Walker::new(Encoder::new(py, cfg, deterministic, w));
-        enc.only_shared = Some(shared);
+        enc.share_only(shared);
         enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     }
     if in_place {
