@@ -3,6 +3,7 @@ any other: the same values, the same limits, the same errors, with or without ot
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -123,5 +124,41 @@ def test_dumps_out_of_memory_while_growing_in_place_is_memory_error() -> None:
         pytest.skip("records are built in place only on the fast paths")
     r = subprocess.run(
         [sys.executable, "-c", _OUT_OF_MEMORY], capture_output=True, text=True, timeout=300
+    )
+    assert (r.returncode, r.stdout.split(), r.stderr) == (0, ["MemoryError", "ok"], "")
+
+
+_OUT_OF_MEMORY_IN_OWN_BUFFER = """
+import resource
+import bytewright.pickle as bwp
+# Atoms too small to be deferred: every byte goes through the writer's buffer.
+data = [bytes([i % 256]) * 8000 + i.to_bytes(4, "little") for i in range(10_000)]
+bwp.dumps([1, 2, 3])
+with open("/proc/self/statm") as f:
+    used = int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (used + 64_000_000, resource.RLIM_INFINITY))
+try:
+    bwp.dumps(data)
+except MemoryError:
+    print("MemoryError")
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+assert bwp.loads(bwp.dumps(data)) == data
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs RLIMIT_AS and /proc")
+@pytest.mark.parametrize("portable", ["0", "1"])
+def test_dumps_out_of_memory_while_growing_is_memory_error(portable: str) -> None:
+    """A record that cannot grow raises MemoryError whether it is built in its bytes object
+    or (portable mode) in a buffer of the writer's own, which used to abort the process; the
+    next dumps works."""
+    env = {**os.environ, "BYTEWRIGHT_PORTABLE": portable}
+    r = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_MEMORY_IN_OWN_BUFFER],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert (r.returncode, r.stdout.split(), r.stderr) == (0, ["MemoryError", "ok"], "")

@@ -4,6 +4,11 @@
 
 use std::ptr::NonNull;
 
+/// The unwind payload of a writer whose own memory (a `Vec`'s) could not grow: writes
+/// cannot fail, so they unwind with this (no panic hook runs) and the caller catches it
+/// and reports running out of memory. A [`Storage`]'s `grow` may unwind with it too.
+pub struct OutOfMemory;
+
 /// How to grow and release memory the writer does not own.
 pub struct Storage {
     /// Grows the memory of `*ctx` to hold at least `min_cap` bytes, keeping its first `len`,
@@ -145,8 +150,13 @@ impl Buf {
         match self.storage {
             None => {
                 let mut v = self.take_vec();
-                v.reserve(additional);
+                let grown = v.try_reserve(additional);
                 *self = Self::from_vec(v);
+                if grown.is_err() {
+                    // A writer cannot report failure: unwind with the payload its caller
+                    // turns into an error (the buffer is intact and freed as usual).
+                    std::panic::resume_unwind(Box::new(OutOfMemory));
+                }
             }
             Some(storage) => {
                 let min_cap = need.max(self.cap.saturating_mul(2)).max(64);

@@ -15,7 +15,7 @@ pub mod tags;
 pub mod varint;
 pub mod writer;
 
-pub use buf::Storage;
+pub use buf::{OutOfMemory, Storage};
 pub use error::{ErrorKind, ReadError};
 pub use header::{Header, FLAG_SIGNED, MAGIC, VERSION};
 pub use limits::Limits;

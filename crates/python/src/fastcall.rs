@@ -192,9 +192,9 @@ pub unsafe fn enter<const N: usize>(
 }
 
 /// The unwind payload of memory that ran out where no error can be returned (a writer
-/// growing its bytes object): every entry point here ([`run`], [`enter_direct`]) raises
-/// MemoryError for it.
-pub struct OutOfMemory;
+/// growing its bytes object or its own buffer): every entry point here ([`run`],
+/// [`enter_direct`]) raises MemoryError for it.
+pub use bytewright_graph::OutOfMemory;
 
 /// [`enter`] with the body called directly rather than through the function's pointer (so
 /// it can be inlined), and its result turned into the returned pointer inside the unwind

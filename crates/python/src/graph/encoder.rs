@@ -39,6 +39,60 @@ pub struct Chunk<'py> {
     pub _owner: Bound<'py, PyAny>,
 }
 
+/// The deferred chunks of a record, in output order. The first is kept in line: most
+/// records defer at most one large str or bytes, and a vector would allocate for it.
+pub struct Chunks<'py> {
+    first: Option<Chunk<'py>>,
+    more: Vec<Chunk<'py>>,
+}
+
+impl<'py> Chunks<'py> {
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Self {
+            first: None,
+            more: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// Whether dropping these would release nothing.
+    #[inline(always)]
+    fn is_vacant(&self) -> bool {
+        self.first.is_none() && self.more.capacity() == 0
+    }
+
+    fn push(&mut self, chunk: Chunk<'py>) {
+        if self.first.is_none() {
+            self.first = Some(chunk);
+        } else {
+            self.more.push(chunk);
+        }
+    }
+
+    /// The only chunk, if there is exactly one.
+    #[inline(always)]
+    pub fn single(&self) -> Option<&Chunk<'py>> {
+        if self.more.is_empty() {
+            self.first.as_ref()
+        } else {
+            None
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Chunk<'py>> {
+        self.first.iter().chain(self.more.iter())
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Chunk<'py>> {
+        self.first.iter_mut().chain(self.more.iter_mut())
+    }
+}
+
 type R = Result<(), EncodeError>;
 
 /// One layout of a class's records: the field names in the order values are written.
@@ -132,24 +186,32 @@ pub struct Encoder<'py> {
     w: Writer,
     memo: Memo,
     next_slot: u32,
-    /// Type address -> index in `classes`, once there are more than [`FEW_CLASSES`].
-    class_index: PtrMap<usize>,
+    /// The maps few records need, allocated together on first use (see [`Rare`]).
+    rare: Option<Box<Rare>>,
     classes: Vec<ClassEntry<'py>>,
     next_class: u32,
     deterministic: bool,
     use_memo: bool,
-    /// Deterministic mode, first pass: objects actually met twice (or inside themselves).
-    seen_twice: PtrMap<()>,
-    /// Deterministic mode, second pass: only these objects may be shared, so the output
-    /// does not depend on references from outside the graph.
-    pub only_shared: Option<PtrMap<()>>,
     /// Deferred str/bytes data, in output order (none in set-ordering sub-encoders).
-    chunks: Vec<Chunk<'py>>,
+    chunks: Chunks<'py>,
     defer: bool,
     depth: u32,
     /// The (name, value) pairs of the instances being written, innermost last; each entry
     /// holds a reference to both (released when its instance is done).
     fields: Vec<(*mut ffi::PyObject, *mut ffi::PyObject)>,
+}
+
+/// What only records with many classes, or deterministic ones, need: kept out of line so
+/// that every other `dumps` neither builds nor checks them.
+#[derive(Default)]
+struct Rare {
+    /// Type address -> index in `classes`, once there are more than [`FEW_CLASSES`].
+    class_index: PtrMap<usize>,
+    /// Deterministic mode, first pass: objects actually met twice (or inside themselves).
+    seen_twice: PtrMap<()>,
+    /// Deterministic mode, second pass: only these objects may be shared, so the output
+    /// does not depend on references from outside the graph.
+    only_shared: Option<PtrMap<()>>,
 }
 
 fn type_name(obj: *mut ffi::PyObject) -> String {
@@ -198,14 +260,12 @@ impl<'py> Encoder<'py> {
             w,
             memo: Memo::default(),
             next_slot: 0,
-            class_index: PtrMap::default(),
+            rare: None,
             classes: Vec::new(),
             next_class: 0,
             deterministic,
             use_memo: true,
-            seen_twice: PtrMap::default(),
-            only_shared: None,
-            chunks: Vec::new(),
+            chunks: Chunks::new(),
             defer: true,
             depth: 0,
             fields: Vec::new(),
@@ -234,11 +294,14 @@ impl<'py> Encoder<'py> {
     /// rest of the walker's state is released when it is dropped. Taken out in place
     /// (moving a whole encoder out by value copies it).
     #[inline(always)]
-    pub fn take_output(&mut self) -> (Writer, Vec<Chunk<'py>>, PtrMap<()>) {
+    pub fn take_output(&mut self) -> (Writer, Chunks<'py>, PtrMap<()>) {
         let out = (
             std::mem::replace(&mut self.w, Writer::empty()),
-            std::mem::take(&mut self.chunks),
-            std::mem::take(&mut self.seen_twice),
+            std::mem::replace(&mut self.chunks, Chunks::new()),
+            self.rare
+                .as_mut()
+                .map(|r| std::mem::take(&mut r.seen_twice))
+                .unwrap_or_default(),
         );
         if self.classes.capacity() != 0 || self.fields.capacity() != 0 {
             self.keep_scratch();
@@ -266,12 +329,22 @@ impl<'py> Encoder<'py> {
     fn is_vacant(&self) -> bool {
         self.memo.is_empty()
             && self.w.is_unallocated()
-            && self.class_index.capacity() == 0
+            && self.rare.is_none()
             && self.classes.capacity() == 0
-            && self.seen_twice.capacity() == 0
-            && self.only_shared.is_none()
-            && self.chunks.capacity() == 0
+            && self.chunks.is_vacant()
             && self.fields.capacity() == 0
+    }
+
+    /// The rare maps, allocated on first use.
+    #[cold]
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Deterministic mode, second pass: only the objects in `shared` (those the first pass
+    /// met twice) may be shared.
+    pub fn share_only(&mut self, shared: PtrMap<()>) {
+        self.rare().only_shared = Some(shared);
     }
 
     /// Gives the class and field storage back to this thread (see [`Scratch`]).
@@ -328,14 +401,14 @@ impl<'py> Encoder<'py> {
     /// [`Encoder::memo_begin`] for a value with a second owner: a reference, or a new slot.
     #[inline(never)]
     fn memo_begin_shared(&mut self, obj: *mut ffi::PyObject, prefix: bool) -> Option<Option<u32>> {
-        if let Some(only) = &self.only_shared {
+        if let Some(only) = self.rare.as_ref().and_then(|r| r.only_shared.as_ref()) {
             if !only.contains_key(&(obj as usize)) {
                 return Some(None);
             }
         }
         if let Some(slot) = self.memo.get(obj) {
             if self.deterministic {
-                self.seen_twice.insert(obj as usize, ());
+                self.rare().seen_twice.insert(obj as usize, ());
             }
             self.w.reference(slot);
             return None;
@@ -360,7 +433,7 @@ impl<'py> Encoder<'py> {
         if let Some(slot) = slot {
             if let Some(inner) = self.memo.get(obj) {
                 if self.deterministic {
-                    self.seen_twice.insert(obj as usize, ());
+                    self.rare().seen_twice.insert(obj as usize, ());
                 }
                 let shift = self.w.replace_at(mark, inner);
                 for chunk in self.chunks.iter_mut().filter(|c| c.at > mark) {
@@ -957,7 +1030,7 @@ impl<'py> Encoder<'py> {
         if self.classes.len() <= FEW_CLASSES {
             self.classes.iter().position(|c| c.ty.as_ptr() == ty)
         } else {
-            self.class_index.get(&(ty as usize)).copied()
+            self.rare.as_ref()?.class_index.get(&(ty as usize)).copied()
         }
     }
 
@@ -987,12 +1060,13 @@ impl<'py> Encoder<'py> {
         });
         let index = self.classes.len() - 1;
         if self.classes.len() > FEW_CLASSES {
-            if self.class_index.is_empty() {
+            let index_of = &mut self.rare.get_or_insert_with(Box::default).class_index;
+            if index_of.is_empty() {
                 for (i, c) in self.classes.iter().enumerate() {
-                    self.class_index.insert(c.ty.as_ptr() as usize, i);
+                    index_of.insert(c.ty.as_ptr() as usize, i);
                 }
             } else {
-                self.class_index.insert(ty.as_ptr() as usize, index);
+                index_of.insert(ty.as_ptr() as usize, index);
             }
         }
         Ok(index)

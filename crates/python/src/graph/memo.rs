@@ -1,7 +1,10 @@
 //! The encoder's memo: object address -> memo slot, holding a reference to each key.
 //!
-//! Most graphs share a handful of objects, so the first entries live in an inline array
-//! (no allocation, a short linear scan); only larger graphs spill into a hash map.
+//! Most graphs share a handful of objects, so the first entries live in a small table in
+//! line (no allocation): open addressing over [`BUCKETS`] buckets with a bit per bucket
+//! saying whether it is used, so a lookup costs a multiply and a probe or two whether it
+//! finds its key or not (an unused bucket ends the search). Entries that find no free
+//! bucket within [`PROBES`] of their home spill into a hash map.
 
 use std::mem::MaybeUninit;
 
@@ -9,63 +12,69 @@ use pyo3::ffi;
 
 use super::ptrmap::PtrMap;
 
-const INLINE: usize = 16;
-/// The inline entries [`Memo::get`] scans in line; the rest are scanned out of line (most
-/// graphs share fewer, and a short scan the compiler can see whole is the cheapest).
-const FIRST: usize = 8;
+/// Buckets of the table in line (the bits of [`Memo::used`]).
+const BUCKETS: usize = 32;
+/// Buckets a key may sit past its home before it spills into the map.
+const PROBES: usize = 4;
 
 pub struct Memo {
-    /// The first `len` entries are written; the rest are never read (left uninitialised,
-    /// as every `dumps` builds a memo and most graphs put nothing in it).
-    inline: [MaybeUninit<(usize, u32)>; INLINE],
-    len: usize,
+    /// Bit `i` set: bucket `i` holds a key and its slot. The others are never read (left
+    /// uninitialised, as every `dumps` builds a memo and most graphs put little in it).
+    used: u32,
+    keys: [MaybeUninit<usize>; BUCKETS],
+    slots: [MaybeUninit<u32>; BUCKETS],
     spill: PtrMap<u32>,
 }
 
 impl Default for Memo {
+    #[inline(always)]
     fn default() -> Self {
         Self {
-            inline: [MaybeUninit::uninit(); INLINE],
-            len: 0,
+            used: 0,
+            keys: [MaybeUninit::uninit(); BUCKETS],
+            slots: [MaybeUninit::uninit(); BUCKETS],
             spill: PtrMap::default(),
         }
     }
+}
+
+/// The bucket a key is looked for first: the top bits of its address times a large odd
+/// constant (objects sit on 16-byte boundaries, in pools of equal sizes: the low bits
+/// alone would crowd a few buckets).
+#[inline(always)]
+fn home(key: usize) -> usize {
+    ((key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - BUCKETS.trailing_zeros())) as usize
 }
 
 impl Memo {
     /// Whether nothing was ever remembered (no reference held, no map allocated).
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
-        self.len == 0 && self.spill.capacity() == 0
+        self.used == 0 && self.spill.capacity() == 0
     }
 
     #[inline]
     pub fn get(&self, obj: *mut ffi::PyObject) -> Option<u32> {
         let key = obj as usize;
-        for entry in &self.inline[..self.len.min(FIRST)] {
-            // SAFETY: the first `len` entries are initialised (see `insert`).
-            let (k, slot) = unsafe { entry.assume_init() };
-            if k == key {
-                return Some(slot);
+        let mut i = home(key);
+        for _ in 0..PROBES {
+            if self.used & (1 << i) == 0 {
+                // Keys never leave the table: one looked for here would have taken this
+                // bucket (or one before it).
+                return None;
             }
+            // SAFETY: bucket `i` is used, so its key and slot are initialised (`insert`).
+            if unsafe { self.keys[i].assume_init() } == key {
+                return Some(unsafe { self.slots[i].assume_init() });
+            }
+            i = (i + 1) % BUCKETS;
         }
-        if self.len <= FIRST {
-            None
-        } else {
-            self.get_more(key)
-        }
+        self.get_spilled(key)
     }
 
-    /// [`Memo::get`] past the first [`FIRST`] entries.
+    /// [`Memo::get`] for a key whose buckets are all taken by others.
     #[inline(never)]
-    fn get_more(&self, key: usize) -> Option<u32> {
-        for entry in &self.inline[FIRST..self.len] {
-            // SAFETY: the first `len` entries are initialised (see `insert`).
-            let (k, slot) = unsafe { entry.assume_init() };
-            if k == key {
-                return Some(slot);
-            }
-        }
+    fn get_spilled(&self, key: usize) -> Option<u32> {
         if self.spill.is_empty() {
             None
         } else {
@@ -79,12 +88,18 @@ impl Memo {
         // SAFETY: obj is live and the GIL is held; the new reference keeps the address
         // from being reused while it is a key, and is released in Drop.
         unsafe { ffi::Py_INCREF(obj) };
-        if self.len < INLINE {
-            self.inline[self.len] = MaybeUninit::new((obj as usize, slot));
-            self.len += 1;
-        } else {
-            self.spill_insert(obj, slot);
+        let key = obj as usize;
+        let mut i = home(key);
+        for _ in 0..PROBES {
+            if self.used & (1 << i) == 0 {
+                self.keys[i] = MaybeUninit::new(key);
+                self.slots[i] = MaybeUninit::new(slot);
+                self.used |= 1 << i;
+                return;
+            }
+            i = (i + 1) % BUCKETS;
         }
+        self.spill_insert(obj, slot);
     }
 
     #[inline(never)]
@@ -96,37 +111,32 @@ impl Memo {
             unsafe { ffi::Py_DECREF(obj) };
         }
     }
-}
 
-impl Memo {
-    /// Releases the inline entries now (the cheap part of dropping the memo), so that an
-    /// encoder holding nothing else need not run its full drop.
+    /// Releases the references of the table in line (the cheap part of dropping the memo),
+    /// so that an encoder holding nothing else need not run its full drop.
     #[inline(always)]
     pub fn release_inline(&mut self) {
-        let len = std::mem::replace(&mut self.len, 0);
-        // SAFETY: every inline key holds one reference taken in `insert`; `len` is zero
-        // now, so none is released twice. The GIL is held (the memo lives in a native call).
-        unsafe {
-            for entry in &self.inline[..len] {
-                // The first `len` entries are initialised (see `insert`).
-                ffi::Py_DECREF(entry.assume_init().0 as *mut ffi::PyObject);
-            }
+        let mut used = std::mem::replace(&mut self.used, 0);
+        while used != 0 {
+            let i = used.trailing_zeros() as usize;
+            used &= used - 1;
+            // SAFETY: every used bucket's key holds one reference taken in `insert`; no
+            // bucket is used now, so none is released twice. The GIL is held (the memo
+            // lives in a native call).
+            unsafe { ffi::Py_DECREF(self.keys[i].assume_init() as *mut ffi::PyObject) };
         }
     }
 }
 
 impl Drop for Memo {
     fn drop(&mut self) {
+        self.release_inline();
+        if self.spill.is_empty() {
+            return;
+        }
         // SAFETY: every key holds one reference taken in `insert`; the memo only lives
         // inside a native call, with the GIL held.
         unsafe {
-            for entry in &self.inline[..self.len] {
-                // The first `len` entries are initialised (see `insert`).
-                ffi::Py_DECREF(entry.assume_init().0 as *mut ffi::PyObject);
-            }
-            if self.spill.is_empty() {
-                return;
-            }
             for &key in self.spill.keys() {
                 ffi::Py_DECREF(key as *mut ffi::PyObject);
             }

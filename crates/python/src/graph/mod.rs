@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::fastcall;
 use builder::Builder;
 use classes::AllowedClasses;
-use encoder::{Chunk, Encoder, Walker};
+use encoder::{Chunk, Chunks, Encoder, Walker};
 use kept::Kept;
 
 /// Inputs and outputs from this size on are validated, signed and copied with the GIL
@@ -251,12 +251,12 @@ fn dumps<'py>(
         let (mut w, _, shared) = enc.take_output();
         w.restart();
         enc = Walker::new(Encoder::new(py, cfg, deterministic, w));
-        enc.only_shared = Some(shared);
+        enc.share_only(shared);
         enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
     }
     if in_place {
         let out = match enc.undeferred_output() {
-            Some(w) => finish_in_bytes(py, w, key.as_deref(), &[]),
+            Some(w) => finish_in_bytes(py, w, key.as_deref(), &Chunks::new()),
             None => {
                 let (mut w, chunks, _) = enc.take_output();
                 finish_in_bytes(py, &mut w, key.as_deref(), &chunks)
@@ -347,7 +347,7 @@ fn finish_in_bytes(
     py: Python<'_>,
     w: &mut Writer,
     key: Option<&[u8]>,
-    chunks: &[Chunk<'_>],
+    chunks: &Chunks<'_>,
 ) -> *mut ffi::PyObject {
     let (len, shift) = w.finish_front(key.is_some());
     if !chunks.is_empty() {
@@ -371,22 +371,28 @@ fn finish_in_bytes(
 /// Copies each deferred chunk into the room its writer left for it (at its position
 /// moved by `shift`), with the GIL released when there is much to copy.
 #[cold]
-fn fill_chunks(py: Python<'_>, w: &mut Writer, chunks: &[Chunk<'_>], shift: isize) {
+fn fill_chunks(py: Python<'_>, w: &mut Writer, chunks: &Chunks<'_>, shift: isize) {
     let base = w.as_mut_ptr() as usize;
     // (destination, data, length) of each chunk: plain integers, so the copy can run
     // without the GIL (the data is immutable and its owners outlive the call).
-    let pieces: Vec<(usize, usize, usize)> = chunks
-        .iter()
-        .map(|c| {
-            (
-                base + c.at.wrapping_add_signed(shift),
-                c.data as usize,
-                c.len,
-            )
-        })
-        .collect();
-    let copy = move || {
-        for &(dst, data, len) in &pieces {
+    let piece = |c: &Chunk<'_>| {
+        (
+            base + c.at.wrapping_add_signed(shift),
+            c.data as usize,
+            c.len,
+        )
+    };
+    match chunks.single() {
+        // The common case (one large str or bytes): nothing to allocate.
+        Some(c) => copy_pieces(py, &[piece(c)]),
+        None => copy_pieces(py, &chunks.iter().map(piece).collect::<Vec<_>>()),
+    }
+}
+
+/// Copies each (destination, data, length) piece of [`fill_chunks`].
+fn copy_pieces(py: Python<'_>, pieces: &[(usize, usize, usize)]) {
+    let copy = || {
+        for &(dst, data, len) in pieces {
             crate::alloc::prefault(dst as *mut u8, len);
             // SAFETY: the writer left `len` bytes of room at `dst` for this chunk (nothing
             // else is written there), and `data` points at `len` bytes of an immutable
@@ -394,7 +400,7 @@ fn fill_chunks(py: Python<'_>, w: &mut Writer, chunks: &[Chunk<'_>], shift: isiz
             unsafe { std::ptr::copy_nonoverlapping(data as *const u8, dst as *mut u8, len) };
         }
     };
-    if chunks.iter().map(|c| c.len).sum::<usize>() >= RELEASE_GIL_FROM {
+    if pieces.iter().map(|p| p.2).sum::<usize>() >= RELEASE_GIL_FROM {
         crate::cpython::without_gil(py, copy);
     } else {
         copy();
@@ -406,7 +412,7 @@ fn fill_chunks(py: Python<'_>, w: &mut Writer, chunks: &[Chunk<'_>], shift: isiz
 fn assemble<'py>(
     py: Python<'py>,
     writer: Writer,
-    chunks: &[Chunk<'py>],
+    chunks: &Chunks<'py>,
     key: Option<&[u8]>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let (buf, start) = writer.finish_header(key.is_some());
