@@ -86,8 +86,9 @@ class StructMeta(SchemaMeta):
         default: bool = False,
         **kw: Any,
     ) -> StructMeta:
-        _check_keywords(name, kw, bitorder, limits, registry)
-        order = normalize_byteorder(byteorder, name)
+        if kw or bitorder is not None or limits is not None or registry is not None:
+            _check_keywords(name, kw, bitorder, limits, registry)
+        order = byteorder if byteorder is None else normalize_byteorder(byteorder, name)
         if align is not None:
             align = check_align(align, name)
         declared, strings, defaults = _declare(name, ns)
