@@ -15,6 +15,7 @@ __all__ = [
     "Column",
     "Decoder",
     "Fragment",
+    "StructInit",
     "Table",
     "TableReader",
     "TableSchema",
@@ -64,6 +65,23 @@ def new_spec(ctx: tuple[Any, ...], options: dict[str, Any]) -> Any: ...
 def declare(
     name: str, ns: dict[str, Any], class_var: object, ctx: tuple[Any, ...]
 ) -> tuple[tuple[Any, ...], bool, dict[str, Any]]: ...
+
+@final
+class StructInit:
+    """The keyword ``__init__`` of a Struct class (field names, defaults; native)."""
+
+    def __new__(
+        cls, qualname: str, names: tuple[str, ...], defaults: dict[str, Any]
+    ) -> StructInit: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
+    def __get__(self, instance: Any, owner: Any = None, /) -> Any: ...
+    def derive(self, names: Iterable[str]) -> None: ...
+    @property
+    def names(self) -> tuple[str, ...]: ...
+    @property
+    def __kwdefaults__(self) -> dict[str, Any]: ...
+    @property
+    def __signature__(self) -> Any: ...
 
 @final
 class Fragment:

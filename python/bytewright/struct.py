@@ -20,9 +20,7 @@ from bytewright._info import (
     StructInfo,
     info_of,
 )
-from bytewright._methods import GLOBALS as _INIT_GLOBALS
-from bytewright._methods import make_init
-from bytewright._native import Codec, check_align, compile_struct, declare, new_info
+from bytewright._native import Codec, StructInit, check_align, compile_struct, declare, new_info
 from bytewright._value import MISSING
 from bytewright.errors import SchemaError, schema_error, unknown
 from bytewright.fields import PLAIN, FieldSpec, Limits, bits, enum, field, flag, normalize_byteorder
@@ -88,8 +86,9 @@ class StructMeta(SchemaMeta):
         default: bool = False,
         **kw: Any,
     ) -> StructMeta:
-        _check_keywords(name, kw, bitorder, limits, registry)
-        order = normalize_byteorder(byteorder, name)
+        if kw or bitorder is not None or limits is not None or registry is not None:
+            _check_keywords(name, kw, bitorder, limits, registry)
+        order = byteorder if byteorder is None else normalize_byteorder(byteorder, name)
         if align is not None:
             align = check_align(align, name)
         declared, strings, defaults = _declare(name, ns)
@@ -100,9 +99,8 @@ class StructMeta(SchemaMeta):
             # defaults once compiled. Its keywords are its slots (what _init_args gives
             # before anything is derived).
             names = ns["__slots__"]
-            qualname = ns.get("__qualname__", name)
-            ns["__init__"] = make_init(qualname, ns["__module__"], names, defaults)
-            ns["__match_args__"] = tuple(names)
+            ns["__init__"] = StructInit(ns.get("__qualname__", name), names, defaults)
+            ns["__match_args__"] = names
         cls = super().__new__(mcls, name, bases, ns)
         if not declared and not any(isinstance(b, StructMeta) for b in bases):
             cls.__bw__ = None
@@ -298,19 +296,15 @@ def _install_methods(info: StructInfo, derived: frozenset[str]) -> None:
     (every field pack does not compute)."""
     cls = info.cls
     init = cls.__dict__.get("__init__")
-    if not info._bases and getattr(init, "__globals__", None) is _INIT_GLOBALS:
+    if not info._bases and type(init) is StructInit:
         # Made with the class: derived fields become optional.
-        names: tuple[str, ...] = cls.__dict__["__match_args__"]
+        names: tuple[str, ...] = init.names
         if derived:
-            assert init is not None
-            kw = init.__kwdefaults__ or {}
-            if not derived.issubset(kw):
-                init.__kwdefaults__ = {**kw, **dict.fromkeys(derived - kw.keys())}
+            init.derive(derived)
     else:
         args, defaults = _init_args(info.fields(), info.tag_field, info.tag, derived)
         names = tuple(args)
-        init = make_init(cls.__qualname__, cls.__module__, names, defaults)
-        type.__setattr__(cls, "__init__", init)
+        type.__setattr__(cls, "__init__", StructInit(cls.__qualname__, names, defaults))
         type.__setattr__(cls, "__match_args__", names)
     compared = [n for n in names if n not in derived] if derived else names
     if len(compared) > 1:

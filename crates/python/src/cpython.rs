@@ -391,6 +391,35 @@ pub unsafe fn has_data_descriptor(
     Some(!attr.is_null() && (*ffi::Py_TYPE(attr)).tp_descr_set.is_some())
 }
 
+/// The byte offset of the writable object member slot (``__slots__``) called `name` that
+/// `ty`'s attribute lookup finds, for an instance of `ty` (the descriptor belongs to `ty` or a
+/// base class); `None` if it is anything else, or on the portable path.
+///
+/// # Safety
+/// `ty` is a live type and `name` a live exact str; the GIL is held.
+#[inline]
+pub unsafe fn member_slot(ty: *mut ffi::PyTypeObject, name: *mut ffi::PyObject) -> Option<isize> {
+    if !internals() {
+        return None;
+    }
+    // A borrowed reference (or NULL) found along the MRO; no code runs, no exception is set.
+    let attr = _PyType_Lookup(ty, name);
+    if attr.is_null() || ffi::Py_TYPE(attr) != std::ptr::addr_of_mut!(ffi::PyMemberDescr_Type) {
+        return None;
+    }
+    let d = attr.cast::<ffi::PyMemberDescrObject>();
+    let m = &*(*d).d_member;
+    // From structmember.h: T_OBJECT_EX is 16, READONLY is 1.
+    if m.type_code != 16 || m.flags & 1 != 0 {
+        return None;
+    }
+    let owner = (*d).d_common.d_type;
+    if owner != ty && ffi::PyType_IsSubtype(ty, owner) == 0 {
+        return None; // a descriptor copied from an unrelated class: not this layout
+    }
+    Some(m.offset)
+}
+
 /// Whether neither `ty` nor a base class has an attribute called `name` (found without
 /// running any code); `None` on the portable path.
 ///

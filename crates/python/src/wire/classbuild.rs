@@ -2,9 +2,12 @@
 //! the pass over a class body's annotations (``bytewright.struct._declare``), done here in
 //! one call rather than a Python loop of a few thousand instructions per field.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{ffi, intern};
+
+use crate::cpython;
 
 /// What ``_declare`` needs from the Python side, fixed once at import: the scalar aliases
 /// (id -> Scalar), ``FieldSpec``, ``StructField``, ``PLAIN``, ``MISSING``, the set of field
@@ -359,7 +362,242 @@ pub(crate) fn set_slot(
     Ok(())
 }
 
+/// The keyword ``__init__`` of a Struct class: ``def __init__(self, *, a, b=default, ...)``
+/// storing each keyword in its attribute, in one native call. It knows the field names and
+/// their defaults; ``derive`` adds the fields pack computes to the defaults (``None``) once the
+/// class is compiled. Called through the class it binds like a function (its type is a
+/// method descriptor: ``self`` comes first).
+#[pyclass(frozen, module = "bytewright", name = "StructInit")]
+pub(crate) struct StructInit {
+    qualname: Py<PyString>,
+    names: Py<PyTuple>,
+    defaults: Py<PyDict>,
+}
+
+#[pymethods]
+impl StructInit {
+    #[new]
+    #[pyo3(signature = (qualname, names, defaults))]
+    fn new(
+        qualname: &Bound<'_, PyString>,
+        names: &Bound<'_, PyAny>,
+        defaults: &Bound<'_, PyDict>,
+    ) -> PyResult<Self> {
+        let py = qualname.py();
+        let names = match names.cast::<PyTuple>() {
+            Ok(t) => t.clone(),
+            Err(_) => PyTuple::new(py, names.try_iter()?.collect::<PyResult<Vec<_>>>()?)?,
+        };
+        // Exact strs (the member lookup wants them): a str subclass becomes its str value.
+        let names = if names.iter().all(|n| n.is_exact_instance_of::<PyString>()) {
+            names
+        } else {
+            let exact = names
+                .iter()
+                .map(|n| Ok(PyString::new(py, &n.cast::<PyString>()?.to_cow()?)))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, exact)?
+        };
+        Ok(StructInit {
+            qualname: qualname.clone().unbind(),
+            names: names.unbind(),
+            defaults: defaults.copy()?.unbind(),
+        })
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let py = args.py();
+        if args.len() != 1 {
+            let given = args.len();
+            return Err(PyTypeError::new_err(if given == 0 {
+                format!(
+                    "{}.__init__() missing 1 required positional argument: 'self'",
+                    self.qualname.bind(py)
+                )
+            } else {
+                format!(
+                    "{}.__init__() takes 1 positional argument but {given} were given",
+                    self.qualname.bind(py)
+                )
+            }));
+        }
+        let obj = args.get_item(0)?;
+        let defaults = self.defaults.bind(py);
+        let names = self.names.bind(py);
+        let n = names.len();
+        // Every keyword matched to its field first (by identity, else by equality), as a
+        // Python function binds its arguments: nothing is stored unless all are right.
+        let mut values: Vec<Option<Bound<'_, PyAny>>> = vec![None; n];
+        if let Some(kw) = kwargs {
+            for (k, v) in kw.iter() {
+                let mut at = None;
+                for (i, name) in names.iter_borrowed().enumerate() {
+                    if name.is(&k) {
+                        at = Some(i);
+                        break;
+                    }
+                }
+                if at.is_none() {
+                    for (i, name) in names.iter_borrowed().enumerate() {
+                        if name.eq(&k)? {
+                            at = Some(i);
+                            break;
+                        }
+                    }
+                }
+                let Some(i) = at else {
+                    return Err(PyTypeError::new_err(format!(
+                        "{}.__init__() got an unexpected keyword argument {}",
+                        self.qualname.bind(py),
+                        k.repr()?
+                    )));
+                };
+                values[i] = Some(v);
+            }
+        }
+        let mut missing: Vec<Bound<'_, PyAny>> = Vec::new();
+        for (i, name) in names.iter_borrowed().enumerate() {
+            if values[i].is_none() {
+                match defaults.get_item(&*name)? {
+                    Some(d) => values[i] = Some(d),
+                    None => missing.push(name.to_owned()),
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let quoted = missing
+                .iter()
+                .map(|n| n.repr().map(|r| r.to_string()))
+                .collect::<PyResult<Vec<_>>>()?;
+            let list = match quoted.as_slice() {
+                [one] => one.clone(),
+                [a, b] => format!("{a} and {b}"),
+                [rest @ .., last] => format!("{}, and {last}", rest.join(", ")),
+                [] => String::new(),
+            };
+            let n = quoted.len();
+            return Err(PyTypeError::new_err(format!(
+                "{}.__init__() missing {n} required keyword-only argument{}: {list}",
+                self.qualname.bind(py),
+                if n == 1 { "" } else { "s" }
+            )));
+        }
+        let tp = obj.get_type_ptr();
+        // SAFETY: `tp` is the live type of `obj`; reading its setattr slot runs no code.
+        let generic = unsafe { (*tp).tp_setattro }.is_some_and(|f| {
+            std::ptr::fn_addr_eq(f, ffi::PyObject_GenericSetAttr as ffi::setattrofunc)
+        });
+        for (name, value) in names.iter_borrowed().zip(values) {
+            let Some(value) = value else { continue };
+            if generic {
+                // SAFETY: `tp` is live, `name` an exact str (checked when made), the GIL held.
+                if let Some(off) = unsafe { cpython::member_slot(tp, name.as_ptr()) } {
+                    // SAFETY: `off` is the offset of an object member slot of `obj`'s layout
+                    // (found on its type's MRO, owned by the type or a base); the slot holds
+                    // a strong reference or NULL. The new value's reference moves in before
+                    // the old one is released (which may run code), as member_set does.
+                    unsafe {
+                        let slot = obj
+                            .as_ptr()
+                            .cast::<u8>()
+                            .offset(off)
+                            .cast::<*mut ffi::PyObject>();
+                        let old = *slot;
+                        *slot = value.into_ptr();
+                        ffi::Py_XDECREF(old);
+                    }
+                    continue;
+                }
+            }
+            obj.setattr(name.cast::<PyString>()?, value)?;
+        }
+        Ok(())
+    }
+
+    /// As a function: from the class itself, unbound; from an instance, a bound method.
+    fn __get__<'py>(
+        slf: &Bound<'py, Self>,
+        obj: &Bound<'py, PyAny>,
+        _owner: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if obj.is_none() {
+            return Ok(slf.clone().into_any());
+        }
+        // SAFETY: both pointers are live objects borrowed for the call; PyMethod_New returns
+        // a new reference (or NULL with an exception set).
+        unsafe { Bound::from_owned_ptr_or_err(slf.py(), PyMethod_New(slf.as_ptr(), obj.as_ptr())) }
+    }
+
+    /// ``derive(names)``: these fields (computed by pack) become optional, ``None`` by default.
+    fn derive(&self, names: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = names.py();
+        let defaults = self.defaults.bind(py);
+        for n in names.try_iter()? {
+            let n = n?;
+            if !defaults.contains(&n)? {
+                defaults.set_item(n, py.None())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The keyword names, in field order.
+    #[getter]
+    fn names<'py>(&self, py: Python<'py>) -> Bound<'py, PyTuple> {
+        self.names.bind(py).clone()
+    }
+
+    /// A copy of the keyword defaults.
+    #[getter]
+    fn __kwdefaults__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.defaults.bind(py).copy()
+    }
+
+    /// ``(self, *, a, b=default, ...)``, made when asked (``inspect.signature(cls)``).
+    #[getter]
+    fn __signature__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inspect = py.import("inspect")?;
+        let param = inspect.getattr("Parameter")?;
+        let kw_only = param.getattr("KEYWORD_ONLY")?;
+        let mut params = vec![param.call1(("self", param.getattr("POSITIONAL_OR_KEYWORD")?))?];
+        let defaults = self.defaults.bind(py);
+        for name in self.names.bind(py).iter() {
+            let kwargs = PyDict::new(py);
+            if let Some(d) = defaults.get_item(&name)? {
+                kwargs.set_item("default", d)?;
+            }
+            params.push(param.call((name, &kw_only), Some(&kwargs))?);
+        }
+        inspect.getattr("Signature")?.call1((params,))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("<bytewright __init__ of {}>", self.qualname.bind(py))
+    }
+}
+
+unsafe extern "C" {
+    /// CPython's bound method constructor (``types.MethodType(func, obj)``; part of the
+    /// stable C API, not wrapped by pyo3-ffi).
+    fn PyMethod_New(func: *mut ffi::PyObject, obj: *mut ffi::PyObject) -> *mut ffi::PyObject;
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let init = m.py().get_type::<StructInit>();
+    // SAFETY: the type object is live (held by `init`) and not yet used by any call; the flag
+    // tells CPython that calling it with the instance first is what binding does (as for a
+    // function), so ``cls(...)`` and ``obj.__init__(...)`` call it without a bound method. Its
+    // __call__ takes the instance first and its __get__ binds.
+    unsafe {
+        let tp = init.as_ptr().cast::<ffi::PyTypeObject>();
+        (*tp).tp_flags |= ffi::Py_TPFLAGS_METHOD_DESCRIPTOR;
+    }
+    m.add_class::<StructInit>()?;
     m.add_function(wrap_pyfunction!(declare, m)?)?;
     m.add_function(wrap_pyfunction!(new_info, m)?)?;
     m.add_function(wrap_pyfunction!(new_spec, m)?)?;
