@@ -412,21 +412,6 @@ impl StructInit {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let py = args.py();
-        if args.len() != 1 {
-            let given = args.len();
-            return Err(PyTypeError::new_err(if given == 0 {
-                format!(
-                    "{}.__init__() missing 1 required positional argument: 'self'",
-                    self.qualname.bind(py)
-                )
-            } else {
-                format!(
-                    "{}.__init__() takes 1 positional argument but {given} were given",
-                    self.qualname.bind(py)
-                )
-            }));
-        }
-        let obj = args.get_item(0)?;
         let defaults = self.defaults.bind(py);
         let names = self.names.bind(py);
         let n = names.len();
@@ -460,6 +445,33 @@ impl StructInit {
                 values[i] = Some(v);
             }
         }
+        // CPython's order: an unexpected keyword first, then the positional arguments,
+        // then the missing keywords, with its messages.
+        if args.len() != 1 {
+            let given = args.len();
+            let kwonly = values.iter().filter(|v| v.is_some()).count();
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
+            return Err(PyTypeError::new_err(if given == 0 {
+                format!(
+                    "{}.__init__() missing 1 required positional argument: 'self'",
+                    self.qualname.bind(py)
+                )
+            } else if kwonly > 0 {
+                format!(
+                    "{}.__init__() takes 1 positional argument but {given} positional \
+                     argument{} (and {kwonly} keyword-only argument{}) were given",
+                    self.qualname.bind(py),
+                    plural(given),
+                    plural(kwonly)
+                )
+            } else {
+                format!(
+                    "{}.__init__() takes 1 positional argument but {given} were given",
+                    self.qualname.bind(py)
+                )
+            }));
+        }
+        let obj = args.get_item(0)?;
         let mut missing: Vec<Bound<'_, PyAny>> = Vec::new();
         for (i, name) in names.iter_borrowed().enumerate() {
             if values[i].is_none() {
