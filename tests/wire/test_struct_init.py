@@ -5,9 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-import pytest
-
 import bytewright as bw
+import pytest
 
 
 class P(bw.Struct):
