@@ -96,10 +96,13 @@ def test_single_large_atom_signed() -> None:
         pickle.loads(bytes(bad), hmac_key=key)
 
 
-_OUT_OF_MEMORY = """
+def _out_of_memory(data: str) -> str:
+    """A script that dumps `data` (a Python expression) with 64 MB of address space to
+    spare, prints MemoryError if that fails, then checks that dumps works again."""
+    return f"""
 import resource
 import bytewright.pickle as bwp
-data = [bytes([i]) * 2_000_000 for i in range(100)]
+data = {data}
 bwp.dumps([1, 2, 3])  # the next record starts small and has to grow
 with open("/proc/self/statm") as f:
     used = int(f.read().split()[0]) * resource.getpagesize()
@@ -112,6 +115,9 @@ resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_IN
 assert bwp.loads(bwp.dumps(data)) == data
 print("ok")
 """
+
+
+_OUT_OF_MEMORY = _out_of_memory("[bytes([i]) * 2_000_000 for i in range(100)]")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs RLIMIT_AS and /proc")
@@ -128,23 +134,10 @@ def test_dumps_out_of_memory_while_growing_in_place_is_memory_error() -> None:
     assert (r.returncode, r.stdout.split(), r.stderr) == (0, ["MemoryError", "ok"], "")
 
 
-_OUT_OF_MEMORY_IN_OWN_BUFFER = """
-import resource
-import bytewright.pickle as bwp
 # Atoms too small to be deferred: every byte goes through the writer's buffer.
-data = [bytes([i % 256]) * 8000 + i.to_bytes(4, "little") for i in range(10_000)]
-bwp.dumps([1, 2, 3])
-with open("/proc/self/statm") as f:
-    used = int(f.read().split()[0]) * resource.getpagesize()
-resource.setrlimit(resource.RLIMIT_AS, (used + 64_000_000, resource.RLIM_INFINITY))
-try:
-    bwp.dumps(data)
-except MemoryError:
-    print("MemoryError")
-resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-assert bwp.loads(bwp.dumps(data)) == data
-print("ok")
-"""
+_OUT_OF_MEMORY_IN_OWN_BUFFER = _out_of_memory(
+    '[bytes([i % 256]) * 8000 + i.to_bytes(4, "little") for i in range(10_000)]'
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs RLIMIT_AS and /proc")
