@@ -499,13 +499,15 @@ impl StructInit {
                 if n == 1 { "" } else { "s" }
             )));
         }
-        let tp = obj.get_type_ptr();
-        // SAFETY: `tp` is the live type of `obj`; reading its setattr slot runs no code.
-        let generic = unsafe { (*tp).tp_setattro }.is_some_and(|f| {
-            std::ptr::fn_addr_eq(f, ffi::PyObject_GenericSetAttr as ffi::setattrofunc)
-        });
         for (name, value) in names.iter_borrowed().zip(values) {
             let Some(value) = value else { continue };
+            // Read for each field: releasing an old value may run code (a __del__ that
+            // assigns __class__, say).
+            let tp = obj.get_type_ptr();
+            // SAFETY: `tp` is the live type of `obj`; reading its setattr slot runs no code.
+            let generic = unsafe { (*tp).tp_setattro }.is_some_and(|f| {
+                std::ptr::fn_addr_eq(f, ffi::PyObject_GenericSetAttr as ffi::setattrofunc)
+            });
             if generic {
                 // SAFETY: `tp` is live, `name` an exact str (checked when made), the GIL held.
                 if let Some(off) = unsafe { cpython::member_slot(tp, name.as_ptr()) } {
