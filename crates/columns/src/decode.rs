@@ -21,7 +21,7 @@
 //! allocated at about their final size instead of doubling their way there.
 
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
@@ -34,6 +34,7 @@ use bytewright_wire::{Program, Scratch};
 use crate::builders::Cols;
 use crate::fixed::{self, Plan};
 use crate::layout::Layout;
+use crate::pool;
 use crate::sink::{Bug, ColumnSink};
 
 /// Why a table could not be built.
@@ -666,9 +667,10 @@ fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>, rows: usize) -> Result<RecordB
     )
 }
 
-/// Runs `f(0..threads)`, on threads when more than one; the first failure in row order wins.
-/// The calling thread runs `f(0)` itself while the others run the rest: one thread fewer to
-/// start, and no wait for a woken thread to be scheduled before the first part begins.
+/// Runs `f(0..threads)`, on the pool's threads when more than one; the first failure in
+/// row order wins. The calling thread takes part (it starts `f(0)` at once, with no wait for
+/// a woken thread to be scheduled), and a part not yet started when a participant is free
+/// is taken by it, so a late thread does not hold the others up.
 fn run_threads<T: Send>(
     threads: usize,
     f: impl Fn(usize) -> DecodeResult<T> + Sync,
@@ -676,25 +678,22 @@ fn run_threads<T: Send>(
     if threads == 1 {
         return Ok(vec![f(0)?]);
     }
+    let results: Vec<Mutex<Option<DecodeResult<T>>>> =
+        (0..threads).map(|_| Mutex::new(None)).collect();
+    let task = |t: usize| {
+        let r = f(t);
+        *results[t].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    };
     let panicked = || Failure::Bug("a decoding thread panicked".into());
-    let results: Vec<DecodeResult<T>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (1..threads)
-            .map(|t| {
-                let f = &f;
-                scope.spawn(move || f(t))
-            })
-            .collect();
-        let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(0)))
-            .unwrap_or_else(|_| Err(panicked()));
-        std::iter::once(first)
-            .chain(
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err(panicked()))),
-            )
-            .collect()
-    });
-    results.into_iter().collect()
+    pool::run(threads, threads - 1, &task).map_err(|_| panicked())?;
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err(panicked()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

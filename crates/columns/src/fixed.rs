@@ -3,10 +3,12 @@
 //! When every message has the same size and holds only numbers, bools and fixed bytes
 //! (nested structs of the same kind included), a field sits at the same offset of every
 //! message. Its column is then one pass over the input that moves `width` bytes per row
-//! (reversing them for the other byte order), with no VM and no per-row dispatch. Rows are
-//! split across threads in blocks of 64, so bool bitmaps never share a byte.
+//! (reversing them for the other byte order), with no VM and no per-row dispatch. On
+//! several threads, rows are decoded in chunks (multiples of 64 rows, so bool bitmaps never
+//! share a byte) that the pool's threads take in turn.
 
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow_array::{make_array, ArrayRef};
 use arrow_buffer::{Buffer, MutableBuffer};
@@ -15,6 +17,7 @@ use arrow_data::ArrayData;
 use bytewright_wire::program::{Konst, Node, Program, Scalar, Step, StructProg};
 
 use crate::layout::{Layout, NodeId, Shape};
+use crate::pool;
 
 /// One column of the plan.
 #[derive(Debug, Clone)]
@@ -209,70 +212,95 @@ pub fn run(
         })
         .collect();
     // Columns are left unwritten until the threads fill them: no pass of zeros before the
-    // copy, and each thread is the first to touch its own rows' pages.
+    // copy.
     let mut bufs: Vec<MutableBuffer> = lens
         .iter()
         .map(|&n| MutableBuffer::with_capacity(n))
         .collect();
     let threads = threads.clamp(1, rows.div_ceil(64).max(1));
-    let per = rows.div_ceil(threads).div_ceil(64) * 64;
-    // Each thread gets its rows' part of every column.
-    let mut parts: Vec<Vec<Raw<'_>>> = (0..threads).map(|_| Vec::new()).collect();
-    for ((leaf, buf), &len) in plan.leaves.iter().zip(bufs.iter_mut()).zip(&lens) {
-        let w = col_width(&leaf.scalar);
-        let mut rest: Raw<'_> = &mut buf.spare()[..len];
-        for part in parts.iter_mut() {
-            let take = match w {
-                0 => (per / 8).min(rest.len()),
-                w => (per * w).min(rest.len()),
-            };
-            let (a, b) = rest.split_at_mut(take);
-            part.push(a);
-            rest = b;
+    let chunk = chunk_rows(rows, threads);
+    let cols: Vec<Column> = plan
+        .leaves
+        .iter()
+        .zip(bufs.iter_mut())
+        .zip(&lens)
+        .map(|((leaf, buf), &len)| Column {
+            ptr: buf.spare().as_mut_ptr(),
+            len,
+            width: col_width(&leaf.scalar),
+        })
+        .collect();
+    // The first bad row found so far (rows past it need not be decoded).
+    let bad = AtomicUsize::new(usize::MAX);
+    let task = |i: usize| {
+        let first = i * chunk;
+        if first >= bad.load(Ordering::Relaxed) {
+            return;
         }
-    }
-    let bad = if threads == 1 {
-        let part = parts.pop().unwrap_or_default();
-        block(plan, input, start, 0, rows, part)
-    } else {
-        // The calling thread decodes the first rows itself while the others decode theirs.
-        let mut parts = parts.into_iter();
-        let own = parts.next().unwrap_or_default();
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = parts
-                .enumerate()
-                .map(|(i, part)| {
-                    let first = (i + 1) * per;
-                    let n = per.min(rows.saturating_sub(first));
-                    scope.spawn(move || block(plan, input, start, first, n, part))
-                })
-                .collect();
-            let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                block(plan, input, start, 0, per.min(rows), own)
-            }));
-            let mut bad: Option<usize> = None;
-            for r in std::iter::once(mine).chain(handles.into_iter().map(|h| h.join())) {
-                match r {
-                    Ok(Some(r)) => bad = Some(bad.map_or(r, |b| b.min(r))),
-                    Ok(None) => {}
-                    Err(_) => return Err(Stop::Panicked),
-                }
-            }
-            Ok(bad)
-        })?
+        let n = chunk.min(rows - first);
+        // SAFETY: task `i` alone takes rows `first..first + n` (chunks do not overlap, and
+        // start on a multiple of 64 rows, so bitmaps do not share a byte), each column
+        // outlives the tasks (`pool::run` returns after the last one), and `Column::part`
+        // stays inside the column's `len` bytes.
+        let out = cols.iter().map(|c| unsafe { c.part(first, n) }).collect();
+        if let Some(r) = block(plan, input, start, first, n, out) {
+            bad.fetch_min(r, Ordering::Relaxed);
+        }
     };
-    match bad {
-        Some(row) => Err(Stop::BadRow(row)),
-        None => Ok(bufs
+    pool::run(rows.div_ceil(chunk), threads - 1, &task).map_err(|_| Stop::Panicked)?;
+    match bad.into_inner() {
+        usize::MAX => Ok(bufs
             .into_iter()
             .zip(lens)
             .map(|(mut b, len)| {
-                // SAFETY: without a bad row every thread wrote all of its part of every
+                // SAFETY: without a bad row every task wrote all of its part of every
                 // column, and the parts cover the first `len` bytes.
                 unsafe { b.set_len(len) };
                 Buffer::from(b)
             })
             .collect()),
+        // Every chunk before the one holding the first bad row was decoded in full, so
+        // the least row found is the first bad one.
+        row => Err(Stop::BadRow(row)),
+    }
+}
+
+/// The rows of one task: every row in one when on one thread; else small enough that a
+/// thread woken late, or preempted, leaves the others its share (about 8 tasks per thread),
+/// and a multiple of 64.
+fn chunk_rows(rows: usize, threads: usize) -> usize {
+    if threads == 1 {
+        return rows.max(1);
+    }
+    rows.div_ceil(threads * 8).max(4096).next_multiple_of(64)
+}
+
+/// A column's unwritten bytes, shared by the tasks that fill its parts.
+struct Column {
+    ptr: *mut MaybeUninit<u8>,
+    len: usize,
+    /// Bytes per row (0: a bitmap).
+    width: usize,
+}
+
+// SAFETY: the tasks only make slices of disjoint parts of the column (see `Column::part`).
+unsafe impl Sync for Column {}
+
+impl Column {
+    /// The bytes of rows `first..first + n` (`first` a multiple of 8).
+    ///
+    /// # Safety
+    /// The column's memory must still be borrowed, and no other live slice may cover
+    /// these rows.
+    unsafe fn part<'a>(&self, first: usize, n: usize) -> Raw<'a> {
+        let (lo, hi) = match self.width {
+            0 => (first / 8, (first + n).div_ceil(8)),
+            w => (first * w, (first + n) * w),
+        };
+        let (lo, hi) = (lo.min(self.len), hi.min(self.len));
+        // SAFETY: `lo..hi` lies inside the column's `len` bytes, which the caller borrows
+        // for the slice's lifetime, and no other slice covers them.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(lo), hi - lo) }
     }
 }
 

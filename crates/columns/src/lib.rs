@@ -10,6 +10,7 @@ pub mod decode;
 pub mod enums;
 pub mod fixed;
 pub mod layout;
+pub mod pool;
 pub mod sink;
 
 pub use decode::{Columnar, Failure, Request, Table};
