@@ -38,11 +38,16 @@ pub fn auto_threads(threads: Option<usize>, len: usize) -> usize {
     match threads {
         Some(t) => t.max(1),
         None if len < 1 << 20 => 1,
-        None => {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            cores.min(len >> 20).max(1)
-        }
+        None => cores().min(len >> 20).max(1),
     }
+}
+
+/// The machine's cores, asked once: on Linux the standard library reads the cgroup's CPU
+/// quota files every time (seven reads and three opens), which cost a table of a few MiB
+/// as much as a tenth of its decode.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A columnar failure as the Python exception of `bytewright.errors`.
