@@ -401,6 +401,16 @@ impl<'py> Encoder<'py> {
     /// [`Encoder::memo_begin`] for a value with a second owner: a reference, or a new slot.
     #[inline(never)]
     fn memo_begin_shared(&mut self, obj: *mut ffi::PyObject, prefix: bool) -> Option<Option<u32>> {
+        self.memo_begin_shared_inline(obj, prefix)
+    }
+
+    /// [`Encoder::memo_begin_shared`] in line, for the small writers of shared atoms.
+    #[inline(always)]
+    fn memo_begin_shared_inline(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        prefix: bool,
+    ) -> Option<Option<u32>> {
         if let Some(only) = self.rare.as_ref().and_then(|r| r.only_shared.as_ref()) {
             if !only.contains_key(&(obj as usize)) {
                 return Some(None);
@@ -525,7 +535,7 @@ impl<'py> Encoder<'py> {
     /// dispatch: writing a str runs no Python code, so the walker takes no reference).
     #[inline(never)]
     fn shared_ascii(&mut self, obj: *mut ffi::PyObject, text: &[u8]) {
-        if self.memo_begin_shared(obj, true).is_some() {
+        if self.memo_begin_shared_inline(obj, true).is_some() {
             self.w.str(text);
         }
     }
@@ -533,7 +543,7 @@ impl<'py> Encoder<'py> {
     /// [`Encoder::shared_ascii`] for short bytes.
     #[inline(never)]
     fn shared_bytes(&mut self, obj: *mut ffi::PyObject, data: &[u8]) {
-        if self.memo_begin_shared(obj, true).is_some() {
+        if self.memo_begin_shared_inline(obj, true).is_some() {
             self.w.bytes(data);
         }
     }
