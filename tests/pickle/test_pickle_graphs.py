@@ -218,6 +218,24 @@ def test_instances_keep_identity_cycles_and_exact_types():
         assert back[3] == back[4] and back[3] is not back[4]
 
 
+def test_short_shared_str_and_bytes_keep_identity_in_every_position():
+    # Short str and bytes with a second owner are written by the atom path of each
+    # container (list and tuple items, dict keys and values, instance fields).
+    s = "".join(["sha", "red"])
+    b = bytes([1, 2, 3])
+    empty = b""
+    value = [s, b, (s, b, empty), {s: b, "k": s, "e": empty}, _Node(s, b), empty]
+    for det in (False, True):
+        back = pickle.loads(pickle.dumps(value, deterministic=det), classes=[_Node])
+        bs, bb = back[0], back[1]
+        assert (bs, bb) == (s, b) and type(bs) is str and type(bb) is bytes
+        assert back[2][0] is bs and back[2][1] is bb and back[2][2] is back[5]
+        (key,) = [k for k in back[3] if k != "k" and k != "e"]
+        assert key is bs and back[3][key] is bb and back[3]["k"] is bs
+        assert back[3]["e"] is back[5]
+        assert back[4].name is bs and back[4].child is bb
+
+
 def _body(record: bytes) -> bytes:
     # Header: b"BW", version, flags, then the body length as one varint byte (short bodies).
     assert record[:2] == b"BW" and record[4] == len(record) - 5

@@ -401,6 +401,16 @@ impl<'py> Encoder<'py> {
     /// [`Encoder::memo_begin`] for a value with a second owner: a reference, or a new slot.
     #[inline(never)]
     fn memo_begin_shared(&mut self, obj: *mut ffi::PyObject, prefix: bool) -> Option<Option<u32>> {
+        self.memo_begin_shared_inline(obj, prefix)
+    }
+
+    /// [`Encoder::memo_begin_shared`] in line, for the small writers of shared atoms.
+    #[inline(always)]
+    fn memo_begin_shared_inline(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        prefix: bool,
+    ) -> Option<Option<u32>> {
         if let Some(only) = self.rare.as_ref().and_then(|r| r.only_shared.as_ref()) {
             if !only.contains_key(&(obj as usize)) {
                 return Some(None);
@@ -445,10 +455,10 @@ impl<'py> Encoder<'py> {
         }
     }
 
-    /// Writes `obj` if it is an atom nothing else in the graph can hold, and reports whether
-    /// it did: ints and floats up to 64 bits, `None`, bools, and ASCII strs with no owner
-    /// beyond their container and the `held` references the walker keeps. These need no
-    /// memo and run no Python code, so the walker takes no reference to them.
+    /// Writes `obj` if it is an atom, and reports whether it did: ints and floats up to 64
+    /// bits, `None`, bools, and ASCII strs and bytes short of [`DEFER_FROM`]. Those with an
+    /// owner beyond their container and the `held` references the walker keeps go through
+    /// the memo; none runs Python code, so the walker takes no reference to them.
     ///
     /// # Safety
     /// `obj` is live and the GIL is held.
@@ -464,10 +474,14 @@ impl<'py> Encoder<'py> {
                 };
                 // A one-character str is never memoized (the reader's are singletons too).
                 let unshared = text.len() <= 1 || ffi::Py_REFCNT(obj) <= 1 + held || !self.use_memo;
-                if !unshared || text.len() >= DEFER_FROM {
+                if text.len() >= DEFER_FROM {
                     return false;
                 }
-                self.w.str(text);
+                if unshared {
+                    self.w.str(text);
+                    return true;
+                }
+                self.shared_ascii(obj, text);
                 return true;
             }
             if ty == addr_of_mut!(ffi::PyLong_Type) {
@@ -499,8 +513,39 @@ impl<'py> Encoder<'py> {
                 });
                 return true;
             }
+            if ty == addr_of_mut!(ffi::PyBytes_Type) {
+                let n = ffi::Py_SIZE(obj) as usize;
+                if n >= DEFER_FROM {
+                    return false;
+                }
+                let data = std::slice::from_raw_parts(ffi::PyBytes_AS_STRING(obj).cast::<u8>(), n);
+                if ffi::Py_REFCNT(obj) <= 1 + held || !self.use_memo {
+                    self.w.bytes(data);
+                } else {
+                    self.shared_bytes(obj, data);
+                }
+                return true;
+            }
         }
         false
+    }
+
+    /// [`Encoder::atom`] for a short ASCII str with a second owner: a reference, or the
+    /// text under a new memo slot (what [`Encoder::encode`] would write, without its
+    /// dispatch: writing a str runs no Python code, so the walker takes no reference).
+    #[inline(never)]
+    fn shared_ascii(&mut self, obj: *mut ffi::PyObject, text: &[u8]) {
+        if self.memo_begin_shared_inline(obj, true).is_some() {
+            self.w.str(text);
+        }
+    }
+
+    /// [`Encoder::shared_ascii`] for short bytes.
+    #[inline(never)]
+    fn shared_bytes(&mut self, obj: *mut ffi::PyObject, data: &[u8]) {
+        if self.memo_begin_shared_inline(obj, true).is_some() {
+            self.w.bytes(data);
+        }
     }
 
     /// Encodes an item of a container that holds it: atoms directly, anything else under a
@@ -528,6 +573,16 @@ impl<'py> Encoder<'py> {
         // branch reads it through the C API of its exact type.
         unsafe {
             let ty = ffi::Py_TYPE(obj);
+            // Containers first: what reaches here is mostly what `atom` did not take.
+            if ty == addr_of_mut!(ffi::PyList_Type) {
+                return self.list(obj);
+            }
+            if ty == addr_of_mut!(ffi::PyDict_Type) {
+                return self.dict(obj, tags::DICT);
+            }
+            if ty == addr_of_mut!(ffi::PyTuple_Type) {
+                return self.tuple(obj);
+            }
             if ty == addr_of_mut!(ffi::PyUnicode_Type) {
                 return self.str(obj);
             }
@@ -537,15 +592,6 @@ impl<'py> Encoder<'py> {
             if ty == addr_of_mut!(ffi::PyFloat_Type) {
                 self.w.float(ffi::PyFloat_AS_DOUBLE(obj));
                 return Ok(());
-            }
-            if ty == addr_of_mut!(ffi::PyList_Type) {
-                return self.list(obj);
-            }
-            if ty == addr_of_mut!(ffi::PyDict_Type) {
-                return self.dict(obj, tags::DICT);
-            }
-            if ty == addr_of_mut!(ffi::PyTuple_Type) {
-                return self.tuple(obj);
             }
             if obj == ffi::Py_None() {
                 self.w.tag(tags::NONE);
