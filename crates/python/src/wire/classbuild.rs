@@ -353,6 +353,25 @@ pub(crate) fn set_slot(
     name: &Bound<'_, PyString>,
     value: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
+    let tp = obj.get_type_ptr();
+    // SAFETY: `tp` is the live type of `obj`, `name` a live str, the GIL held.
+    if let Some(off) = unsafe { cpython::member_slot(tp, name.as_ptr()) } {
+        // SAFETY: `off` is the offset of an object member slot of `obj`'s layout (found on
+        // its type's MRO, owned by the type or a base); the slot holds a strong reference or
+        // NULL. The new value's reference moves in before the old one is released (which may
+        // run code), as member_set does.
+        unsafe {
+            let slot = obj
+                .as_ptr()
+                .cast::<u8>()
+                .offset(off)
+                .cast::<*mut ffi::PyObject>();
+            let old = *slot;
+            *slot = value.clone().into_ptr();
+            ffi::Py_XDECREF(old);
+        }
+        return Ok(());
+    }
     // SAFETY: the three pointers are live objects borrowed for the call; the function
     // borrows them and returns -1 with an exception set on failure.
     let rc = unsafe { ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
