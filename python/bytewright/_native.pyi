@@ -23,6 +23,7 @@ __all__ = [
     "check_align",
     "check_pickle",
     "checksum_names",
+    "compile_info",
     "compile_struct",
     "declare",
     "fast_paths",
@@ -59,12 +60,17 @@ def new_info(
     registry: str | None,
     tag: Any,
     localns: dict[str, Any] | None,
-    codec: Any,
+    codec: Any = None,
 ) -> Any: ...
 def new_spec(ctx: tuple[Any, ...], options: dict[str, Any]) -> Any: ...
 def declare(
-    name: str, ns: dict[str, Any], class_var: object, ctx: tuple[Any, ...]
-) -> tuple[tuple[Any, ...], bool, dict[str, Any]]: ...
+    name: str,
+    bases: tuple[type, ...],
+    ns: dict[str, Any],
+    class_var: object,
+    ctx: tuple[Any, ...],
+) -> tuple[tuple[Any, ...], bool]: ...
+def compile_info(compile: Any, ctx: tuple[Any, ...], info: Any) -> Any: ...
 
 @final
 class StructInit:

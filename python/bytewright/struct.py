@@ -20,7 +20,15 @@ from bytewright._info import (
     StructInfo,
     info_of,
 )
-from bytewright._native import Codec, StructInit, check_align, compile_struct, declare, new_info
+from bytewright._native import (
+    Codec,
+    StructInit,
+    check_align,
+    compile_info,
+    compile_struct,
+    declare,
+    new_info,
+)
 from bytewright._value import MISSING
 from bytewright.errors import SchemaError, schema_error, unknown
 from bytewright.fields import PLAIN, FieldSpec, Limits, bits, enum, field, flag, normalize_byteorder
@@ -58,6 +66,7 @@ __all__ = ["Codec", "Struct", "StructMeta", "codec_of", "compile", "make_struct"
 
 _CLASS_KEYWORDS = ("byteorder", "bitorder", "align", "limits", "registry", "tag", "default")
 _BITORDERS = ("msb", "lsb")
+_ORDERS = ("big", "little")
 _RESERVED = frozenset(
     {"pack", "pack_into", "unpack", "unpack_from", "parse", "iter_unpack", "pack_many", "reader"}
     | {"unpack_table", "iter_tables", "pack_table", "pack_table_into", "table_schema"}
@@ -88,39 +97,37 @@ class StructMeta(SchemaMeta):
     ) -> StructMeta:
         if kw or bitorder is not None or limits is not None or registry is not None:
             _check_keywords(name, kw, bitorder, limits, registry)
-        order = byteorder if byteorder is None else normalize_byteorder(byteorder, name)
+        order = (
+            byteorder
+            if byteorder is None or (type(byteorder) is str and byteorder in _ORDERS)
+            else normalize_byteorder(byteorder, name)
+        )
         if align is not None:
             align = check_align(align, name)
-        declared, strings, defaults = _declare(name, ns)
-        localns = _caller_locals(strings, sys._getframe(1))
-        if declared and "__module__" in ns and not any(info_of(b) for b in bases):
-            # Its fields are all its own: its __init__ goes in with the class (setting it on
-            # the class later costs more than making it); pack's derived fields join its
-            # defaults once compiled. Its keywords are its slots (what _init_args gives
-            # before anything is derived).
-            names = ns["__slots__"]
-            ns["__init__"] = StructInit(ns.get("__qualname__", name), names, defaults)
-            ns["__match_args__"] = names
+        # One native pass: the fields, __slots__, and (its fields all its own) its __init__.
+        typing = sys.modules.get("typing")  # a ClassVar annotation means typing is loaded
+        declared, strings = declare(
+            name, bases, ns, typing.ClassVar if typing is not None else None, _DECLARE
+        )
+        localns = _caller_locals(sys._getframe(1)) if strings else None
         cls = super().__new__(mcls, name, bases, ns)
         if not declared and not any(isinstance(b, StructMeta) for b in bases):
             cls.__bw__ = None
             return cls  # the Struct base itself: no schema of its own
+        # Its StructInfo, made its __bw__ (with a codec compiled on first use until then).
         info: StructInfo = new_info(
-            _NEW_INFO,
-            cls,
-            declared,
-            order,
-            bitorder,
-            align,
-            limits,
-            registry,
-            tag,
-            localns,
-            Pending(cls, codec_of),
+            _CLASS_INFO, cls, declared, order, bitorder, align, limits, registry, tag, localns
         )
-        cls.__bw__ = info
-        _register_variant(info, tag, default)
-        _compile_or_defer(info)
+        if tag is not MISSING or default:
+            _register_variant(info, tag, default)
+        if registry is not None:
+            _install_methods(info, frozenset())  # its variants come later
+            return cls
+        # Its typed codec, compiled now (or left to compile on first use).
+        try:
+            compile_info(compile_struct, _COMPILE, info)
+        except (NameError, SchemaError) as e:
+            _defer(info, e)
         return cls
 
 
@@ -141,16 +148,6 @@ def _check_keywords(
         raise schema_error(name, "registry= names the tag field")
 
 
-def _declare(name: str, ns: dict[str, Any]) -> tuple[tuple[StructField, ...], bool, dict[str, Any]]:
-    """The fields of a class body's annotations, whether any annotation is a string, and the
-    defaults of its ``__init__`` before anything is derived (as ``_init_args`` gives them);
-    their values (options or defaults) leave the namespace, which gets their ``__slots__``.
-    One native pass (``_native.declare``); a name not seen before is checked here."""
-    # A ClassVar annotation means typing is loaded already.
-    typing = sys.modules.get("typing")
-    return declare(name, ns, typing.ClassVar if typing is not None else None, _DECLARE)
-
-
 def _check_name(name: str, fname: str) -> None:
     """A field name not seen before: refused if reserved, else remembered."""
     if fname in _RESERVED or fname[:2] == "__" or not fname.isidentifier() or iskeyword(fname):
@@ -167,21 +164,19 @@ _DECLARE = (
     MISSING,
     _FIELD_NAMES,
     _check_name,
+    SchemaMeta,
 )
 
 
-def _caller_locals(strings: bool, caller: Any) -> dict[str, Any] | None:
+def _caller_locals(caller: Any) -> dict[str, Any] | None:
     """String annotations of a class defined in a function may name its local classes."""
-    if strings:
-        if caller.f_locals is not caller.f_globals:
-            return dict(caller.f_locals)
+    if caller.f_locals is not caller.f_globals:
+        return dict(caller.f_locals)
     return None
 
 
 def _register_variant(info: StructInfo, tag: Any, default: bool) -> None:
     """Adds a variant (``tag=`` or ``default=True``) to its base's registry."""
-    if tag is MISSING and not default:
-        return
     name = info.name
     base = next(
         (b for b in info.cls.__mro__[1:] if (bi := info_of(b)) is not None and bi.registry),
@@ -215,22 +210,18 @@ def _register_variant(info: StructInfo, tag: Any, default: bool) -> None:
     reg.dependents.clear()
 
 
-def _compile_or_defer(info: StructInfo) -> None:
-    """Compiles the class's typed codec now, or leaves it to compile on first use."""
-    if info.registry is not None:
-        _install_methods(info, frozenset())  # its variants come later
-        return
-    try:
-        _compile(info)
-    except NameError:
+def _defer(info: StructInfo, e: NameError | SchemaError) -> None:
+    """The class's typed codec did not compile when the class was made: it compiles on first
+    use, or the error stands."""
+    if isinstance(e, NameError):
         # A forward reference to a class not defined yet: compile on first use.
         type.__setattr__(info.cls, "__init__", _init_on_first_use)
-    except SchemaError as e:
-        if not _names_outer_field(info, e):
-            raise
-        # Its expressions name fields it does not define: they belong to a struct that
-        # will contain it. Nested there it compiles; used alone it raises this error.
-        _install_methods(info, frozenset())
+        return
+    if not _names_outer_field(info, e):
+        raise e
+    # Its expressions name fields it does not define: they belong to a struct that
+    # will contain it. Nested there it compiles; used alone it raises this error.
+    _install_methods(info, frozenset())
 
 
 def _names_outer_field(info: StructInfo, e: SchemaError) -> bool:
@@ -242,17 +233,18 @@ def _names_outer_field(info: StructInfo, e: SchemaError) -> bool:
 
 
 def _compile(info: StructInfo) -> Codec[Any]:
-    """Compiles the typed codec of a class and generates its ``__init__`` and ``__eq__``."""
-    used: list[type] = []
-    codec: Codec[Any] = compile_struct(info.cls, True, info.limits, used)
+    """Compiles the typed codec of a class and makes its ``__init__`` and ``==`` ready (one
+    native call: ``_native.compile_info``)."""
+    return compile_info(compile_struct, _COMPILE, info)  # type: ignore[no-any-return]
+
+
+def _note_registries(info: StructInfo, used: list[type]) -> None:
+    """The class's codec embeds these registry bases: it compiles again when they gain a
+    variant."""
     for base in used:
         base_info = info_of(base)
         if base_info is not None and base_info.registry is not None:
             base_info.registry.dependents.add(info.cls)
-    derived = frozenset(codec.derived_fields(0))
-    info.compiled(codec, derived)
-    _install_methods(info, derived)
-    return codec
 
 
 def codec_of(cls: type) -> Codec[Any]:
@@ -318,6 +310,10 @@ def _install_methods(info: StructInfo, derived: frozenset[str]) -> None:
 
 def _no_fields(value: Any) -> tuple[()]:
     return ()
+
+
+_CLASS_INFO = (*_NEW_INFO, Pending, codec_of)
+_COMPILE = (None, attrgetter, _no_fields, _note_registries, _install_methods)
 
 
 def _init_on_first_use(self: Any, **kwargs: Any) -> None:
