@@ -470,7 +470,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         field: u16,
         slot: Option<u16>,
         konst: &Option<Konst>,
-        derive: &Option<Derive>,
+        derive: Option<&Derive>,
         obj: &S::Value,
         sp: &'p StructProg,
         at: usize,
@@ -645,7 +645,16 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
                             // Written once the whole struct is packed.
                             Some(_) if it.sum => self.out.slot(at, it.scalar.span()).fill(0),
                             Some(f) => self
-                                .item(&it.scalar, f, it.slot, &it.konst, &it.derive, obj, sp, at)
+                                .item(
+                                    &it.scalar,
+                                    f,
+                                    it.slot,
+                                    &it.konst,
+                                    it.derive.as_ref(),
+                                    obj,
+                                    sp,
+                                    at,
+                                )
                                 .at_field(&sp.fields[f as usize])?,
                         }
                     }
@@ -732,7 +741,16 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         let start = self.out.pos();
         if let Node::Scalar(s) = &fs.node {
             let at = self.grow(s.size())?;
-            self.item(s, fs.field, fs.slot, &fs.konst, &fs.derive, obj, sp, at)?;
+            self.item(
+                s,
+                fs.field,
+                fs.slot,
+                &fs.konst,
+                fs.derive.as_deref(),
+                obj,
+                sp,
+                at,
+            )?;
         } else if let (Node::Varint { zigzag }, Some(d)) = (&fs.node, &fs.derive) {
             let slot = fs.slot.expect("a derived field has a slot");
             let v = self.derived(d, slot, obj, sp)?;
