@@ -61,7 +61,7 @@ fn struct_fields<'p>(p: &'p Program, sp: &'p StructProg) -> Vec<FieldMeta<'p>> {
                         });
                     }
                     konst(m, &it.konst);
-                    derive(m, &it.derive, sp);
+                    derive(m, it.derive.as_ref(), sp);
                 }
             }
             Step::Field(fs) => {
@@ -86,7 +86,7 @@ fn struct_fields<'p>(p: &'p Program, sp: &'p StructProg) -> Vec<FieldMeta<'p>> {
                     m.notes.push(note);
                 }
                 konst(m, &fs.konst);
-                derive(m, &fs.derive, sp);
+                derive(m, fs.derive.as_deref(), sp);
             }
             Step::Align(_) => {}
         }
@@ -130,7 +130,7 @@ fn konst(m: &mut FieldMeta<'_>, k: &Option<Konst>) {
     }
 }
 
-fn derive(m: &mut FieldMeta<'_>, d: &Option<Derive>, sp: &StructProg) {
+fn derive(m: &mut FieldMeta<'_>, d: Option<&Derive>, sp: &StructProg) {
     if let Some(d) = d {
         m.marks.push(Mark::Derived);
         let of = &sp.fields[d.consumer as usize];

@@ -847,8 +847,8 @@ impl Compiler<'_> {
         frame.steps.push(FieldStep {
             field,
             node,
-            when: when.map(Compiled::from),
-            window: window.map(Compiled::from),
+            when: when.map(|w| Box::new(Compiled::from(w))),
+            window: window.map(|w| Box::new(Compiled::from(w))),
             slot: None,
             konst,
             derive: None,
@@ -986,19 +986,42 @@ fn derive_fields(steps: &mut [FieldStep], slots: &[u16]) {
                     expr: e.clone(),
                 });
             }
-            steps[f].derive = Some(Derive {
+            steps[f].derive = Some(Box::new(Derive {
                 consumer: steps[c].field,
                 measure,
                 expr: e,
-            });
+            }));
         }
     }
 }
 
 /// Merges adjacent unconditional fixed-size fields into runs.
 fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
-    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
-    for s in steps {
+    // Runs and the step list are sized exactly (programs live as long as their codecs):
+    // a step joins a run when it is an unconditional, unwindowed scalar; an alignment that
+    // is not padding is dropped and leaves a run open.
+    let joins = |s: &FieldStep| {
+        s.field != ALIGN
+            && matches!(s.node, Node::Scalar(_))
+            && s.when.is_none()
+            && s.window.is_none()
+    };
+    let skipped =
+        |s: &FieldStep| s.field == ALIGN && !matches!(s.node, Node::Scalar(Scalar::Pad(_)));
+    let mut n_out = 0;
+    let mut in_run = false;
+    for s in steps.iter().filter(|s| !skipped(s)) {
+        if !joins(s) {
+            n_out += 1;
+            in_run = false;
+        } else if !in_run {
+            n_out += 1;
+            in_run = true;
+        }
+    }
+    let mut out: Vec<Step> = Vec::with_capacity(n_out);
+    let mut rest = steps.into_iter();
+    while let Some(s) = rest.next() {
         if s.field == ALIGN {
             if let Node::Scalar(Scalar::Pad(n)) = s.node {
                 out.push(Step::Align(n));
@@ -1017,7 +1040,7 @@ fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
                     field: (s.field != PAD).then_some(s.field),
                     slot: s.slot,
                     konst: s.konst,
-                    derive: s.derive,
+                    derive: s.derive.map(|d| *d),
                     sum: false,
                 };
                 if let Some(Step::Run(run)) = out.last_mut() {
@@ -1033,9 +1056,13 @@ fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
                     run.items.push(RunItem { off, ..item });
                     run.size += scalar.size();
                 } else {
+                    let more = rest.as_slice().iter().filter(|s| !skipped(s));
+                    let n = 1 + more.take_while(|s| joins(s)).count();
+                    let mut items = Vec::with_capacity(n);
+                    items.push(item);
                     out.push(Step::Run(Run {
                         size: scalar.size(),
-                        items: vec![item],
+                        items,
                         plain: false,
                         checked: Vec::new(),
                     }));
@@ -1156,7 +1183,7 @@ fn struct_min<S: StructSizes + ?Sized>(p: &StructProg, structs: &S) -> usize {
             Step::Run(r) => r.size,
             Step::Align(_) => 0,
             Step::Field(f) if f.when.is_some() => 0,
-            Step::Field(f) => match f.window.as_deref() {
+            Step::Field(f) => match f.window.as_deref().map(|w| &w.expr) {
                 Some(Expr::Const(Value::Int(n))) => usize::try_from(*n).unwrap_or(0),
                 _ => node_min(&f.node, structs),
             },
@@ -1171,7 +1198,7 @@ fn struct_static<S: StructSizes + ?Sized>(p: &StructProg, structs: &S) -> Option
             Step::Run(r) => r.size,
             Step::Align(n) => (n - total % n) % n,
             Step::Field(f) if f.when.is_some() => return None,
-            Step::Field(f) => match f.window.as_deref() {
+            Step::Field(f) => match f.window.as_deref().map(|w| &w.expr) {
                 Some(Expr::Const(Value::Int(n))) => usize::try_from(*n).ok()?,
                 Some(_) => return None,
                 None => node_static(&f.node, structs)?,

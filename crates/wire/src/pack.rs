@@ -9,6 +9,26 @@ use crate::program::*;
 use crate::sums::{self, Ranges};
 use crate::unpack::show_value;
 
+/// A derivation as run items hold it (in line) and field steps (boxed): [`Enc::item`] reads
+/// it only on its derivation path, so a run item passes a plain reference.
+pub(crate) trait DeriveRef {
+    fn get(&self) -> Option<&Derive>;
+}
+
+impl DeriveRef for Option<Derive> {
+    #[inline(always)]
+    fn get(&self) -> Option<&Derive> {
+        self.as_ref()
+    }
+}
+
+impl DeriveRef for Option<Box<Derive>> {
+    #[inline(always)]
+    fn get(&self) -> Option<&Derive> {
+        self.as_deref()
+    }
+}
+
 /// Packs `value` as the program's root type.
 pub fn pack<S: Source, O: Output>(
     prog: &Program,
@@ -470,7 +490,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
         field: u16,
         slot: Option<u16>,
         konst: &Option<Konst>,
-        derive: &Option<Derive>,
+        derive: &impl DeriveRef,
         obj: &S::Value,
         sp: &'p StructProg,
         at: usize,
@@ -511,7 +531,7 @@ impl<'p, S: Source, O: Output> Enc<'p, '_, '_, '_, S, O> {
             }
             return Ok(());
         }
-        if let Some(d) = derive {
+        if let Some(d) = derive.get() {
             let slot = slot.expect("a derived field has a slot");
             let given = match &given {
                 Some(g) => Some(self.src.int(g).map_err(|e| self.src_err(e))?),

@@ -323,15 +323,18 @@ impl Check {
 }
 
 /// A field that is not part of a run: variable size, conditional or windowed.
+///
+/// What most such fields lack (a condition, a window, a derivation) is boxed, so a step
+/// stays small: every struct's steps and every copy of a nested struct's program hold them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldStep {
     pub field: u16,
     pub node: Node,
-    pub when: Option<Compiled>,
-    pub window: Option<Compiled>,
+    pub when: Option<Box<Compiled>>,
+    pub window: Option<Box<Compiled>>,
     pub slot: Option<u16>,
     pub konst: Option<Konst>,
-    pub derive: Option<Derive>,
+    pub derive: Option<Box<Derive>>,
     /// Window-derived fields that this field's packed size determines.
     pub fills: Vec<Fill>,
 }
