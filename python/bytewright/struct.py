@@ -215,7 +215,8 @@ def _defer(info: StructInfo, e: NameError | SchemaError) -> None:
     use, or the error stands."""
     if isinstance(e, NameError):
         # A forward reference to a class not defined yet: compile on first use.
-        type.__setattr__(info.cls, "__init__", _init_on_first_use)
+        if not _own_init(info.cls.__dict__.get("__init__")):
+            type.__setattr__(info.cls, "__init__", _init_on_first_use)
         return
     if not _names_outer_field(info, e):
         raise e
@@ -296,7 +297,8 @@ def _install_methods(info: StructInfo, derived: frozenset[str]) -> None:
     else:
         args, defaults = _init_args(info.fields(), info.tag_field, info.tag, derived)
         names = tuple(args)
-        type.__setattr__(cls, "__init__", StructInit(cls.__qualname__, names, defaults))
+        if not _own_init(init):
+            type.__setattr__(cls, "__init__", StructInit(cls.__qualname__, names, defaults))
         type.__setattr__(cls, "__match_args__", names)
     compared = [n for n in names if n not in derived] if derived else names
     if len(compared) > 1:
@@ -314,6 +316,12 @@ def _no_fields(value: Any) -> tuple[()]:
 
 _CLASS_INFO = (*_NEW_INFO, Pending, codec_of)
 _COMPILE = (None, attrgetter, _no_fields, _note_registries, _install_methods)
+
+
+def _own_init(init: object) -> bool:
+    """Whether a class's ``__init__`` was written in its body (kept, as dataclasses keep
+    one), not made by bytewright."""
+    return init is not None and type(init) is not StructInit and init is not _init_on_first_use
 
 
 def _init_on_first_use(self: Any, **kwargs: Any) -> None:

@@ -108,3 +108,47 @@ def test_a_class_with_its_own_setattr_gets_every_field_through_it() -> None:
 def test_keywords_equal_but_not_identical_to_the_field_names() -> None:
     name = "".join(["n"])  # a fresh str, not the interned field name
     assert P(**{name: 1, "s": 2}).n == 1
+
+
+def test_an_init_written_in_the_class_body_is_kept() -> None:
+    class Own(bw.Struct):
+        a: bw.U8
+        b: bw.U16
+
+        def __init__(self, a: int) -> None:
+            self.a, self.b = a, a * 256
+
+    assert Own(2).pack() == b"\x02\x02\x00"
+    assert Own.unpack(b"\x02\x02\x00") == Own(2)  # unpack does not call it
+    assert Own.__match_args__ == ("a", "b")
+
+    class Sub(Own):  # no __init__ of its own: the keyword one over every field
+        c: bw.U8
+
+    assert Sub(a=1, b=2, c=3).pack() == b"\x01\x00\x02\x03"
+
+    class SubOwn(Own):
+        c: bw.U8
+
+        def __init__(self, c: int) -> None:
+            super().__init__(c)
+            self.c = c
+
+    assert SubOwn(4).pack() == b"\x04\x04\x00\x04"
+
+
+def test_an_own_init_is_kept_when_compiling_waits_for_a_later_class() -> None:
+    class Outer(bw.Struct):
+        inner: Later  # type: ignore[name-defined]
+
+        def __init__(self, v: int) -> None:
+            self.inner = Later(v=v)
+
+    class Later(bw.Struct):
+        v: bw.U8
+
+    globals()["Later"] = Later
+    try:
+        assert Outer(7).pack() == b"\x07"
+    finally:
+        del globals()["Later"]

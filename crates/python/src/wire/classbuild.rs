@@ -109,8 +109,11 @@ pub(crate) fn declare<'py>(
             None => name.cast::<PyString>().ok().cloned(),
         };
         if let (true, Some(qualname)) = (own, qualname) {
-            let init = StructInit::new(&qualname, slots.as_any(), &defaults)?;
-            ns.set_item(intern!(py, "__init__"), Bound::new(py, init)?)?;
+            // An ``__init__`` written in the class body is kept (as dataclasses keep one).
+            if !ns.contains(intern!(py, "__init__"))? {
+                let init = StructInit::new(&qualname, slots.as_any(), &defaults)?;
+                ns.set_item(intern!(py, "__init__"), Bound::new(py, init)?)?;
+            }
             ns.set_item(intern!(py, "__match_args__"), &slots)?;
         }
     }
