@@ -528,7 +528,7 @@ pub(crate) fn new_spec<'py>(
             for ((_, off), v) in layout.slots.iter().zip(values.iter()) {
                 // SAFETY: `spec` is a new instance of exactly the layout's type; `off` is
                 // one of its object member slots (NULL until now).
-                unsafe { store_at(&spec, *off, v) };
+                unsafe { store_at(&spec, *off, v.clone()) };
             }
             return Ok(Some(spec));
         }
@@ -623,7 +623,7 @@ impl Layout {
                 // (found when the layout was made, the type held since); the slot holds a
                 // strong reference or NULL. The new value's reference moves in before the old
                 // one is released (which may run code).
-                unsafe { store_at(obj, *off, value) };
+                unsafe { store_at(obj, *off, value.clone()) };
                 return Ok(());
             }
         }
@@ -631,20 +631,20 @@ impl Layout {
     }
 }
 
-/// Writes `value` into the object member slot at byte offset `off` of `obj`, releasing the
-/// value it held.
+/// Moves `value` into the object member slot at byte offset `off` of `obj`, then releases
+/// the value it held (which may run code).
 ///
 /// # Safety
 /// `off` is the offset of an object member slot of `obj`'s layout, holding a strong
 /// reference or NULL; the GIL is held.
-unsafe fn store_at(obj: &Bound<'_, PyAny>, off: isize, value: &Bound<'_, PyAny>) {
+unsafe fn store_at(obj: &Bound<'_, PyAny>, off: isize, value: Bound<'_, PyAny>) {
     let slot = obj
         .as_ptr()
         .cast::<u8>()
         .offset(off)
         .cast::<*mut ffi::PyObject>();
     let old = *slot;
-    *slot = value.clone().into_ptr();
+    *slot = value.into_ptr();
     ffi::Py_XDECREF(old);
 }
 
@@ -692,7 +692,7 @@ pub(crate) fn set_slot(
         // its type's MRO, owned by the type or a base); the slot holds a strong reference or
         // NULL. The new value's reference moves in before the old one is released (which may
         // run code), as member_set does.
-        unsafe { store_at(obj, off, value) };
+        unsafe { store_at(obj, off, value.clone()) };
         return Ok(());
     }
     // SAFETY: the three pointers are live objects borrowed for the call; the function
@@ -857,16 +857,7 @@ impl StructInit {
                     // (found on its type's MRO, owned by the type or a base); the slot holds
                     // a strong reference or NULL. The new value's reference moves in before
                     // the old one is released (which may run code), as member_set does.
-                    unsafe {
-                        let slot = obj
-                            .as_ptr()
-                            .cast::<u8>()
-                            .offset(off)
-                            .cast::<*mut ffi::PyObject>();
-                        let old = *slot;
-                        *slot = value.into_ptr();
-                        ffi::Py_XDECREF(old);
-                    }
+                    unsafe { store_at(&obj, off, value) };
                     continue;
                 }
             }
