@@ -288,6 +288,9 @@ mod big {
     struct Cache {
         /// (start, length) of each cached block; length 0 marks a free slot.
         slots: [(usize, usize); SLOTS],
+        /// When each slot's block was cached ([`Cache::clock`] then).
+        ages: [u64; SLOTS],
+        clock: u64,
         bytes: usize,
     }
 
@@ -318,6 +321,8 @@ mod big {
         busy: AtomicBool::new(false),
         cache: UnsafeCell::new(Cache {
             slots: [(0, 0); SLOTS],
+            ages: [0; SLOTS],
+            clock: 0,
             bytes: 0,
         }),
     };
@@ -374,11 +379,24 @@ mod big {
         .unwrap_or(false)
     }
 
-    /// Caches a freed block; false if it does not fit (the caller unmaps it).
+    /// Caches a freed block, unmapping the cached blocks freed longest ago when it would not
+    /// fit otherwise (what was freed last is what the next calls are likely to ask for
+    /// again); false if it still does not fit (the caller unmaps it).
     fn keep(start: usize, len: usize) -> bool {
         with(|c| {
-            if c.bytes + len > CACHE_BYTES {
-                return false;
+            c.clock += 1;
+            while c.bytes + len > CACHE_BYTES || c.slots.iter().all(|s| s.1 != 0) {
+                let Some(i) = (0..SLOTS)
+                    .filter(|&i| c.slots[i].1 > 0)
+                    .min_by_key(|&i| c.ages[i])
+                else {
+                    return false;
+                };
+                let (s, l) = c.slots[i];
+                c.slots[i] = (0, 0);
+                c.bytes -= l;
+                // SAFETY: a cached block is a whole unused range of this module's mappings.
+                unsafe { munmap(s as *mut c_void, l) };
             }
             // Join the block to cached neighbours, so a block split by `take` is whole
             // again once all of it is back.
@@ -392,10 +410,11 @@ mod big {
                     c.bytes -= l;
                 }
             }
-            let Some(slot) = c.slots.iter_mut().find(|s| s.1 == 0) else {
+            let Some(i) = c.slots.iter().position(|s| s.1 == 0) else {
                 return false;
             };
-            *slot = (start, len);
+            c.slots[i] = (start, len);
+            c.ages[i] = c.clock;
             c.bytes += len;
             true
         })
