@@ -216,8 +216,9 @@ unsafe impl GlobalAlloc for Allocator {
 /// pages, and a bounded cache of freed ones.
 ///
 /// A block of `size` bytes is `span(size)` bytes of its own mapping, so freeing it needs
-/// only its size. A freed block goes into the cache unless the cache would then hold more
-/// than [`CACHE_BYTES`]; it is marked `MADV_FREE` there, so under memory pressure the kernel
+/// only its size. A freed block goes into the cache (up to [`CACHE_BYTES`] in `SLOTS`
+/// blocks, unmapping the blocks cached longest ago to make room: the sizes freed last are the
+/// ones the next calls ask for again); it is marked `MADV_FREE` there, so under memory pressure the kernel
 /// takes its pages back without writing them anywhere (a page it took is a fresh zeroed
 /// page when the block is used again; one it did not take is reused without a fault). An
 /// allocation takes the smallest cached block that is large enough, split to the size it
