@@ -64,8 +64,8 @@ def core_case(workload: str, size: int) -> Case:
 # ---- rustruct: typed Struct classes ---------------------------------------------------------
 
 
-def typed_classes() -> dict[str, Any]:
-    """Fresh Record/Frame/Envelope/Item/Vector classes (built inside a call: build cost)."""
+def telemetry_classes() -> dict[str, Any]:
+    """Fresh Record/Frame/Envelope classes: the telemetry schema (the build cost times this)."""
     rs = need("rustruct")
     U8, U16, U32, U64, I32 = rs.U8, rs.U16, rs.U32, rs.U64, rs.I32
 
@@ -97,6 +97,14 @@ def typed_classes() -> dict[str, Any]:
         frame_size: U32
         frame: Frame = rs.sized(Frame, size="frame_size")
 
+    return {"Record": Record, "Frame": Frame, "Envelope": Envelope}
+
+
+def typed_classes() -> dict[str, Any]:
+    """The telemetry classes plus Item/Vector (the vector workload's)."""
+    rs = need("rustruct")
+    U16 = rs.U16
+
     class Item(rs.Struct, byteorder="big"):
         a: U16
         b: U16
@@ -105,7 +113,7 @@ def typed_classes() -> dict[str, Any]:
         count: U16
         items: list = rs.array(Item, count="count")
 
-    return {"Record": Record, "Frame": Frame, "Envelope": Envelope, "Item": Item, "Vector": Vector}
+    return {**telemetry_classes(), "Item": Item, "Vector": Vector}
 
 
 def typed_held(classes: dict[str, Any], workload: str, size: int) -> Any:
@@ -140,5 +148,5 @@ ARMS = {
     "rustruct-core": WireArm(
         core_case, lambda: core_codec("telemetry", 1).pack(w.telemetry_value(1))
     ),
-    "rustruct": WireArm(typed_case, lambda: typed_held(typed_classes(), "telemetry", 1).pack()),
+    "rustruct": WireArm(typed_case, lambda: typed_held(telemetry_classes(), "telemetry", 1).pack()),
 }
