@@ -361,35 +361,39 @@ impl Writer {
     /// the text itself.
     #[inline(always)]
     fn short(&mut self, tag: u8, data: &[u8]) {
-        let n = data.len();
-        debug_assert!(n <= SHORT_STR_MAX_LEN);
-        self.buf.reserve(1 + SHORT_STR_MAX_LEN);
-        let len = self.buf.len();
-        let src = data.as_ptr();
-        // SAFETY: the reserve above leaves at least 32 writable bytes after `len`, and every
-        // copy below stays within the first 1 + n of them; each reads only within `data`
-        // (the pairs of loads overlap instead of reading past its end). All 1 + n bytes are
-        // written before `set_len` exposes them.
+        debug_assert!(data.len() <= SHORT_STR_MAX_LEN);
+        self.buf.reserve(ATOM_ROOM);
+        // SAFETY: ATOM_ROOM bytes of room after `len` (reserved above); `put_short` writes
+        // 1 + data.len() of them, all before `set_len` exposes them.
         unsafe {
-            let dst = self.buf.as_mut_ptr().add(len);
-            *dst = tag;
-            let dst = dst.add(1);
-            if n >= 16 {
-                std::ptr::copy_nonoverlapping(src, dst, 16);
-                std::ptr::copy_nonoverlapping(src.add(n - 16), dst.add(n - 16), 16);
-            } else if n >= 8 {
-                std::ptr::copy_nonoverlapping(src, dst, 8);
-                std::ptr::copy_nonoverlapping(src.add(n - 8), dst.add(n - 8), 8);
-            } else if n >= 4 {
-                std::ptr::copy_nonoverlapping(src, dst, 4);
-                std::ptr::copy_nonoverlapping(src.add(n - 4), dst.add(n - 4), 4);
-            } else if n > 0 {
-                *dst = *src;
-                *dst.add(n / 2) = *src.add(n / 2);
-                *dst.add(n - 1) = *src.add(n - 1);
-            }
-            self.buf.set_len(len + 1 + n);
+            let dst = self.buf.as_mut_ptr().add(self.buf.len());
+            put_short(dst, tag, data);
+            self.buf.set_len(self.buf.len() + 1 + data.len());
         }
+    }
+
+    /// Where the next byte goes and the end of the room reserved after it, for a caller
+    /// that writes a run of atoms through a pointer of its own ([`put_int`],
+    /// [`put_float`], [`put_short_str`], [`put_tag`]) and then [`Writer::commit`]s once.
+    #[inline(always)]
+    pub fn spare(&mut self) -> (*mut u8, *mut u8) {
+        let cap = self.buf.capacity();
+        let len = self.buf.len();
+        let base = self.buf.as_mut_ptr();
+        // SAFETY: len <= cap, both within (or one past) the buffer's memory.
+        unsafe { (base.add(len), base.add(cap)) }
+    }
+
+    /// Ends a run begun at [`Writer::spare`]: the record now ends at `end`.
+    ///
+    /// # Safety
+    /// `end` lies between the two pointers the last [`Writer::spare`] returned, no other
+    /// call on this writer came between, and every byte up to `end` was written.
+    #[inline(always)]
+    pub unsafe fn commit(&mut self, end: *mut u8) {
+        let base = self.buf.as_mut_ptr();
+        // SAFETY: as the caller guarantees, `end` is within the buffer at or after `len`.
+        unsafe { self.buf.set_len(end.offset_from(base) as usize) };
     }
 
     /// A str holding lone surrogates, from its UTF-8 "surrogatepass" bytes.
@@ -599,6 +603,144 @@ pub fn class_definition<'f>(
     ClassDefinition(out)
 }
 
+/// The room any single atom's raw writer ([`put_int`], [`put_float`], [`put_short_str`],
+/// [`put_tag`]) needs after its destination (some store a few bytes past the value).
+pub const ATOM_ROOM: usize = 1 + SHORT_STR_MAX_LEN;
+
+/// The room [`put_int`], [`put_float`] and [`put_tag`] need ([`put_short_str`] needs one
+/// byte more than its text).
+pub const NUMBER_ROOM: usize = 9;
+
+/// Writes a one-byte value (`None`, a bool) at `dst`; returns where the next one goes.
+///
+/// # Safety
+/// `dst` is valid for [`NUMBER_ROOM`] writes.
+#[inline(always)]
+pub unsafe fn put_tag(dst: *mut u8, tag: u8) -> *mut u8 {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        *dst = tag;
+        dst.add(1)
+    }
+}
+
+/// Writes an int in its shortest form at `dst` and returns where the next value goes; or
+/// writes nothing and returns `None` when it takes the long form (beyond 32 bits).
+///
+/// # Safety
+/// `dst` is valid for [`NUMBER_ROOM`] writes.
+#[inline(always)]
+pub unsafe fn put_int(dst: *mut u8, v: i64) -> Option<*mut u8> {
+    if (v as u64) <= u64::from(SMALL_INT_MAX) {
+        // SAFETY: as the caller guarantees.
+        unsafe { *dst = v as u8 };
+        // SAFETY: within the room.
+        return Some(unsafe { dst.add(1) });
+    }
+    // The magnitude forms store v (not negative) or -1 - v (negative): both are `m`.
+    let neg = v < 0;
+    let m = (v ^ (v >> 63)) as u64;
+    if m > i32::MAX as u64 {
+        return None;
+    }
+    let wide = m > 0xff;
+    let int32 = m > 0xffff;
+    // 1, 2 or 4 bytes after the tag, chosen without branches: INT32 stores v itself.
+    let len = 1 + usize::from(wide) + 2 * usize::from(int32);
+    let tag = if int32 {
+        INT32
+    } else {
+        UINT8 + 2 * u8::from(wide) + u8::from(neg)
+    };
+    let payload = if int32 { v as u32 } else { m as u32 };
+    // SAFETY: 5 bytes at dst are within the room; the unaligned store may write bytes past
+    // the value's end, which the next value (or nothing, as the length ends before them)
+    // replaces.
+    unsafe {
+        *dst = tag;
+        dst.add(1)
+            .cast::<[u8; 4]>()
+            .write_unaligned(payload.to_le_bytes());
+        Some(dst.add(1 + len))
+    }
+}
+
+/// Writes a float at `dst` (the 4-byte form only when it converts back bit for bit);
+/// returns where the next value goes.
+///
+/// # Safety
+/// `dst` is valid for [`NUMBER_ROOM`] writes.
+#[inline(always)]
+pub unsafe fn put_float(dst: *mut u8, f: f64) -> *mut u8 {
+    let narrow = f as f32;
+    // A float an f32 holds exactly has its low 29 mantissa bits clear (an f32 has 29
+    // fewer): testing those first skips the two conversions, a long chain of latency, for
+    // most floats that need all 8 bytes.
+    let maybe_narrow = f.to_bits() & ((1 << 29) - 1) == 0;
+    // SAFETY: at most 9 bytes at dst, within the room.
+    unsafe {
+        if maybe_narrow && f64::from(narrow).to_bits() == f.to_bits() {
+            *dst = FLOAT32;
+            dst.add(1)
+                .cast::<[u8; 4]>()
+                .write_unaligned(narrow.to_le_bytes());
+            dst.add(5)
+        } else {
+            *dst = FLOAT64;
+            dst.add(1)
+                .cast::<[u8; 8]>()
+                .write_unaligned(f.to_le_bytes());
+            dst.add(9)
+        }
+    }
+}
+
+/// Writes a str of at most [`SHORT_STR_MAX_LEN`] UTF-8 bytes at `dst`; returns where the
+/// next value goes.
+///
+/// # Safety
+/// `dst` is valid for `1 + utf8.len()` writes and `utf8.len() <= SHORT_STR_MAX_LEN`.
+#[inline(always)]
+pub unsafe fn put_short_str(dst: *mut u8, utf8: &[u8]) -> *mut u8 {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        put_short(dst, SHORT_STR + utf8.len() as u8, utf8);
+        dst.add(1 + utf8.len())
+    }
+}
+
+/// Writes `tag` and `data` (at most 31 bytes) with no call to `memcpy`: short strs are
+/// the commonest values, and a general copy costs more than the text itself.
+///
+/// # Safety
+/// `dst` is valid for `1 + data.len()` writes, and `data.len() <= SHORT_STR_MAX_LEN`.
+#[inline(always)]
+unsafe fn put_short(dst: *mut u8, tag: u8, data: &[u8]) {
+    let n = data.len();
+    debug_assert!(n <= SHORT_STR_MAX_LEN);
+    let src = data.as_ptr();
+    // SAFETY: every copy below stays within the first 1 + n bytes at dst; each reads only
+    // within `data` (the pairs of loads overlap instead of reading past its end).
+    unsafe {
+        *dst = tag;
+        let dst = dst.add(1);
+        if n >= 16 {
+            std::ptr::copy_nonoverlapping(src, dst, 16);
+            std::ptr::copy_nonoverlapping(src.add(n - 16), dst.add(n - 16), 16);
+        } else if n >= 8 {
+            std::ptr::copy_nonoverlapping(src, dst, 8);
+            std::ptr::copy_nonoverlapping(src.add(n - 8), dst.add(n - 8), 8);
+        } else if n >= 4 {
+            std::ptr::copy_nonoverlapping(src, dst, 4);
+            std::ptr::copy_nonoverlapping(src.add(n - 4), dst.add(n - 4), 4);
+        } else if n > 0 {
+            *dst = *src;
+            *dst.add(n / 2) = *src.add(n / 2);
+            *dst.add(n - 1) = *src.add(n - 1);
+        }
+    }
+}
+
 /// Where encoded bytes go: a writer's buffer, or a Vec.
 trait Out {
     fn push(&mut self, byte: u8);
@@ -759,6 +901,76 @@ mod tests {
         assert_eq!(two.drain(..4).collect::<Vec<_>>(), b"\x43abc");
         assert_eq!(two[0], SHORT_STR + 31);
         assert_eq!(&two[1..], &text[..31]);
+    }
+
+    /// Writes `v` through a raw writer into zeroed room and returns the bytes it claims.
+    fn raw(put: impl FnOnce(*mut u8) -> Option<*mut u8>) -> Option<Vec<u8>> {
+        let mut room = [0u8; ATOM_ROOM];
+        let dst = room.as_mut_ptr();
+        let end = put(dst)?;
+        // SAFETY: the raw writers return a pointer within the room they were given.
+        let n = unsafe { end.offset_from(dst) } as usize;
+        Some(room[..n].to_vec())
+    }
+
+    #[test]
+    fn raw_atoms_write_what_the_writer_writes() {
+        let mut ints = vec![i64::MIN, i64::MAX, -1, 0, 1];
+        for e in [
+            0x3f,
+            0x40,
+            0xff,
+            0x100,
+            0xffff,
+            0x10000,
+            i64::from(i32::MAX),
+            1 << 40,
+        ] {
+            ints.extend([e - 1, e, e + 1, -e - 1, -e, -e + 1]);
+        }
+        for v in ints {
+            // SAFETY: the room holds ATOM_ROOM bytes.
+            match raw(|dst| unsafe { put_int(dst, v) }) {
+                Some(got) => assert_eq!(got, body(|w| w.int(v)), "{v}"),
+                None => assert!(i32::try_from(v).is_err(), "{v}"),
+            }
+        }
+        let floats = [
+            0.0,
+            -0.0,
+            1.5,
+            0.1,
+            1e300,
+            f64::INFINITY,
+            f64::NAN,
+            f64::from_bits(0x7ff0_0000_2000_0000), // a NaN whose payload an f32 keeps
+            f64::from_bits(0x7ff0_0000_0000_0001), // one whose payload it loses
+            f64::MIN_POSITIVE,
+            f64::from(f32::MAX),
+            f64::from(f32::from_bits(1)), // the least f32 subnormal
+            f64::from(f32::from_bits(0x0040_0001)),
+            f64::from(f32::from_bits(1)) / 2.0,
+            f64::from(f32::MAX) * 2.0,
+            1.0 + f64::EPSILON,
+        ];
+        for f in floats {
+            // SAFETY: the room holds ATOM_ROOM bytes.
+            let got = raw(|dst| Some(unsafe { put_float(dst, f) })).unwrap();
+            assert_eq!(got, body(|w| w.float(f)), "{f}");
+        }
+        for n in 0..=SHORT_STR_MAX_LEN {
+            let text: Vec<u8> = (0..n as u8).map(|i| b'a' + i % 26).collect();
+            // SAFETY: the room holds ATOM_ROOM bytes, and the text at most 31.
+            let got = raw(|dst| Some(unsafe { put_short_str(dst, &text) })).unwrap();
+            assert_eq!(got, body(|w| w.str(&text)), "{n}");
+        }
+        for tag in [NONE, TRUE, FALSE] {
+            // SAFETY: the room holds ATOM_ROOM bytes.
+            assert_eq!(
+                raw(|dst| Some(unsafe { put_tag(dst, tag) })).unwrap(),
+                [tag]
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::os::raw::c_int;
 use std::ptr::addr_of_mut;
 use std::rc::Rc;
 
-use bytewright_graph::{tags, writer::minimal_le, Writer};
+use bytewright_graph::writer::{self, minimal_le, ATOM_ROOM};
+use bytewright_graph::{tags, Writer};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
@@ -29,6 +30,14 @@ pub const MAX_DEPTH: u32 = 1000;
 
 /// str and bytes data from this size on is copied once, straight into the output.
 const DEFER_FROM: usize = 16 * 1024;
+
+/// Lists of this many items on are written in runs of atoms ([`Encoder::atom_run`]); a
+/// run's set-up costs more than it saves on fewer.
+const RUNS_FROM: ffi::Py_ssize_t = 16;
+
+/// How many items ahead a run of list atoms asks for an item's header to be fetched.
+#[cfg(target_arch = "x86_64")]
+const PREFETCH_AHEAD: ffi::Py_ssize_t = 6;
 
 /// Large immutable data to copy into the output at `at` (a position in the writer's
 /// buffer); `_owner` is held only to keep that memory alive.
@@ -212,6 +221,22 @@ struct Rare {
     /// Deterministic mode, second pass: only these objects may be shared, so the output
     /// does not depend on references from outside the graph.
     only_shared: Option<PtrMap<()>>,
+}
+
+/// Whether `item` is of a type [`Encoder::atom_run`] writes (it may still leave it: a long
+/// str, a shared one, a large int).
+///
+/// # Safety
+/// `item` is a live object.
+#[inline(always)]
+unsafe fn may_start_run(item: *mut ffi::PyObject) -> bool {
+    // SAFETY: as the caller guarantees.
+    let ty = unsafe { ffi::Py_TYPE(item) };
+    ty == addr_of_mut!(ffi::PyLong_Type)
+        || ty == addr_of_mut!(ffi::PyUnicode_Type)
+        || ty == addr_of_mut!(ffi::PyFloat_Type)
+        || ty == addr_of_mut!(ffi::PyBool_Type)
+        || item == unsafe { ffi::Py_None() }
 }
 
 fn type_name(obj: *mut ffi::PyObject) -> String {
@@ -743,6 +768,9 @@ impl<'py> Encoder<'py> {
             // Every item takes at least one byte: grow the output once, not repeatedly.
             self.w.list_with_room(n as usize);
             self.enter()?;
+            if n >= RUNS_FROM {
+                return self.list_in_runs(obj, n);
+            }
             for i in 0..n {
                 if i >= ffi::PyList_GET_SIZE(obj) {
                     return Err(EncodeError::new("list changed size during pickling"));
@@ -756,6 +784,141 @@ impl<'py> Encoder<'py> {
         }
         self.leave();
         Ok(())
+    }
+
+    /// [`Encoder::list`] after its header, for a list of `n` items, [`RUNS_FROM`] or more:
+    /// runs of atoms are written by [`Encoder::atom_run`], the rest one by one. Kept out of
+    /// line so that the recursive [`Encoder::encode`] stays small.
+    ///
+    /// # Safety
+    /// `obj` is a live exact list of `n` items and the GIL is held.
+    #[inline(never)]
+    unsafe fn list_in_runs(&mut self, obj: *mut ffi::PyObject, n: ffi::Py_ssize_t) -> R {
+        // SAFETY: as `list`: each item is read under a bounds check against the current
+        // size, atoms in runs in which no Python code runs, and anything else held by a
+        // new reference while it is encoded.
+        unsafe {
+            let mut i = 0;
+            while i < n {
+                if i >= ffi::PyList_GET_SIZE(obj) {
+                    return Err(EncodeError::new("list changed size during pickling"));
+                }
+                let mut item = ffi::PyList_GET_ITEM(obj, i);
+                if may_start_run(item) {
+                    i = self.atom_run(obj, i, n);
+                    if i >= n {
+                        break;
+                    }
+                    if i >= ffi::PyList_GET_SIZE(obj) {
+                        return Err(EncodeError::new("list changed size during pickling"));
+                    }
+                    item = ffi::PyList_GET_ITEM(obj, i);
+                }
+                self.item(item).map_err(|e| e.at(Step::Index(i as usize)))?;
+                i += 1;
+            }
+            if ffi::PyList_GET_SIZE(obj) != n {
+                return Err(EncodeError::new("list changed size during pickling"));
+            }
+        }
+        self.leave();
+        Ok(())
+    }
+
+    /// Writes the items of list `obj` from index `i` on, up to `n` (or its current size),
+    /// while they are atoms that [`Encoder::atom`] writes without the memo: ints of up to
+    /// 32 bits, floats, unshared short ASCII strs, `None` and bools. Returns the index of
+    /// the first item it left (or the end). Nothing here runs Python code, so the list
+    /// cannot change meanwhile: its items and size are read once, and the output is written
+    /// through a local pointer, its length stored once at the end.
+    ///
+    /// # Safety
+    /// `obj` is a live exact list and the GIL is held.
+    #[inline(always)]
+    unsafe fn atom_run(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        mut i: ffi::Py_ssize_t,
+        n: ffi::Py_ssize_t,
+    ) -> ffi::Py_ssize_t {
+        // SAFETY (whole block): items below `end` are live objects the list holds; each is
+        // read through the layout of its exact type; the writes stay within the room that
+        // `spare` reports, checked before each item.
+        unsafe {
+            let end = n.min(ffi::PyList_GET_SIZE(obj));
+            let items = (*obj.cast::<ffi::PyListObject>()).ob_item;
+            let use_memo = self.use_memo;
+            let none = ffi::Py_None();
+            let true_ = ffi::Py_True();
+            let false_ = ffi::Py_False();
+            let (mut p, mut room_end) = self.w.spare();
+            while i < end {
+                // Room for any atom but a str (checked again for a str longer than this).
+                if (room_end as usize) - (p as usize) < writer::NUMBER_ROOM {
+                    self.w.commit(p);
+                    // Two bytes for each item left is a fair guess at what they take.
+                    self.w.reserve(ATOM_ROOM + (end - i) as usize * 2);
+                    (p, room_end) = self.w.spare();
+                }
+                #[cfg(target_arch = "x86_64")]
+                if i + PREFETCH_AHEAD < end {
+                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                    _mm_prefetch::<_MM_HINT_T0>((*items.offset(i + PREFETCH_AHEAD)).cast());
+                }
+                let item = *items.offset(i);
+                let ty = ffi::Py_TYPE(item);
+                if ty == addr_of_mut!(ffi::PyLong_Type) {
+                    let v = match cpython::small_i64(item) {
+                        Some(v) => v,
+                        None => {
+                            let mut overflow: c_int = 0;
+                            let v = ffi::PyLong_AsLongLongAndOverflow(item, &mut overflow);
+                            if overflow != 0 {
+                                break;
+                            }
+                            v
+                        }
+                    };
+                    match writer::put_int(p, v) {
+                        Some(next) => p = next,
+                        None => {
+                            self.w.commit(p);
+                            self.w.int(v);
+                            (p, room_end) = self.w.spare();
+                        }
+                    }
+                } else if ty == addr_of_mut!(ffi::PyUnicode_Type) {
+                    let Some(text) = cpython::ascii_text(item) else {
+                        break;
+                    };
+                    // As `atom`: one-character strs are never memoized.
+                    if text.len() > tags::SHORT_STR_MAX_LEN
+                        || (text.len() > 1 && ffi::Py_REFCNT(item) > 1 && use_memo)
+                    {
+                        break;
+                    }
+                    if (room_end as usize) - (p as usize) < 1 + text.len() {
+                        self.w.commit(p);
+                        self.w.reserve(ATOM_ROOM + (end - i) as usize * 2);
+                        (p, room_end) = self.w.spare();
+                    }
+                    p = writer::put_short_str(p, text);
+                } else if ty == addr_of_mut!(ffi::PyFloat_Type) {
+                    p = writer::put_float(p, ffi::PyFloat_AS_DOUBLE(item));
+                } else if item == none {
+                    p = writer::put_tag(p, tags::NONE);
+                } else if item == true_ {
+                    p = writer::put_tag(p, tags::TRUE);
+                } else if item == false_ {
+                    p = writer::put_tag(p, tags::FALSE);
+                } else {
+                    break;
+                }
+                i += 1;
+            }
+            self.w.commit(p);
+            i
+        }
     }
 
     /// Writes the pairs of an exact dict (or any dict subclass that keeps dict order).
