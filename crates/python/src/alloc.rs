@@ -22,8 +22,6 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::{c_int, c_void};
-#[cfg(target_os = "linux")]
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Blocks from this size up are aligned and advised (NumPy advises from here too).
 const HUGE_FROM: usize = 4 << 20;
@@ -606,17 +604,14 @@ mod big {
 /// happens and the copy faults as before.
 ///
 /// The look costs a system call (0.3 us here: more than the rest of a 100 KB `dumps`
-/// besides its copy, and a seventh of the gap to msgspec's one `memcpy`). A thread `alone`
-/// in the interpreter (see `cpython::only_thread`; it holds the GIL throughout, so its
-/// calls come one at a time) finds the same memory resident call after call, since the C
-/// library keeps a heap that is reused by one thread: after each look that finds the
-/// memory resident it looks again only after twice as many calls as the last time, up to
-/// [`ALONE_SKIP_MAX`], and after one that finds it not resident on every call again. A
-/// call that skips the look and meets memory that is not resident faults on its pages as
-/// it would without this. Threads that share the interpreter look on every call: their
-/// memory comes and goes with the C library's per-thread heaps, and their faults contend.
+/// besides its copy, and most of the gap to msgspec's one `memcpy`). A thread mostly finds
+/// the same memory resident call after call (the C library mostly hands it the block it
+/// freed last), so after each look that finds the memory resident it skips the look for
+/// twice as many of its calls as the last time, up to [`SKIP_MAX`], and after one that
+/// finds it not resident it looks on every call again. A call that skips the look and meets memory that is not resident faults on
+/// its pages as it would without this.
 #[cfg(target_os = "linux")]
-pub(crate) fn prefault(ptr: *mut u8, len: usize, alone: bool) {
+pub(crate) fn prefault(ptr: *mut u8, len: usize) {
     const PAGE: usize = 4096;
     const MADV_POPULATE_WRITE: c_int = 23;
     unsafe extern "C" {
@@ -627,12 +622,10 @@ pub(crate) fn prefault(ptr: *mut u8, len: usize, alone: bool) {
     if end <= start {
         return;
     }
-    if alone {
-        let skip = ALONE_SKIP.load(Ordering::Relaxed);
-        if skip > 0 {
-            ALONE_SKIP.store(skip - 1, Ordering::Relaxed);
-            return;
-        }
+    let (skip, next) = LOOK.get();
+    if skip > 0 {
+        LOOK.set((skip - 1, next));
+        return;
     }
     let mut resident = 0u8;
     // SAFETY: `end - PAGE..end` is a whole page inside the caller's allocation; `mincore`
@@ -640,32 +633,25 @@ pub(crate) fn prefault(ptr: *mut u8, len: usize, alone: bool) {
     // allocation, keeping their contents; a refusal (old kernel) leaves them as they were.
     unsafe {
         if mincore((end - PAGE) as *mut c_void, PAGE, &mut resident) == 0 && resident & 1 == 1 {
-            if alone {
-                let next = (ALONE_NEXT.load(Ordering::Relaxed) * 2 + 1).min(ALONE_SKIP_MAX);
-                ALONE_NEXT.store(next, Ordering::Relaxed);
-                ALONE_SKIP.store(next, Ordering::Relaxed);
-            }
+            let next = (next * 2 + 1).min(SKIP_MAX);
+            LOOK.set((next, next));
             return;
         }
-        if alone {
-            ALONE_NEXT.store(0, Ordering::Relaxed);
-        }
+        LOOK.set((0, 0));
         madvise(start as *mut c_void, end - start, MADV_POPULATE_WRITE);
     }
 }
 
-/// The most calls of a thread alone in the interpreter that skip [`prefault`]'s look in a
-/// row.
+/// The most calls of a thread in a row that skip [`prefault`]'s look.
 #[cfg(target_os = "linux")]
-const ALONE_SKIP_MAX: u32 = 15;
+const SKIP_MAX: u32 = 15;
 
-/// Calls of a thread alone in the interpreter left to skip [`prefault`]'s look, and how
-/// many the last look that found the memory resident gave. Only such a thread, holding the
-/// GIL, touches them, so relaxed loads and stores suffice.
 #[cfg(target_os = "linux")]
-static ALONE_SKIP: AtomicU32 = AtomicU32::new(0);
-#[cfg(target_os = "linux")]
-static ALONE_NEXT: AtomicU32 = AtomicU32::new(0);
+thread_local! {
+    /// This thread's calls left to skip [`prefault`]'s look, and how many the last look
+    /// that found the memory resident gave.
+    static LOOK: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn prefault(_ptr: *mut u8, _len: usize, _alone: bool) {}
+pub(crate) fn prefault(_ptr: *mut u8, _len: usize) {}

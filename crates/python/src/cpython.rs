@@ -593,7 +593,7 @@ pub unsafe fn ascii_text<'a>(p: *mut ffi::PyObject) -> Option<&'a [u8]> {
 /// that is adding its own meanwhile (`PyGILState_Ensure`) only waits for this call as it
 /// would behind any other one.
 #[inline(always)]
-pub(crate) fn only_thread() -> bool {
+fn only_thread() -> bool {
     // SAFETY: the GIL is held, so the interpreter and its state list are live; the list is
     // read, never changed (the public calls debuggers and faulthandler use). pyo3 refuses
     // to import this module in a subinterpreter, so this thread's is the main one.

@@ -58,14 +58,13 @@ fn new_large_str(s: &[u8]) -> *mut ffi::PyObject {
     // SAFETY: p is a new compact ASCII str of n characters.
     let (src, dst) = (s.as_ptr() as usize, unsafe { ffi::PyUnicode_1BYTE_DATA(p) }
         as usize);
-    let alone = cpython::only_thread();
     let ascii = cpython::without_gil(py, move || {
         // SAFETY: src points at n live bytes (see above).
         let text = unsafe { std::slice::from_raw_parts(src as *const u8, n) };
         if !text.is_ascii() {
             return false;
         }
-        crate::alloc::prefault(dst as *mut u8, n, alone);
+        crate::alloc::prefault(dst as *mut u8, n);
         // SAFETY: nobody else references the new str yet; src holds n bytes.
         unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) };
         true

@@ -93,9 +93,8 @@ fn new_bytes_inline(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
         // SAFETY: p is a new bytes object of n bytes.
         let dst = p as usize + std::mem::offset_of!(ffi::PyBytesObject, ob_sval);
         let src = data.as_ptr() as usize;
-        let alone = crate::cpython::only_thread();
         crate::cpython::without_gil(py, move || {
-            crate::alloc::prefault(dst as *mut u8, n as usize, alone);
+            crate::alloc::prefault(dst as *mut u8, n as usize);
             // SAFETY: nobody else references the new object yet, and `data` (immutable
             // bytes of an object the caller holds, or memory of its own) outlives the call.
             unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n as usize) }
@@ -392,10 +391,9 @@ fn fill_chunks(py: Python<'_>, w: &mut Writer, chunks: &Chunks<'_>, shift: isize
 
 /// Copies each (destination, data, length) piece of [`fill_chunks`].
 fn copy_pieces(py: Python<'_>, pieces: &[(usize, usize, usize)]) {
-    let alone = crate::cpython::only_thread();
     let copy = || {
         for &(dst, data, len) in pieces {
-            crate::alloc::prefault(dst as *mut u8, len, alone);
+            crate::alloc::prefault(dst as *mut u8, len);
             // SAFETY: the writer left `len` bytes of room at `dst` for this chunk (nothing
             // else is written there), and `data` points at `len` bytes of an immutable
             // str/bytes kept alive by its chunk's owner for the whole call.
@@ -436,9 +434,8 @@ fn assemble<'py>(
         .iter()
         .map(|c| (c.at, c.data as usize, c.len))
         .collect();
-    let alone = crate::cpython::only_thread();
     let fill = move || {
-        crate::alloc::prefault(dst.as_mut_ptr(), dst.len(), alone);
+        crate::alloc::prefault(dst.as_mut_ptr(), dst.len());
         let mut o = 0;
         let mut prev = start;
         for &(at, data, len) in &pieces {
