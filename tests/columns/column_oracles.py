@@ -10,6 +10,15 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 
+class Lab(bw.Struct, byteorder="little"):
+    """The lab's fixed `<IHHQ` record (16 bytes), as `make bench` Part D decodes it."""
+
+    a: bw.U32
+    b: bw.U16
+    c: bw.U16
+    d: bw.U64
+
+
 def per_record(cls: Any, data: bytes) -> list[dict[str, Any]]:
     """What per-record decoding gives: the dict codec over back-to-back messages."""
     return bw.compile(cls).iter_unpack(data)  # type: ignore[no-any-return]

@@ -10,7 +10,7 @@ from typing import Any
 
 import bytewright as bw
 import pytest
-from column_oracles import per_record, table_rows
+from column_oracles import Lab, per_record, table_rows
 
 np = pytest.importorskip("numpy")
 pa = pytest.importorskip("pyarrow")
@@ -18,13 +18,6 @@ pa = pytest.importorskip("pyarrow")
 # More rows than one cache block (2048) and not a multiple of 64, so thread parts and
 # blocks end inside a bitmap byte and mid-column.
 ROWS = 5_003
-
-
-class Lab(bw.Struct, byteorder="little"):
-    a: bw.U32
-    b: bw.U16
-    c: bw.U16
-    d: bw.U64
 
 
 class Mixed(bw.Struct, byteorder="big"):

@@ -13,16 +13,9 @@ import threading
 
 import bytewright as bw
 import pytest
-from column_oracles import decode_error
+from column_oracles import Lab, decode_error
 
 pa = pytest.importorskip("pyarrow")
-
-
-class Lab(bw.Struct, byteorder="little"):
-    a: bw.U32
-    b: bw.U16
-    c: bw.U16
-    d: bw.U64
 
 
 class Flagged(bw.Struct, byteorder="little"):

@@ -602,6 +602,14 @@ mod big {
 /// Only whole pages inside the range are touched, and populating never changes what
 /// memory holds, so this is a pure hint: on a kernel without it (before 5.14), nothing
 /// happens and the copy faults as before.
+///
+/// The look costs a system call (0.3 us here: more than the rest of a 100 KB `dumps`
+/// besides its copy, and most of the gap to msgspec's one `memcpy`). A thread mostly finds
+/// the same memory resident call after call (the C library mostly hands it the block it
+/// freed last), so after each look that finds the memory resident it skips the look for
+/// twice as many of its calls as the last time, up to [`SKIP_MAX`], and after one that
+/// finds it not resident it looks on every call again. A call that skips the look and meets memory that is not resident faults on
+/// its pages as it would without this.
 #[cfg(target_os = "linux")]
 pub(crate) fn prefault(ptr: *mut u8, len: usize) {
     const PAGE: usize = 4096;
@@ -614,16 +622,35 @@ pub(crate) fn prefault(ptr: *mut u8, len: usize) {
     if end <= start {
         return;
     }
+    let (skip, next) = LOOK.get();
+    if skip > 0 {
+        LOOK.set((skip - 1, next));
+        return;
+    }
     let mut resident = 0u8;
     // SAFETY: `end - PAGE..end` is a whole page inside the caller's allocation; `mincore`
     // only reports on it, into the one byte given. `madvise` maps whole pages inside the
     // allocation, keeping their contents; a refusal (old kernel) leaves them as they were.
     unsafe {
         if mincore((end - PAGE) as *mut c_void, PAGE, &mut resident) == 0 && resident & 1 == 1 {
+            let next = (next * 2 + 1).min(SKIP_MAX);
+            LOOK.set((next, next));
             return;
         }
+        LOOK.set((0, 0));
         madvise(start as *mut c_void, end - start, MADV_POPULATE_WRITE);
     }
+}
+
+/// The most calls of a thread in a row that skip [`prefault`]'s look.
+#[cfg(target_os = "linux")]
+const SKIP_MAX: u32 = 15;
+
+#[cfg(target_os = "linux")]
+thread_local! {
+    /// This thread's calls left to skip [`prefault`]'s look, and how many the last look
+    /// that found the memory resident gave.
+    static LOOK: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -7,7 +7,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFrozenSet, PyList, PyString, PyTuple, PyType};
-use pyo3::{ffi, intern};
+use pyo3::{ffi, intern, PyTraverseError, PyVisit};
 
 use crate::cpython;
 
@@ -718,6 +718,13 @@ pub(crate) struct StructInit {
 
 #[pymethods]
 impl StructInit {
+    /// Its name, field names and defaults (a default may refer back to the class).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.qualname)?;
+        visit.call(&self.names)?;
+        visit.call(&self.defaults)
+    }
+
     #[new]
     #[pyo3(signature = (qualname, names, defaults))]
     fn new(

@@ -20,6 +20,7 @@ use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
 };
 use pyo3::{intern, IntoPyObjectExt};
+use pyo3::{PyTraverseError, PyVisit};
 
 use bytewright_wire::digest::CrcParams;
 use bytewright_wire::schema::{
@@ -56,6 +57,29 @@ pub(crate) struct Fragment {
 enum Held {
     Own(TypeDesc),
     Root(Arc<Schema>),
+}
+
+#[pymethods]
+impl Fragment {
+    /// The objects of the fragment's own struct (`infos[0]`, made for this fragment alone):
+    /// a class keeps its fragment, whose info refers back to the class. The other infos are
+    /// those of nested structs, each visited by its own fragment: an object reported twice
+    /// for one reference could be freed while still in use, and one not reported at all
+    /// only stays alive.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(a) = self.infos.first() {
+            visit.call(&a.cls)?;
+            for n in &a.names {
+                visit.call(n)?;
+            }
+            for d in &a.defaults {
+                visit.call(d)?;
+            }
+            super::structs::traverse_converters(&a.decoders, &visit)?;
+            super::structs::traverse_converters(&a.encoders, &visit)?;
+        }
+        Ok(())
+    }
 }
 
 impl Fragment {

@@ -17,6 +17,7 @@ use std::sync::{Arc, OnceLock};
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple, PyType};
+use pyo3::{PyTraverseError, PyVisit};
 
 use bytewright_columns::{Columnar, Request};
 use bytewright_wire::compile::compile_with;
@@ -170,6 +171,15 @@ impl Codec {
 
 #[pymethods]
 impl Codec {
+    /// The objects the codec holds (its structs' classes, names, defaults and converters):
+    /// a class and its codec refer to each other, a cycle the collector must see to free.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for s in &self.structs {
+            s.traverse(&visit)?;
+        }
+        Ok(())
+    }
+
     /// A codec from its schema description (JSON) and, by struct id, each struct's adapter
     /// info (class or None, field names, defaults, decoders, encoders). Struct classes get
     /// theirs from `compile_struct`.

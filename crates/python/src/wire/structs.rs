@@ -5,6 +5,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
+use pyo3::{PyTraverseError, PyVisit};
 
 /// Per-field converters of a struct (decoders or encoders), or None.
 pub type Converters = Option<Vec<Option<Py<PyAny>>>>;
@@ -20,6 +21,32 @@ pub struct StructInfo {
     /// Converters from wire values to Python values and back, by field index (typed only).
     pub decoders: Vec<Option<Py<PyAny>>>,
     pub encoders: Vec<Option<Py<PyAny>>>,
+}
+
+impl StructInfo {
+    /// Visits every object the info holds (its owner's `__traverse__`: a class refers to its
+    /// codec, which refers back to the class, so the collector must see these references).
+    pub fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for k in &self.keys {
+            visit.call(k)?;
+        }
+        for d in &self.defaults {
+            visit.call(d)?;
+        }
+        visit.call(&self.class)?;
+        for c in self.decoders.iter().chain(&self.encoders) {
+            visit.call(c)?;
+        }
+        Ok(())
+    }
+}
+
+/// Visits every object of a converter list (see `StructInfo::traverse`).
+pub fn traverse_converters(c: &Converters, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+    for c in c.iter().flatten() {
+        visit.call(c)?;
+    }
+    Ok(())
 }
 
 // From CPython's structmember.h (stable since 3.0; Py_T_OBJECT_EX in 3.12+).
