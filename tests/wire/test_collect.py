@@ -62,3 +62,42 @@ def test_a_nested_class_outlives_the_class_that_held_it() -> None:
     assert record(data=b"q").pack() == b"\x01q\x00\x07"
     del record
     assert collected(refs) == [True, True, True]
+
+
+def test_a_class_keeps_the_classes_nested_in_it() -> None:
+    # The outer class is the only holder of the nested ones: collecting must not clear
+    # them (their methods, slots and defaults are still used through the outer class).
+    c = define()
+    envelope = c["Envelope"]
+    data = envelope(frame=c["Frame"](records=[c["Record"](data=b"ab")])).pack()
+    refs = [weakref.ref(x) for x in c.values()]
+    del c
+    for _ in range(3):
+        assert collected(refs) == [False, False, False]
+    env = envelope.unpack(data)
+    record = env.frame.records[0]
+    assert (record.n, record.data, record.code) == (2, b"ab", 7)
+    assert type(record)(data=b"xyz").pack() == b"\x03xyz\x00\x07"
+    assert env.pack() == data
+    assert envelope(frame=type(env.frame)(records=[])).pack() == b"\x00\x00\x00\x02\x00\x00"
+
+
+def test_a_class_described_again_keeps_its_nested_classes() -> None:
+    # A nested class reached through another class's cached description, then a second
+    # outer class built on the first: dropping the names in turn frees nothing still used.
+    c = define()
+
+    class Outer(bw.Struct):
+        env: c["Envelope"]  # type: ignore[valid-type]
+        tail: bw.U8
+
+    data = Outer(env=c["Envelope"](frame=c["Frame"](records=[])), tail=9).pack()
+    refs = [weakref.ref(x) for x in c.values()]
+    del c
+    assert collected(refs) == [False, False, False]
+    back = Outer.unpack(data)
+    assert back.tail == 9 and back.env.frame.records == []
+    assert type(back.env.frame)(records=[]).pack() == b"\x00\x00"
+    oref = weakref.ref(Outer)
+    del Outer, back
+    assert collected(refs + [oref]) == [True, True, True, True]
