@@ -86,18 +86,19 @@ def test_a_class_described_again_keeps_its_nested_classes() -> None:
     # A nested class reached through another class's cached description, then a second
     # outer class built on the first: dropping the names in turn frees nothing still used.
     c = define()
+    envelope = c["Envelope"]
 
     class Outer(bw.Struct):
-        env: c["Envelope"]  # type: ignore[valid-type]
+        env: envelope  # type: ignore[valid-type]
         tail: bw.U8
 
-    data = Outer(env=c["Envelope"](frame=c["Frame"](records=[])), tail=9).pack()
+    data = Outer(env=envelope(frame=c["Frame"](records=[])), tail=9).pack()
     refs = [weakref.ref(x) for x in c.values()]
-    del c
+    del c, envelope
     assert collected(refs) == [False, False, False]
     back = Outer.unpack(data)
     assert back.tail == 9 and back.env.frame.records == []
     assert type(back.env.frame)(records=[]).pack() == b"\x00\x00"
     oref = weakref.ref(Outer)
     del Outer, back
-    assert collected(refs + [oref]) == [True, True, True, True]
+    assert collected([*refs, oref]) == [True, True, True, True]
