@@ -1,4 +1,4 @@
-"""pyarrow, polars, pandas and NumPy take a bw.Table (and give tables back to pack_table)."""
+"""pyarrow, polars, pandas, DuckDB and NumPy take a bw.Table (and give tables back to pack_table)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,26 @@ def test_polars_takes_the_table() -> None:
     assert Trade.unpack_table(trades(5)).to_polars().equals(df.head(5))
     # And back: polars frames pack to the same bytes.
     assert Trade.pack_table(df) == trades(100)
+
+
+def test_duckdb_queries_the_table() -> None:
+    duckdb = pytest.importorskip("duckdb")
+    t = Trade.unpack_table(trades(100))
+    rows = [Trade.unpack(Trade(**r).pack()) for r in t.to_pylist()]
+    con = duckdb.connect()
+    # The table is found by its variable name, through its Arrow PyCapsule stream.
+    got = con.sql("select count(*), sum(id), count(note), sum(note) from t").fetchall()[0]
+    notes = [r.note for r in rows if r.note is not None]
+    assert got == (100, sum(range(100)), len(notes), sum(notes))
+    got = con.sql("select id, sym, fills from t where len(fills) = 3 order by id limit 2")
+    assert got.fetchall() == [(3, "", [0, 1, 2]), (7, "A", [0, 1, 2])]
+    types = con.sql("select typeof(id), typeof(sym), typeof(fills), typeof(note) from t limit 1")
+    assert types.fetchall()[0] == ("UINTEGER", "VARCHAR", "USMALLINT[]", "USMALLINT")
+    # Or registered under a name; fixed-size bytes arrive as BLOB.
+    con.register("ticks", Tick.unpack_table(ticks(10)))
+    assert con.sql("select distinct venue, max(qty) from ticks group by venue").fetchall() == [
+        (b"XNAS", 4)
+    ]
 
 
 def test_pandas_takes_the_table() -> None:
