@@ -123,6 +123,9 @@ struct ClassEntry<'py> {
     shapes: Vec<Shape<'py>>,
 }
 
+/// [`Encoder::root_slot`] before the root has a memo slot.
+const NO_SLOT: u32 = u32::MAX;
+
 /// The writer kind of a class of yours that subclasses a builtin type (a DERIVED record).
 const KIND_DERIVED: u8 = u8::MAX;
 /// What an encoder allocates, kept per thread between calls so that writing a small
@@ -171,13 +174,12 @@ impl<'py> std::ops::DerefMut for Walker<'py> {
 impl Drop for Walker<'_> {
     #[inline(always)]
     fn drop(&mut self) {
+        // Most graphs that share anything share a few strs (dict keys, constants): release
+        // those in line (nothing to do for the others), and skip the full drop if nothing
+        // else is held.
+        self.0.memo.release_inline();
         if !self.0.is_vacant() {
-            // Most graphs that share anything share a few strs (dict keys, constants):
-            // release those in line, and skip the full drop if nothing else is held.
-            self.0.memo.release_inline();
-            if !self.0.is_vacant() {
-                drop_encoder(&mut self.0);
-            }
+            drop_encoder(&mut self.0);
         }
     }
 }
@@ -194,6 +196,11 @@ pub struct Encoder<'py> {
     cfg: &'static Config,
     w: Writer,
     memo: Memo,
+    /// The object being pickled (null: none yet). The caller holds it for the whole call,
+    /// so when it is shared it is remembered here, not in `memo` (see [`Encoder::encode_root`]).
+    root: *mut ffi::PyObject,
+    /// `root`'s memo slot, once it has one ([`NO_SLOT`] before).
+    root_slot: u32,
     next_slot: u32,
     /// The maps few records need, allocated together on first use (see [`Rare`]).
     rare: Option<Box<Rare>>,
@@ -284,6 +291,8 @@ impl<'py> Encoder<'py> {
             cfg,
             w,
             memo: Memo::default(),
+            root: std::ptr::null_mut(),
+            root_slot: NO_SLOT,
             next_slot: 0,
             rare: None,
             classes: Vec::new(),
@@ -441,7 +450,21 @@ impl<'py> Encoder<'py> {
                 return Some(None);
             }
         }
-        if let Some(slot) = self.memo.get(obj) {
+        if prefix && obj != self.root {
+            // Looked up and, when new, remembered in one probe of the memo.
+            let slot = self.next_slot;
+            if let Some(found) = self.memo.get_or_insert(obj, slot) {
+                if self.deterministic {
+                    self.rare().seen_twice.insert(obj as usize, ());
+                }
+                self.w.reference(found);
+                return None;
+            }
+            self.next_slot += 1;
+            self.w.share();
+            return Some(Some(slot));
+        }
+        if let Some(slot) = self.lookup(obj) {
             if self.deterministic {
                 self.rare().seen_twice.insert(obj as usize, ());
             }
@@ -457,16 +480,38 @@ impl<'py> Encoder<'py> {
         Some(Some(slot))
     }
 
+    /// The memo slot of `obj`, if it was remembered.
+    #[inline(always)]
+    fn lookup(&self, obj: *mut ffi::PyObject) -> Option<u32> {
+        if obj == self.root {
+            return (self.root_slot != NO_SLOT).then_some(self.root_slot);
+        }
+        self.memo.get(obj)
+    }
+
+    /// Encodes `obj`, the object being pickled (the caller holds it until the encoder is
+    /// done).
+    #[inline(always)]
+    pub fn encode_root(&mut self, obj: *mut ffi::PyObject) -> R {
+        self.root = obj;
+        self.encode(obj)
+    }
+
     #[inline(always)]
     fn remember(&mut self, obj: *mut ffi::PyObject, slot: u32) {
-        self.memo.insert(obj, slot);
+        if obj == self.root {
+            // Held by the caller throughout: no memo entry, no reference to release.
+            self.root_slot = slot;
+        } else {
+            self.memo.insert(obj, slot);
+        }
     }
 
     /// Ends a value built after its children. If it was met again inside itself, that
     /// inner copy is the real one: wrap what was written in REPLACE of the inner slot.
     fn memo_end(&mut self, obj: *mut ffi::PyObject, slot: Option<u32>, mark: usize) {
         if let Some(slot) = slot {
-            if let Some(inner) = self.memo.get(obj) {
+            if let Some(inner) = self.lookup(obj) {
                 if self.deterministic {
                     self.rare().seen_twice.insert(obj as usize, ());
                 }
