@@ -128,7 +128,7 @@ const NO_SLOT: u32 = u32::MAX;
 
 /// The writer kind of a class of yours that subclasses a builtin type (a DERIVED record).
 const KIND_DERIVED: u8 = u8::MAX;
-/// What an encoder allocates, kept per thread between calls so that writing a small
+/// What an encoder allocates, kept between calls so that writing a small
 /// graph of class instances allocates nothing but its result. Always empty while stored.
 struct Scratch {
     classes: Vec<ClassEntry<'static>>,
@@ -138,9 +138,16 @@ struct Scratch {
 /// Storage beyond this many entries (after an unusual graph) is freed rather than kept.
 const SCRATCH_KEEP: usize = 256;
 
-thread_local! {
-    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
-}
+/// The kept [`Scratch`]. A plain static rather than a thread-local (which costs a call to
+/// find on every `dumps` of a class instance): it is only taken or put back with the GIL
+/// held, so no two threads touch it at once; a call that finds it taken (a nested one, or
+/// another thread's while the first released the GIL) allocates its own.
+struct ScratchSlot(std::cell::UnsafeCell<Option<Scratch>>);
+
+// SAFETY: only touched with the GIL held (see `adopt_scratch` and `keep_scratch`).
+unsafe impl Sync for ScratchSlot {}
+
+static SCRATCH: ScratchSlot = ScratchSlot(std::cell::UnsafeCell::new(None));
 
 /// Up to this many classes a record's class lookup scans a list; beyond, a map.
 const FEW_CLASSES: usize = 8;
@@ -306,12 +313,14 @@ impl<'py> Encoder<'py> {
         }
     }
 
-    /// Takes this thread's kept class and field storage, when the graph meets its first
+    /// Takes the kept class and field storage, when the graph meets its first
     /// class (graphs of builtins never touch it). A nested call (a `__getstate__` that
     /// pickles) finds the slot empty and allocates.
     #[cold]
     fn adopt_scratch(&mut self) {
-        if let Some(s) = SCRATCH.with(std::cell::Cell::take) {
+        // SAFETY: the GIL is held (the encoder lives in a native call), so this is the only
+        // access to the slot.
+        if let Some(s) = unsafe { (*SCRATCH.0.get()).take() } {
             // SAFETY: the vector is empty (cleared before it was stored), and lifetimes do
             // not change a type's layout: only capacity is carried over.
             self.classes = unsafe {
@@ -324,7 +333,7 @@ impl<'py> Encoder<'py> {
     }
 
     /// What was written: the record so far, its deferred chunks, and (deterministic mode)
-    /// the objects met twice. The class and field storage goes back to this thread; the
+    /// the objects met twice. The class and field storage is kept for the next call; the
     /// rest of the walker's state is released when it is dropped. Taken out in place
     /// (moving a whole encoder out by value copies it).
     #[inline(always)]
@@ -344,7 +353,7 @@ impl<'py> Encoder<'py> {
     }
 
     /// The record written so far, when no data was deferred (see [`Encoder::take_output`]
-    /// otherwise). The class and field storage goes back to this thread first.
+    /// otherwise). The class and field storage is kept for the next call first.
     #[inline(always)]
     pub fn undeferred_output(&mut self) -> Option<&mut Writer> {
         if !self.chunks.is_empty() {
@@ -381,7 +390,7 @@ impl<'py> Encoder<'py> {
         self.rare().only_shared = Some(shared);
     }
 
-    /// Gives the class and field storage back to this thread (see [`Scratch`]).
+    /// Keeps the class and field storage for the next call (see [`Scratch`]).
     #[cold]
     fn keep_scratch(&mut self) {
         let mut classes = std::mem::take(&mut self.classes);
@@ -396,7 +405,9 @@ impl<'py> Encoder<'py> {
             let classes = unsafe {
                 std::mem::transmute::<Vec<ClassEntry<'py>>, Vec<ClassEntry<'static>>>(classes)
             };
-            let _ = SCRATCH.try_with(|slot| slot.set(Some(Scratch { classes, fields })));
+            // SAFETY: the GIL is held, so this is the only access to the slot. What it held
+            // (a nested call's storage) is empty: dropping it frees memory and runs no code.
+            drop(unsafe { (*SCRATCH.0.get()).replace(Scratch { classes, fields }) });
         }
     }
 
