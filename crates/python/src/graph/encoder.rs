@@ -323,11 +323,14 @@ impl<'py> Encoder<'py> {
         if let Some(s) = unsafe { (*SCRATCH.0.get()).take() } {
             // SAFETY: the vector is empty (cleared before it was stored), and lifetimes do
             // not change a type's layout: only capacity is carried over.
-            self.classes = unsafe {
+            let classes = unsafe {
                 std::mem::transmute::<Vec<ClassEntry<'static>>, Vec<ClassEntry<'py>>>(s.classes)
             };
+            // Only called while `classes` has no storage (nothing to drop); `fields` may.
+            debug_assert_eq!(self.classes.capacity(), 0);
+            std::mem::forget(std::mem::replace(&mut self.classes, classes));
             if self.fields.capacity() == 0 {
-                self.fields = s.fields;
+                std::mem::forget(std::mem::replace(&mut self.fields, s.fields));
             }
         }
     }
