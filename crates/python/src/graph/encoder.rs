@@ -1385,7 +1385,7 @@ impl<'py> Encoder<'py> {
                 return Ok(());
             }
         }
-        // The declared fields in order: the class's definition, encoded once per thread.
+        // The declared fields in order: the class's definition, encoded once, kept in its facts.
         if let Some(definition) = &facts.definition {
             if declared() {
                 self.w.class_new_defined(tag, definition);
