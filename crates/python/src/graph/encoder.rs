@@ -508,6 +508,26 @@ impl<'py> Encoder<'py> {
     #[inline(always)]
     pub fn encode_root(&mut self, obj: *mut ffi::PyObject) -> R {
         self.root = obj;
+        // SAFETY: obj is live (the caller holds it); its type and count are only read.
+        let (ty, refs) = unsafe { (ffi::Py_TYPE(obj), ffi::Py_REFCNT(obj)) };
+        let list = ty == addr_of_mut!(ffi::PyList_Type);
+        if (list || ty == addr_of_mut!(ffi::PyDict_Type))
+            && refs > 2
+            && self.use_memo
+            && self.rare.is_none()
+        {
+            // A shared list or dict at the root, in line: what `memo_begin` does for it
+            // when nothing is remembered yet (no lookup can find it): the first slot.
+            debug_assert!(self.next_slot == 0 && self.root_slot == NO_SLOT);
+            self.next_slot = 1;
+            self.root_slot = 0;
+            self.w.share();
+            return if list {
+                self.list_items(obj)
+            } else {
+                self.dict_items(obj, tags::DICT)
+            };
+        }
         self.encode(obj)
     }
 
@@ -820,6 +840,12 @@ impl<'py> Encoder<'py> {
         if self.memo_begin(obj, true).is_none() {
             return Ok(());
         }
+        self.list_items(obj)
+    }
+
+    /// [`Encoder::list`] after the memo: the header and the items.
+    #[inline(always)]
+    fn list_items(&mut self, obj: *mut ffi::PyObject) -> R {
         // SAFETY: obj is a live exact list; each item is read under a bounds check against
         // the current size and held by a new reference while it is encoded.
         unsafe {
@@ -985,6 +1011,12 @@ impl<'py> Encoder<'py> {
         if self.memo_begin(obj, true).is_none() {
             return Ok(());
         }
+        self.dict_items(obj, tag)
+    }
+
+    /// [`Encoder::dict`] after the memo: the header and the pairs.
+    #[inline(always)]
+    fn dict_items(&mut self, obj: *mut ffi::PyObject, tag: u8) -> R {
         // SAFETY: obj is a live dict; dict_next (as PyDict_Next) tolerates mutation, and each key and
         // value is held by a new reference while it is encoded.
         unsafe {
