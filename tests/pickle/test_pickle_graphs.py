@@ -42,6 +42,21 @@ def test_cycle_through_a_tuple():
     assert std[0][0] is std
 
 
+def test_the_root_met_again_inside_itself_keeps_identity():
+    for deterministic in (False, True):
+        lst: list = []
+        lst += [lst, lst, (lst,), {"me": lst}]
+        back = pickle.loads(pickle.dumps(lst, deterministic=deterministic))
+        assert back[0] is back and back[1] is back
+        assert back[2][0] is back and back[3]["me"] is back
+        t = ([], [])
+        t[0].extend([t, t])
+        t[1].append(t)
+        back = pickle.loads(pickle.dumps(t, deterministic=deterministic))
+        assert type(back) is tuple
+        assert back[0][0] is back and back[0][1] is back and back[1][0] is back
+
+
 def test_cycle_through_nested_tuples_and_dicts():
     d: dict = {}
     t = (1, (d, "x"))

@@ -403,6 +403,20 @@ impl Writer {
     }
 
     pub fn bytes(&mut self, data: &[u8]) {
+        if data.len() <= SHORT_STR_MAX_LEN {
+            // Short data: its length is one varint byte (below 0x80), written with the data
+            // as a short str is (no call to memcpy).
+            self.buf.reserve(1 + ATOM_ROOM);
+            // SAFETY: 1 + ATOM_ROOM bytes of room after `len` (reserved above); the tag and
+            // `put_short` write 2 + data.len() of them, all before `set_len` exposes them.
+            unsafe {
+                let dst = self.buf.as_mut_ptr().add(self.buf.len());
+                *dst = BYTES;
+                put_short(dst.add(1), data.len() as u8, data);
+                self.buf.set_len(self.buf.len() + 2 + data.len());
+            }
+            return;
+        }
         self.tag_len(BYTES, data.len() as u64);
         self.buf.extend_from_slice(data);
     }
@@ -606,6 +620,9 @@ pub fn class_definition<'f>(
 /// The room any single atom's raw writer ([`put_int`], [`put_float`], [`put_short_str`],
 /// [`put_tag`]) needs after its destination (some store a few bytes past the value).
 pub const ATOM_ROOM: usize = 1 + SHORT_STR_MAX_LEN;
+
+// `Writer::bytes` writes the length of short data as its one varint byte.
+const _: () = assert!(SHORT_STR_MAX_LEN < 0x80);
 
 /// The room [`put_int`], [`put_float`] and [`put_tag`] need ([`put_short_str`] needs one
 /// byte more than its text).
@@ -865,6 +882,28 @@ mod tests {
         });
         assert_eq!(two.drain(..3).collect::<Vec<_>>(), [NEG16, 43, 1]);
         assert_eq!(float_value(two[0], &two), Some(0.1));
+    }
+
+    #[test]
+    fn bytes_of_every_short_length_and_past_it_are_tag_varint_data() {
+        for n in 0..=(SHORT_STR_MAX_LEN + 140) {
+            let data: Vec<u8> = (0..n).map(|i| (i * 7 + 1) as u8).collect();
+            let mut want = vec![BYTES];
+            crate::varint::put(&mut want, n as u64);
+            want.extend_from_slice(&data);
+            assert_eq!(body(|w| w.bytes(&data)), want, "length {n}");
+            // After other output, at any alignment.
+            let mut both = vec![SHORT_STR + 1, b'x'];
+            both.extend_from_slice(&want);
+            assert_eq!(
+                body(|w| {
+                    w.str(b"x");
+                    w.bytes(&data);
+                }),
+                both,
+                "length {n}"
+            );
+        }
     }
 
     #[test]

@@ -123,9 +123,12 @@ struct ClassEntry<'py> {
     shapes: Vec<Shape<'py>>,
 }
 
+/// [`Encoder::root_slot`] before the root has a memo slot.
+const NO_SLOT: u32 = u32::MAX;
+
 /// The writer kind of a class of yours that subclasses a builtin type (a DERIVED record).
 const KIND_DERIVED: u8 = u8::MAX;
-/// What an encoder allocates, kept per thread between calls so that writing a small
+/// What an encoder allocates, kept between calls so that writing a small
 /// graph of class instances allocates nothing but its result. Always empty while stored.
 struct Scratch {
     classes: Vec<ClassEntry<'static>>,
@@ -135,9 +138,16 @@ struct Scratch {
 /// Storage beyond this many entries (after an unusual graph) is freed rather than kept.
 const SCRATCH_KEEP: usize = 256;
 
-thread_local! {
-    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
-}
+/// The kept [`Scratch`]. A plain static rather than a thread-local (which costs a call to
+/// find on every `dumps` of a class instance): it is only taken or put back with the GIL
+/// held, so no two threads touch it at once; a call that finds it taken (a nested one, or
+/// another thread's while the first released the GIL) allocates its own.
+struct ScratchSlot(std::cell::UnsafeCell<Option<Scratch>>);
+
+// SAFETY: only touched with the GIL held (see `adopt_scratch` and `keep_scratch`).
+unsafe impl Sync for ScratchSlot {}
+
+static SCRATCH: ScratchSlot = ScratchSlot(std::cell::UnsafeCell::new(None));
 
 /// Up to this many classes a record's class lookup scans a list; beyond, a map.
 const FEW_CLASSES: usize = 8;
@@ -171,13 +181,12 @@ impl<'py> std::ops::DerefMut for Walker<'py> {
 impl Drop for Walker<'_> {
     #[inline(always)]
     fn drop(&mut self) {
+        // Most graphs that share anything share a few strs (dict keys, constants): release
+        // those in line (nothing to do for the others), and skip the full drop if nothing
+        // else is held.
+        self.0.memo.release_inline();
         if !self.0.is_vacant() {
-            // Most graphs that share anything share a few strs (dict keys, constants):
-            // release those in line, and skip the full drop if nothing else is held.
-            self.0.memo.release_inline();
-            if !self.0.is_vacant() {
-                drop_encoder(&mut self.0);
-            }
+            drop_encoder(&mut self.0);
         }
     }
 }
@@ -194,6 +203,11 @@ pub struct Encoder<'py> {
     cfg: &'static Config,
     w: Writer,
     memo: Memo,
+    /// The object being pickled (null: none yet). The caller holds it for the whole call,
+    /// so when it is shared it is remembered here, not in `memo` (see [`Encoder::encode_root`]).
+    root: *mut ffi::PyObject,
+    /// `root`'s memo slot, once it has one ([`NO_SLOT`] before).
+    root_slot: u32,
     next_slot: u32,
     /// The maps few records need, allocated together on first use (see [`Rare`]).
     rare: Option<Box<Rare>>,
@@ -284,6 +298,8 @@ impl<'py> Encoder<'py> {
             cfg,
             w,
             memo: Memo::default(),
+            root: std::ptr::null_mut(),
+            root_slot: NO_SLOT,
             next_slot: 0,
             rare: None,
             classes: Vec::new(),
@@ -297,25 +313,30 @@ impl<'py> Encoder<'py> {
         }
     }
 
-    /// Takes this thread's kept class and field storage, when the graph meets its first
+    /// Takes the kept class and field storage, when the graph meets its first
     /// class (graphs of builtins never touch it). A nested call (a `__getstate__` that
     /// pickles) finds the slot empty and allocates.
     #[cold]
     fn adopt_scratch(&mut self) {
-        if let Some(s) = SCRATCH.with(std::cell::Cell::take) {
+        // SAFETY: the GIL is held (the encoder lives in a native call), so this is the only
+        // access to the slot.
+        if let Some(s) = unsafe { (*SCRATCH.0.get()).take() } {
             // SAFETY: the vector is empty (cleared before it was stored), and lifetimes do
             // not change a type's layout: only capacity is carried over.
-            self.classes = unsafe {
+            let classes = unsafe {
                 std::mem::transmute::<Vec<ClassEntry<'static>>, Vec<ClassEntry<'py>>>(s.classes)
             };
+            // Only called while `classes` has no storage (nothing to drop); `fields` may.
+            debug_assert_eq!(self.classes.capacity(), 0);
+            std::mem::forget(std::mem::replace(&mut self.classes, classes));
             if self.fields.capacity() == 0 {
-                self.fields = s.fields;
+                std::mem::forget(std::mem::replace(&mut self.fields, s.fields));
             }
         }
     }
 
     /// What was written: the record so far, its deferred chunks, and (deterministic mode)
-    /// the objects met twice. The class and field storage goes back to this thread; the
+    /// the objects met twice. The class and field storage is kept for the next call; the
     /// rest of the walker's state is released when it is dropped. Taken out in place
     /// (moving a whole encoder out by value copies it).
     #[inline(always)]
@@ -335,7 +356,7 @@ impl<'py> Encoder<'py> {
     }
 
     /// The record written so far, when no data was deferred (see [`Encoder::take_output`]
-    /// otherwise). The class and field storage goes back to this thread first.
+    /// otherwise). The class and field storage is kept for the next call first.
     #[inline(always)]
     pub fn undeferred_output(&mut self) -> Option<&mut Writer> {
         if !self.chunks.is_empty() {
@@ -372,7 +393,7 @@ impl<'py> Encoder<'py> {
         self.rare().only_shared = Some(shared);
     }
 
-    /// Gives the class and field storage back to this thread (see [`Scratch`]).
+    /// Keeps the class and field storage for the next call (see [`Scratch`]).
     #[cold]
     fn keep_scratch(&mut self) {
         let mut classes = std::mem::take(&mut self.classes);
@@ -387,7 +408,9 @@ impl<'py> Encoder<'py> {
             let classes = unsafe {
                 std::mem::transmute::<Vec<ClassEntry<'py>>, Vec<ClassEntry<'static>>>(classes)
             };
-            let _ = SCRATCH.try_with(|slot| slot.set(Some(Scratch { classes, fields })));
+            // SAFETY: the GIL is held, so this is the only access to the slot. What it held
+            // (a nested call's storage) is empty: dropping it frees memory and runs no code.
+            drop(unsafe { (*SCRATCH.0.get()).replace(Scratch { classes, fields }) });
         }
     }
 
@@ -441,7 +464,21 @@ impl<'py> Encoder<'py> {
                 return Some(None);
             }
         }
-        if let Some(slot) = self.memo.get(obj) {
+        if prefix && obj != self.root {
+            // Looked up and, when new, remembered in one probe of the memo.
+            let slot = self.next_slot;
+            if let Some(found) = self.memo.get_or_insert(obj, slot) {
+                if self.deterministic {
+                    self.rare().seen_twice.insert(obj as usize, ());
+                }
+                self.w.reference(found);
+                return None;
+            }
+            self.next_slot += 1;
+            self.w.share();
+            return Some(Some(slot));
+        }
+        if let Some(slot) = self.lookup(obj) {
             if self.deterministic {
                 self.rare().seen_twice.insert(obj as usize, ());
             }
@@ -457,16 +494,58 @@ impl<'py> Encoder<'py> {
         Some(Some(slot))
     }
 
+    /// The memo slot of `obj`, if it was remembered.
+    #[inline(always)]
+    fn lookup(&self, obj: *mut ffi::PyObject) -> Option<u32> {
+        if obj == self.root {
+            return (self.root_slot != NO_SLOT).then_some(self.root_slot);
+        }
+        self.memo.get(obj)
+    }
+
+    /// Encodes `obj`, the object being pickled (the caller holds it until the encoder is
+    /// done).
+    #[inline(always)]
+    pub fn encode_root(&mut self, obj: *mut ffi::PyObject) -> R {
+        self.root = obj;
+        // SAFETY: obj is live (the caller holds it); its type and count are only read.
+        let (ty, refs) = unsafe { (ffi::Py_TYPE(obj), ffi::Py_REFCNT(obj)) };
+        let list = ty == addr_of_mut!(ffi::PyList_Type);
+        if (list || ty == addr_of_mut!(ffi::PyDict_Type))
+            && refs > 2
+            && self.use_memo
+            && self.rare.is_none()
+        {
+            // A shared list or dict at the root, in line: what `memo_begin` does for it
+            // when nothing is remembered yet (no lookup can find it): the first slot.
+            debug_assert!(self.next_slot == 0 && self.root_slot == NO_SLOT);
+            self.next_slot = 1;
+            self.root_slot = 0;
+            self.w.share();
+            return if list {
+                self.list_items(obj)
+            } else {
+                self.dict_items(obj, tags::DICT)
+            };
+        }
+        self.encode(obj)
+    }
+
     #[inline(always)]
     fn remember(&mut self, obj: *mut ffi::PyObject, slot: u32) {
-        self.memo.insert(obj, slot);
+        if obj == self.root {
+            // Held by the caller throughout: no memo entry, no reference to release.
+            self.root_slot = slot;
+        } else {
+            self.memo.insert(obj, slot);
+        }
     }
 
     /// Ends a value built after its children. If it was met again inside itself, that
     /// inner copy is the real one: wrap what was written in REPLACE of the inner slot.
     fn memo_end(&mut self, obj: *mut ffi::PyObject, slot: Option<u32>, mark: usize) {
         if let Some(slot) = slot {
-            if let Some(inner) = self.memo.get(obj) {
+            if let Some(inner) = self.lookup(obj) {
                 if self.deterministic {
                     self.rare().seen_twice.insert(obj as usize, ());
                 }
@@ -761,6 +840,12 @@ impl<'py> Encoder<'py> {
         if self.memo_begin(obj, true).is_none() {
             return Ok(());
         }
+        self.list_items(obj)
+    }
+
+    /// [`Encoder::list`] after the memo: the header and the items.
+    #[inline(always)]
+    fn list_items(&mut self, obj: *mut ffi::PyObject) -> R {
         // SAFETY: obj is a live exact list; each item is read under a bounds check against
         // the current size and held by a new reference while it is encoded.
         unsafe {
@@ -926,6 +1011,12 @@ impl<'py> Encoder<'py> {
         if self.memo_begin(obj, true).is_none() {
             return Ok(());
         }
+        self.dict_items(obj, tag)
+    }
+
+    /// [`Encoder::dict`] after the memo: the header and the pairs.
+    #[inline(always)]
+    fn dict_items(&mut self, obj: *mut ffi::PyObject, tag: u8) -> R {
         // SAFETY: obj is a live dict; dict_next (as PyDict_Next) tolerates mutation, and each key and
         // value is held by a new reference while it is encoded.
         unsafe {
@@ -1326,7 +1417,7 @@ impl<'py> Encoder<'py> {
                 return Ok(());
             }
         }
-        // The declared fields in order: the class's definition, encoded once per thread.
+        // The declared fields in order: the class's definition, encoded once, kept in its facts.
         if let Some(definition) = &facts.definition {
             if declared() {
                 self.w.class_new_defined(tag, definition);

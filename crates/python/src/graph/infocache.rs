@@ -53,8 +53,8 @@ pub struct Described<'py> {
     pub builtin_base: Option<String>,
 }
 
-/// What the encoder needs of a class, shared by every `dumps` on this thread that
-/// meets it (no allocation per call).
+/// What the encoder needs of a class, shared by every `dumps` that meets it (no
+/// allocation per call).
 pub struct Facts {
     pub kind: u8,
     pub name: String,
@@ -80,8 +80,20 @@ struct Entry {
     facts: Rc<Facts>,
 }
 
-thread_local! {
-    static CACHE: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+/// The cache. A plain static rather than a thread-local (which costs a call to find on
+/// every lookup): it is only touched with the GIL held (see [`with_cache`]), so no two
+/// threads touch it at once, and the `Rc`s it shares are only cloned and dropped so.
+struct Cache(RefCell<Vec<Entry>>);
+
+// SAFETY: only reached through `with_cache`, which needs the GIL held.
+unsafe impl Sync for Cache {}
+
+static CACHE: Cache = Cache(RefCell::new(Vec::new()));
+
+/// Runs `f` on the cache; `_py` proves the GIL is held.
+#[inline(always)]
+fn with_cache<R>(_py: Python<'_>, f: impl FnOnce(&RefCell<Vec<Entry>>) -> R) -> R {
+    f(&CACHE.0)
 }
 
 /// `describe(cls)`, from the cache when both the class and its ClassInfo are alive.
@@ -166,7 +178,7 @@ fn described<'py>(
 
 fn get<'py>(cls: &Bound<'py, PyType>) -> Option<(Bound<'py, PyAny>, Rc<Facts>)> {
     let py = cls.py();
-    CACHE.with(|cache| {
+    with_cache(py, |cache| {
         // Upgrading weak references and cloning references run no Python code (the
         // temporary strong references never drop an object to zero: each referent is
         // alive, held elsewhere), so this borrow cannot be re-entered.
@@ -202,7 +214,7 @@ fn put(cls: &Bound<'_, PyType>, info: &Bound<'_, PyAny>, facts: &Rc<Facts>) {
     };
     // Entries removed here are dropped after the borrow ends: dropping a reference may
     // run arbitrary code (a weakref callback), which could re-enter this cache.
-    let evicted: Vec<Entry> = CACHE.with(|cache| {
+    let evicted: Vec<Entry> = with_cache(py, |cache| {
         let Ok(mut cache) = cache.try_borrow_mut() else {
             return vec![entry];
         };

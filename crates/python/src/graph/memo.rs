@@ -102,6 +102,44 @@ impl Memo {
         self.spill_insert(obj, slot);
     }
 
+    /// The slot of `obj` if it is remembered; otherwise remembers it under `slot` (as
+    /// [`Memo::insert`]) and gives `None`. One probe of the table serves both.
+    #[inline(always)]
+    pub fn get_or_insert(&mut self, obj: *mut ffi::PyObject, slot: u32) -> Option<u32> {
+        let key = obj as usize;
+        let mut i = home(key);
+        for _ in 0..PROBES {
+            if self.used & (1 << i) == 0 {
+                // Keys never leave the table: `obj` is not in it or in the map.
+                // SAFETY: obj is live and the GIL is held; the new reference keeps the
+                // address from being reused while it is a key, and is released in Drop.
+                unsafe { ffi::Py_INCREF(obj) };
+                self.keys[i] = MaybeUninit::new(key);
+                self.slots[i] = MaybeUninit::new(slot);
+                self.used |= 1 << i;
+                return None;
+            }
+            // SAFETY: bucket `i` is used, so its key and slot are initialised.
+            if unsafe { self.keys[i].assume_init() } == key {
+                return Some(unsafe { self.slots[i].assume_init() });
+            }
+            i = (i + 1) % BUCKETS;
+        }
+        self.spilled_get_or_insert(obj, slot)
+    }
+
+    /// [`Memo::get_or_insert`] for a key whose buckets are all taken by others.
+    #[inline(never)]
+    fn spilled_get_or_insert(&mut self, obj: *mut ffi::PyObject, slot: u32) -> Option<u32> {
+        if let Some(found) = self.get_spilled(obj as usize) {
+            return Some(found);
+        }
+        // SAFETY: as in `insert`: the map's key holds this reference.
+        unsafe { ffi::Py_INCREF(obj) };
+        self.spill_insert(obj, slot);
+        None
+    }
+
     #[inline(never)]
     fn spill_insert(&mut self, obj: *mut ffi::PyObject, slot: u32) {
         if let Some(old) = self.spill.insert(obj as usize, slot) {

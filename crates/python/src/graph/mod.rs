@@ -244,7 +244,8 @@ fn dumps<'py>(
         None => (take_spare(py), false),
     };
     let mut enc = Walker::new(Encoder::new(py, cfg, deterministic, w));
-    enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
+    enc.encode_root(obj.as_ptr())
+        .map_err(|e| e.into_py(py, cfg))?;
     if deterministic {
         // Second pass: share only what the first pass met twice, never what merely has
         // outside references, so equal graphs give equal bytes in any process.
@@ -252,7 +253,8 @@ fn dumps<'py>(
         w.restart();
         enc = Walker::new(Encoder::new(py, cfg, deterministic, w));
         enc.share_only(shared);
-        enc.encode(obj.as_ptr()).map_err(|e| e.into_py(py, cfg))?;
+        enc.encode_root(obj.as_ptr())
+            .map_err(|e| e.into_py(py, cfg))?;
     }
     if in_place {
         let out = match enc.undeferred_output() {
