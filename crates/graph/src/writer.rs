@@ -733,27 +733,41 @@ pub unsafe fn put_short_str(dst: *mut u8, utf8: &[u8]) -> *mut u8 {
 /// `dst` is valid for `1 + data.len()` writes, and `data.len() <= SHORT_STR_MAX_LEN`.
 #[inline(always)]
 unsafe fn put_short(dst: *mut u8, tag: u8, data: &[u8]) {
-    let n = data.len();
-    debug_assert!(n <= SHORT_STR_MAX_LEN);
-    let src = data.as_ptr();
-    // SAFETY: every copy below stays within the first 1 + n bytes at dst; each reads only
-    // within `data` (the pairs of loads overlap instead of reading past its end).
+    debug_assert!(data.len() <= SHORT_STR_MAX_LEN);
+    // SAFETY: as the caller guarantees.
     unsafe {
         *dst = tag;
-        let dst = dst.add(1);
+        copy_small(data, dst.add(1));
+    }
+}
+
+/// Copies `src` (at most 32 bytes) to `dst` with at most two overlapping moves of 16, 8
+/// or 4 bytes, or three single bytes: no call to `memcpy`, whose set-up costs more than
+/// copying a short text.
+///
+/// # Safety
+/// `dst` is valid for `src.len()` writes and does not overlap `src`.
+#[inline(always)]
+pub unsafe fn copy_small(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    debug_assert!(n <= 32);
+    let s = src.as_ptr();
+    // SAFETY: every move below reads within `src` and writes within the first `n` bytes
+    // of `dst` (the pairs overlap rather than pass the end).
+    unsafe {
         if n >= 16 {
-            std::ptr::copy_nonoverlapping(src, dst, 16);
-            std::ptr::copy_nonoverlapping(src.add(n - 16), dst.add(n - 16), 16);
+            std::ptr::copy_nonoverlapping(s, dst, 16);
+            std::ptr::copy_nonoverlapping(s.add(n - 16), dst.add(n - 16), 16);
         } else if n >= 8 {
-            std::ptr::copy_nonoverlapping(src, dst, 8);
-            std::ptr::copy_nonoverlapping(src.add(n - 8), dst.add(n - 8), 8);
+            std::ptr::copy_nonoverlapping(s, dst, 8);
+            std::ptr::copy_nonoverlapping(s.add(n - 8), dst.add(n - 8), 8);
         } else if n >= 4 {
-            std::ptr::copy_nonoverlapping(src, dst, 4);
-            std::ptr::copy_nonoverlapping(src.add(n - 4), dst.add(n - 4), 4);
+            std::ptr::copy_nonoverlapping(s, dst, 4);
+            std::ptr::copy_nonoverlapping(s.add(n - 4), dst.add(n - 4), 4);
         } else if n > 0 {
-            *dst = *src;
-            *dst.add(n / 2) = *src.add(n / 2);
-            *dst.add(n - 1) = *src.add(n - 1);
+            *dst = *s;
+            *dst.add(n / 2) = *s.add(n / 2);
+            *dst.add(n - 1) = *s.add(n - 1);
         }
     }
 }
@@ -850,20 +864,18 @@ mod tests {
         assert_eq!(body(|w| w.int(i64::MIN)).len(), 10);
     }
 
+    /// Where an int's encoded form changes (one byte, 8, 16 and 32 bits).
+    const INT_EDGES: [i64; 8] = [0, 0x3f, 0x40, 0xff, 0x100, 0xffff, 0x10000, i32::MAX as i64];
+
+    /// `e` and its neighbours, and their negations.
+    fn around(e: i64) -> [i64; 6] {
+        [e - 1, e, e + 1, -e - 1, -e, -e + 1]
+    }
+
     #[test]
     fn ints_at_every_form_boundary_read_back_exactly() {
-        let edges = [
-            0i64,
-            0x3f,
-            0x40,
-            0xff,
-            0x100,
-            0xffff,
-            0x10000,
-            i64::from(i32::MAX),
-        ];
-        for &e in &edges {
-            for v in [e - 1, e, e + 1, -e - 1, -e, -e + 1] {
+        for &e in &INT_EDGES {
+            for v in around(e) {
                 let enc = body(|w| w.int(v));
                 let want = match v {
                     0..=0x3f => 1,
@@ -954,18 +966,9 @@ mod tests {
 
     #[test]
     fn raw_atoms_write_what_the_writer_writes() {
-        let mut ints = vec![i64::MIN, i64::MAX, -1, 0, 1];
-        for e in [
-            0x3f,
-            0x40,
-            0xff,
-            0x100,
-            0xffff,
-            0x10000,
-            i64::from(i32::MAX),
-            1 << 40,
-        ] {
-            ints.extend([e - 1, e, e + 1, -e - 1, -e, -e + 1]);
+        let mut ints = vec![i64::MIN, i64::MAX];
+        for e in INT_EDGES.into_iter().chain([1 << 40]) {
+            ints.extend(around(e));
         }
         for v in ints {
             // SAFETY: the room holds ATOM_ROOM bytes.

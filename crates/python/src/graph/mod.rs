@@ -117,42 +117,12 @@ fn record_bytes(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
                 let dst = p
                     .cast::<u8>()
                     .add(std::mem::offset_of!(ffi::PyBytesObject, ob_sval));
-                copy_small(data, dst);
+                bytewright_graph::writer::copy_small(data, dst);
             }
             return p;
         }
     }
     new_bytes(py, data)
-}
-
-/// Copies `src` (at most 32 bytes) to `dst` with at most two overlapping moves of 16, 8,
-/// 4 or 1 bytes.
-///
-/// # Safety
-/// `dst` is valid for `src.len()` writes and does not overlap `src`.
-#[inline(always)]
-unsafe fn copy_small(src: &[u8], dst: *mut u8) {
-    let n = src.len();
-    debug_assert!(n <= 32);
-    let s = src.as_ptr();
-    // SAFETY: every move below reads within `src` and writes within the first `n` bytes
-    // of `dst` (the pairs overlap rather than pass the end).
-    unsafe {
-        if n >= 16 {
-            std::ptr::copy_nonoverlapping(s, dst, 16);
-            std::ptr::copy_nonoverlapping(s.add(n - 16), dst.add(n - 16), 16);
-        } else if n >= 8 {
-            std::ptr::copy_nonoverlapping(s, dst, 8);
-            std::ptr::copy_nonoverlapping(s.add(n - 8), dst.add(n - 8), 8);
-        } else if n >= 4 {
-            std::ptr::copy_nonoverlapping(s, dst, 4);
-            std::ptr::copy_nonoverlapping(s.add(n - 4), dst.add(n - 4), 4);
-        } else {
-            for i in 0..n {
-                *dst.add(i) = *s.add(i);
-            }
-        }
-    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
