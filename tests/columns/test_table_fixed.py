@@ -124,3 +124,42 @@ def test_a_bad_value_after_written_columns_is_a_pack_error() -> None:
     buf = bytearray(len(want) + 3)
     assert Lab.pack_table_into(buf, 3, cols) == len(buf)
     assert bytes(buf[3:]) == want
+
+
+class Wide(bw.Struct, byteorder="big"):
+    a: bw.U8
+    b: bw.I16
+    c: bw.U32
+    d: bw.I64
+    e: bw.F32
+    f: bw.F64
+
+
+class WideLittle(bw.Struct, byteorder="little"):
+    a: bw.U8
+    b: bw.I16
+    c: bw.U32
+    d: bw.I64
+    e: bw.F32
+    f: bw.F64
+
+
+@pytest.mark.parametrize("cls, order", [(Wide, ">"), (WideLittle, "<")])
+def test_tables_larger_than_the_caches_decode_exactly(cls: Any, order: str) -> None:
+    # Columns of 16 MiB and more are written with streaming stores, 16 bytes at a time:
+    # a row count that leaves a tail after the last whole unit of every width, on 1 to 3
+    # threads, with and without byte swapping.
+    kinds = {"a": "u1", "b": "i2", "c": "u4", "d": "i8", "e": "f4", "f": "f8"}
+    dtype = np.dtype([(name, order + kind) for name, kind in kinds.items()])
+    rows = (17 << 20) // dtype.itemsize + 13
+    rng = np.random.default_rng(7)
+    raw = rng.integers(0, 256, rows * dtype.itemsize, dtype=np.uint8).tobytes()
+    want = np.frombuffer(raw, dtype)
+    for threads in (1, 2, 3):
+        t = cls.unpack_table(raw, threads=threads)
+        assert len(t) == rows
+        for name in dtype.names:
+            got = np.asarray(t[name])
+            assert got.dtype == want[name].dtype.newbyteorder("=")
+            # Compared as bits: the random floats include NaNs.
+            assert got.tobytes() == want[name].astype(got.dtype).tobytes(), (threads, name)

@@ -230,6 +230,8 @@ pub fn run(
             width: col_width(&leaf.scalar),
         })
         .collect();
+    // Columns larger than the caches are written around them (see `copy`).
+    let stream = lens.iter().sum::<usize>() >= STREAM_FROM;
     // The first bad row found so far (rows past it need not be decoded).
     let bad = AtomicUsize::new(usize::MAX);
     let task = |i: usize| {
@@ -243,7 +245,7 @@ pub fn run(
         // outlives the tasks (`pool::run` returns after the last one), and `Column::part`
         // stays inside the column's `len` bytes.
         let out = cols.iter().map(|c| unsafe { c.part(first, n) }).collect();
-        if let Some(r) = block(plan, input, start, first, n, out) {
+        if let Some(r) = block(plan, input, start, first, n, out, stream) {
             bad.fetch_min(r, Ordering::Relaxed);
         }
     };
@@ -327,6 +329,53 @@ fn zeroed(dst: &mut [MaybeUninit<u8>], n: usize) -> &mut [u8] {
     unsafe { &mut *(d as *mut [MaybeUninit<u8>] as *mut [u8]) }
 }
 
+/// Tables whose columns take this many bytes or more are written with streaming stores.
+/// An ordinary store first reads the line it writes into the cache (a third stream of
+/// memory traffic besides the input and the output), which for columns larger than the
+/// caches only evicts what is still to be read; a streaming store writes whole lines
+/// without reading them. Smaller tables stay in the cache for whoever reads them next.
+const STREAM_FROM: usize = 16 << 20;
+
+/// Writes the first rows of [`copy`] (as many as fill whole 16-byte units) with streaming
+/// stores, gathering `16 / W` rows per store; returns how many rows it wrote.
+///
+/// # Safety
+/// `src.add(r * stride)` is readable for `W` bytes for every row `r < n`, `out` is valid
+/// for `n * W` writes and 16-byte aligned.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn stream_rows<const W: usize>(
+    src: *const u8,
+    stride: usize,
+    n: usize,
+    out: *mut u8,
+    swap: bool,
+) -> usize {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    let per = 16 / W;
+    let units = n / per;
+    // SAFETY: as the caller guarantees; unit u gathers rows u*per..(u+1)*per < n into a
+    // local and stores it at out + 16*u, inside the n*W bytes and aligned.
+    unsafe {
+        for u in 0..units {
+            let mut v = [0u8; 16];
+            for j in 0..per {
+                let mut b =
+                    std::ptr::read_unaligned(src.add((u * per + j) * stride).cast::<[u8; W]>());
+                if swap {
+                    b.reverse();
+                }
+                std::ptr::write_unaligned(v.as_mut_ptr().add(j * W).cast::<[u8; W]>(), b);
+            }
+            _mm_stream_si128(
+                out.add(u * 16).cast::<__m128i>(),
+                _mm_loadu_si128(v.as_ptr().cast::<__m128i>()),
+            );
+        }
+    }
+    units * per
+}
+
 /// Rows decoded leaf by leaf at a time: their input stays in cache while every leaf reads
 /// it (a multiple of 8, so bool bitmaps start on a byte).
 const CACHE_ROWS: usize = 2048;
@@ -340,6 +389,30 @@ fn block(
     first: usize,
     n: usize,
     mut out: Vec<Raw<'_>>,
+    stream: bool,
+) -> Option<usize> {
+    let found = block_rows(plan, input, start, first, n, &mut out, stream);
+    if stream {
+        // Streamed stores are not ordered with the others: make them visible before the
+        // task reports done.
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a store fence has no precondition (SSE2 is part of x86_64).
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
+    }
+    found
+}
+
+/// [`block`]'s rows.
+fn block_rows(
+    plan: &Plan,
+    input: &[u8],
+    start: usize,
+    first: usize,
+    n: usize,
+    out: &mut [Raw<'_>],
+    stream: bool,
 ) -> Option<usize> {
     let stride = plan.size;
     let mut done = 0;
@@ -354,7 +427,7 @@ fn block(
             };
             // Only the rows before a bad row already found matter.
             let k = bad.unwrap_or(k);
-            if let Some(r) = leaf_rows(leaf, input, base + leaf.off, stride, k, dst) {
+            if let Some(r) = leaf_rows(leaf, input, base + leaf.off, stride, k, dst, stream) {
                 bad = Some(bad.map_or(r, |b| b.min(r)));
             }
         }
@@ -375,17 +448,18 @@ fn leaf_rows(
     stride: usize,
     n: usize,
     dst: Raw<'_>,
+    stream: bool,
 ) -> Option<usize> {
     let found = match leaf.scalar {
-        Scalar::Int { width: 1, .. } => copy::<1>(input, at, stride, n, dst, false),
+        Scalar::Int { width: 1, .. } => copy::<1>(input, at, stride, n, dst, false, stream),
         Scalar::Int { width: 2, big, .. } | Scalar::Float { width: 2, big } => {
-            copy::<2>(input, at, stride, n, dst, big != HOST_BIG)
+            copy::<2>(input, at, stride, n, dst, big != HOST_BIG, stream)
         }
         Scalar::Int { width: 4, big, .. } | Scalar::Float { width: 4, big } => {
-            copy::<4>(input, at, stride, n, dst, big != HOST_BIG)
+            copy::<4>(input, at, stride, n, dst, big != HOST_BIG, stream)
         }
         Scalar::Int { width: 8, big, .. } | Scalar::Float { width: 8, big } => {
-            copy::<8>(input, at, stride, n, dst, big != HOST_BIG)
+            copy::<8>(input, at, stride, n, dst, big != HOST_BIG, stream)
         }
         Scalar::Int {
             width: 3,
@@ -441,6 +515,7 @@ fn copy<const W: usize>(
     n: usize,
     dst: Raw<'_>,
     swap: bool,
+    stream: bool,
 ) -> Option<usize> {
     if n == 0 {
         return None;
@@ -452,8 +527,20 @@ fn copy<const W: usize>(
     assert!(dst.len() >= n * W, "room for the rows");
     let src = input.as_ptr();
     let out = dst.as_mut_ptr().cast::<u8>();
+    #[cfg(target_arch = "x86_64")]
+    let first = if stream && (out as usize).is_multiple_of(16) {
+        // SAFETY: as the plain loops below, for the rows it writes (16 bytes at a time).
+        unsafe { stream_rows::<W>(src.add(at), stride, n, out, swap) }
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let first = {
+        let _ = stream;
+        0
+    };
     if swap {
-        for r in 0..n {
+        for r in first..n {
             // SAFETY: row r reads input[at + r*stride .. + W] and writes dst[r*W .. + W], both
             // inside the slices by the asserts above (r < n); unaligned reads and writes.
             unsafe {
@@ -463,7 +550,7 @@ fn copy<const W: usize>(
             }
         }
     } else {
-        for r in 0..n {
+        for r in first..n {
             // SAFETY: as above.
             unsafe {
                 let b = std::ptr::read_unaligned(src.add(at + r * stride).cast::<[u8; W]>());
