@@ -126,25 +126,21 @@ def test_a_bad_value_after_written_columns_is_a_pack_error() -> None:
     assert bytes(buf[3:]) == want
 
 
-class Wide(bw.Struct, byteorder="big"):
-    a: bw.U8
-    b: bw.I16
-    c: bw.U32
-    d: bw.I64
-    e: bw.F32
-    f: bw.F64
+def wide(order: str) -> Any:
+    """A record of every plain number width in byte order `order`."""
+
+    class Wide(bw.Struct, byteorder=order):
+        a: bw.U8
+        b: bw.I16
+        c: bw.U32
+        d: bw.I64
+        e: bw.F32
+        f: bw.F64
+
+    return Wide
 
 
-class WideLittle(bw.Struct, byteorder="little"):
-    a: bw.U8
-    b: bw.I16
-    c: bw.U32
-    d: bw.I64
-    e: bw.F32
-    f: bw.F64
-
-
-@pytest.mark.parametrize("cls, order", [(Wide, ">"), (WideLittle, "<")])
+@pytest.mark.parametrize("cls, order", [(wide("big"), ">"), (wide("little"), "<")])
 def test_tables_larger_than_the_caches_decode_exactly(cls: Any, order: str) -> None:
     # Columns of 16 MiB and more are written with streaming stores, 16 bytes at a time:
     # a row count that leaves a tail after the last whole unit of every width, on 1 to 3
