@@ -245,7 +245,17 @@ pub fn run(
         // outlives the tasks (`pool::run` returns after the last one), and `Column::part`
         // stays inside the column's `len` bytes.
         let out = cols.iter().map(|c| unsafe { c.part(first, n) }).collect();
-        if let Some(r) = block(plan, input, start, first, n, out, stream) {
+        let found = block(plan, input, start, first, n, out, stream);
+        if stream {
+            // Streamed stores are not ordered with the others: make them visible before the
+            // task reports done.
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a store fence has no precondition (SSE2 is part of x86_64).
+            unsafe {
+                std::arch::x86_64::_mm_sfence()
+            };
+        }
+        if let Some(r) = found {
             bad.fetch_min(r, Ordering::Relaxed);
         }
     };
@@ -389,29 +399,6 @@ fn block(
     first: usize,
     n: usize,
     mut out: Vec<Raw<'_>>,
-    stream: bool,
-) -> Option<usize> {
-    let found = block_rows(plan, input, start, first, n, &mut out, stream);
-    if stream {
-        // Streamed stores are not ordered with the others: make them visible before the
-        // task reports done.
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a store fence has no precondition (SSE2 is part of x86_64).
-        unsafe {
-            std::arch::x86_64::_mm_sfence()
-        };
-    }
-    found
-}
-
-/// [`block`]'s rows.
-fn block_rows(
-    plan: &Plan,
-    input: &[u8],
-    start: usize,
-    first: usize,
-    n: usize,
-    out: &mut [Raw<'_>],
     stream: bool,
 ) -> Option<usize> {
     let stride = plan.size;

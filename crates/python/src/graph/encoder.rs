@@ -440,10 +440,18 @@ impl<'py> Encoder<'py> {
     fn memo_begin(&mut self, obj: *mut ffi::PyObject, prefix: bool) -> Option<Option<u32>> {
         // SAFETY: obj is live; reading its reference count has no side effects.
         let refs = unsafe { ffi::Py_REFCNT(obj) };
-        if refs <= 2 || !self.use_memo {
+        if !self.may_share(refs) {
             return Some(None);
         }
         self.memo_begin_shared(obj, prefix)
+    }
+
+    /// Whether a value with `refs` references may be shared: it has an owner besides its
+    /// container (or the caller, for the root) and the walker's own reference, and the
+    /// memo is on.
+    #[inline(always)]
+    fn may_share(&self, refs: ffi::Py_ssize_t) -> bool {
+        refs > 2 && self.use_memo
     }
 
     /// [`Encoder::memo_begin`] for a value with a second owner: a reference, or a new slot.
@@ -512,8 +520,7 @@ impl<'py> Encoder<'py> {
         let (ty, refs) = unsafe { (ffi::Py_TYPE(obj), ffi::Py_REFCNT(obj)) };
         let list = ty == addr_of_mut!(ffi::PyList_Type);
         if (list || ty == addr_of_mut!(ffi::PyDict_Type))
-            && refs > 2
-            && self.use_memo
+            && self.may_share(refs)
             && self.rare.is_none()
         {
             // A shared list or dict at the root, in line: what `memo_begin` does for it
