@@ -108,6 +108,10 @@ class Ui:
             TextColumn("{task.fields[step]}"),
             console=self.console,
             transient=True,
+            # No refresh thread: it would wake 10 times a second during the timings and take
+            # the GIL or a core from the arm being timed (the threaded arms need both cores).
+            # The bar is redrawn between measurements, in step().
+            auto_refresh=False,
         )
         self.task = self.progress.add_task("", total=None, step="")
 
@@ -117,7 +121,7 @@ class Ui:
 
     def step(self, label: str, advance: int = 0) -> None:
         """Name the measurement about to run, after counting `advance` finished ones."""
-        self.progress.update(self.task, step=label, advance=advance)
+        self.progress.update(self.task, step=label, advance=advance, refresh=True)
 
     def finish(self) -> None:
         self.progress.stop()
