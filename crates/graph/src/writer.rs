@@ -146,7 +146,12 @@ impl Writer {
     /// Header length for the body written so far.
     #[inline(always)]
     fn header_len(&self) -> usize {
-        4 + varint::len(self.body_len() as u64)
+        let n = self.body_len();
+        // Most records: a one-byte length, known without counting the varint's bytes.
+        if n < 0x80 {
+            return 5;
+        }
+        4 + varint::len(n as u64)
     }
 
     /// Moves the body so that the header fits in front of it (exactly, if `exact`);
