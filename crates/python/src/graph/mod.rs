@@ -228,10 +228,10 @@ fn dumps<'py>(
     }
     if in_place {
         let out = match enc.undeferred_output() {
-            Some(w) => finish_in_bytes(py, w, key.as_deref(), &Chunks::new()),
+            Some(w) => finish_in_bytes(py, w, key.as_deref(), None),
             None => {
                 let (mut w, chunks, _) = enc.take_output();
-                finish_in_bytes(py, &mut w, key.as_deref(), &chunks)
+                finish_in_bytes(py, &mut w, key.as_deref(), Some(&chunks))
             }
         };
         // SAFETY: a new bytes object, or NULL with an exception set.
@@ -319,10 +319,10 @@ fn finish_in_bytes(
     py: Python<'_>,
     w: &mut Writer,
     key: Option<&[u8]>,
-    chunks: &Chunks<'_>,
+    chunks: Option<&Chunks<'_>>,
 ) -> *mut ffi::PyObject {
     let (len, shift) = w.finish_front(key.is_some());
-    if !chunks.is_empty() {
+    if let Some(chunks) = chunks.filter(|c| !c.is_empty()) {
         fill_chunks(py, w, chunks, shift);
     }
     let mut total = len;
