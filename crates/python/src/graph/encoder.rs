@@ -1205,6 +1205,18 @@ impl<'py> Encoder<'py> {
         if let Some(index) = self.known_class(unsafe { ffi::Py_TYPE(obj) }.cast()) {
             return self.class_instance(&bound, index);
         }
+        // The size of the reducers table: a class found to be one of yours is known as
+        // such while the table keeps it (entries are only ever added).
+        // SAFETY: reading the size of a live dict.
+        let stamp = unsafe { (*cfg.reducers.as_ptr().cast::<ffi::PyDictObject>()).ma_used };
+        // A class of yours met in an earlier call: past the checks below, which depend on
+        // the class alone (and that table).
+        // SAFETY: obj is live; its type is held by it.
+        if let Some(facts) = infocache::plain_facts(py, unsafe { ffi::Py_TYPE(obj) }.cast(), stamp)
+        {
+            let index = self.push_class(&bound.get_type(), facts);
+            return self.class_instance(&bound, index);
+        }
         if let Some(r) = self.builtin_value(&bound) {
             return r;
         }
@@ -1235,6 +1247,7 @@ impl<'py> Encoder<'py> {
             )));
         }
         let index = self.class_entry(&ty)?;
+        infocache::mark_plain(&ty, stamp);
         self.class_instance(&bound, index)
     }
 
@@ -1351,6 +1364,11 @@ impl<'py> Encoder<'py> {
             EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
         };
         let facts = infocache::facts(self.cfg, ty).map_err(cannot)?;
+        Ok(self.push_class(ty, facts))
+    }
+
+    /// Adds the class `ty`, of `facts`, to this record's classes; returns its index.
+    fn push_class(&mut self, ty: &Bound<'py, pyo3::types::PyType>, facts: Rc<Facts>) -> usize {
         let kind = match facts.kind {
             KIND_DICT | KIND_SLOTS if facts.builtin_base.is_some() => KIND_DERIVED,
             kind => kind,
@@ -1376,7 +1394,7 @@ impl<'py> Encoder<'py> {
                 index_of.insert(ty.as_ptr() as usize, index);
             }
         }
-        Ok(index)
+        index
     }
 
     /// Writes the class reference for a record of `names` (live strs), defining a new shape
