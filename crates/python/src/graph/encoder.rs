@@ -646,6 +646,17 @@ impl<'py> Encoder<'py> {
     /// dispatch: writing a str runs no Python code, so the walker takes no reference).
     #[inline(never)]
     fn shared_ascii(&mut self, obj: *mut ffi::PyObject, text: &[u8]) {
+        if self.first_sharing(obj) {
+            self.w.str(text);
+            return;
+        }
+        self.shared_ascii_again(obj, text);
+    }
+
+    /// [`Encoder::shared_ascii`] past its common case.
+    #[cold]
+    #[inline(never)]
+    fn shared_ascii_again(&mut self, obj: *mut ffi::PyObject, text: &[u8]) {
         if self.memo_begin_shared_inline(obj, true).is_some() {
             self.w.str(text);
         }
@@ -654,9 +665,36 @@ impl<'py> Encoder<'py> {
     /// [`Encoder::shared_ascii`] for short bytes.
     #[inline(never)]
     fn shared_bytes(&mut self, obj: *mut ffi::PyObject, data: &[u8]) {
+        if self.first_sharing(obj) {
+            self.w.bytes(data);
+            return;
+        }
+        self.shared_bytes_again(obj, data);
+    }
+
+    /// [`Encoder::shared_bytes`] past its common case.
+    #[cold]
+    #[inline(never)]
+    fn shared_bytes_again(&mut self, obj: *mut ffi::PyObject, data: &[u8]) {
         if self.memo_begin_shared_inline(obj, true).is_some() {
             self.w.bytes(data);
         }
+    }
+
+    /// The common case of [`Encoder::memo_begin_shared_inline`] for a shared atom (not
+    /// the root, so remembered before it is written): no sharing rules (no [`Rare`]
+    /// maps) and its first memo bucket free, so it was not met before. Then it is
+    /// remembered under a new slot and the slot marked, as there; otherwise nothing is
+    /// done and `false` returned.
+    #[inline(always)]
+    fn first_sharing(&mut self, obj: *mut ffi::PyObject) -> bool {
+        if self.rare.is_some() || obj == self.root || !self.memo.insert_at_home(obj, self.next_slot)
+        {
+            return false;
+        }
+        self.next_slot += 1;
+        self.w.share();
+        true
     }
 
     /// Encodes an item of a container that holds it: atoms directly, anything else under a

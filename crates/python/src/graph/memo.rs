@@ -102,6 +102,24 @@ impl Memo {
         self.spill_insert(obj, slot);
     }
 
+    /// Remembers `obj` under `slot` (as [`Memo::insert`]) if its first bucket is free,
+    /// which also shows it is not remembered yet (keys never leave the table: it would
+    /// have taken that bucket); `false`, and nothing done, otherwise.
+    #[inline(always)]
+    pub fn insert_at_home(&mut self, obj: *mut ffi::PyObject, slot: u32) -> bool {
+        let key = obj as usize;
+        let i = home(key);
+        if self.used & (1 << i) != 0 {
+            return false;
+        }
+        // SAFETY: as in `insert`.
+        unsafe { ffi::Py_INCREF(obj) };
+        self.keys[i] = MaybeUninit::new(key);
+        self.slots[i] = MaybeUninit::new(slot);
+        self.used |= 1 << i;
+        true
+    }
+
     /// The slot of `obj` if it is remembered; otherwise remembers it under `slot` (as
     /// [`Memo::insert`]) and gives `None`. One probe of the table serves both.
     #[inline(always)]
