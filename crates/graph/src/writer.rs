@@ -494,6 +494,18 @@ impl Writer {
         self.buf.push(SHARE);
     }
 
+    /// [`Writer::share`] then [`Writer::str`], in one call.
+    pub fn shared_str(&mut self, utf8: &[u8]) {
+        self.share();
+        self.str(utf8);
+    }
+
+    /// [`Writer::share`] then [`Writer::bytes`], in one call.
+    pub fn shared_bytes(&mut self, data: &[u8]) {
+        self.share();
+        self.bytes(data);
+    }
+
     /// A second occurrence of the value in memo `slot`.
     #[inline]
     pub fn reference(&mut self, slot: u32) {

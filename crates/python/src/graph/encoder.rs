@@ -647,7 +647,7 @@ impl<'py> Encoder<'py> {
     #[inline(never)]
     fn shared_ascii(&mut self, obj: *mut ffi::PyObject, text: &[u8]) {
         if self.first_sharing(obj) {
-            self.w.str(text);
+            self.w.shared_str(text);
             return;
         }
         self.shared_ascii_again(obj, text);
@@ -666,7 +666,7 @@ impl<'py> Encoder<'py> {
     #[inline(never)]
     fn shared_bytes(&mut self, obj: *mut ffi::PyObject, data: &[u8]) {
         if self.first_sharing(obj) {
-            self.w.bytes(data);
+            self.w.shared_bytes(data);
             return;
         }
         self.shared_bytes_again(obj, data);
@@ -684,8 +684,8 @@ impl<'py> Encoder<'py> {
     /// The common case of [`Encoder::memo_begin_shared_inline`] for a shared atom (not
     /// the root, so remembered before it is written): no sharing rules (no [`Rare`]
     /// maps) and its first memo bucket free, so it was not met before. Then it is
-    /// remembered under a new slot and the slot marked, as there; otherwise nothing is
-    /// done and `false` returned.
+    /// remembered under a new slot (the caller writes the slot's mark and the value);
+    /// otherwise nothing is done and `false` returned.
     #[inline(always)]
     fn first_sharing(&mut self, obj: *mut ffi::PyObject) -> bool {
         if self.rare.is_some() || obj == self.root || !self.memo.insert_at_home(obj, self.next_slot)
@@ -693,7 +693,6 @@ impl<'py> Encoder<'py> {
             return false;
         }
         self.next_slot += 1;
-        self.w.share();
         true
     }
 
