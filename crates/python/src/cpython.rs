@@ -713,6 +713,39 @@ pub fn bytes_writer(_py: Python<'_>, cap: usize, head: usize) -> Option<bytewrig
     }
 }
 
+/// [`bytes_writer`] in two steps, so that the writer can be built where it is used: a new
+/// bytes object of `cap` bytes for a writer (NULL, with no exception set, on the portable
+/// path or if it cannot be made), then [`bytes_object_writer`] over it.
+#[inline(always)]
+pub fn bytes_for_writer(_py: Python<'_>, cap: usize) -> *mut ffi::PyObject {
+    if !BYTES_IN_PLACE.load(Ordering::Relaxed) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: plain constructor; the GIL is held (`_py`).
+    let obj = unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), cap as ffi::Py_ssize_t) };
+    if obj.is_null() {
+        // SAFETY: the GIL is held.
+        unsafe { ffi::PyErr_Clear() };
+    }
+    obj
+}
+
+/// The writer of [`bytes_writer`] over `obj`, from [`bytes_for_writer`].
+///
+/// # Safety
+/// `obj` is a non-NULL result of `bytes_for_writer(cap)`, given to the writer alone.
+#[inline(always)]
+pub unsafe fn bytes_object_writer(
+    obj: *mut ffi::PyObject,
+    cap: usize,
+    head: usize,
+) -> bytewright_graph::Writer {
+    // SAFETY: as the caller guarantees (see `bytes_writer`).
+    unsafe {
+        bytewright_graph::Writer::external(bytes_data(obj), cap, &BYTES_STORAGE, obj.cast(), head)
+    }
+}
+
 /// The bytes object of a finished [`bytes_writer`] writer, cut to the bytes written (only
 /// its size is set when little would be freed: reallocating costs more than the spare
 /// room); NULL with an exception set on failure. `None` for a writer with a buffer of
