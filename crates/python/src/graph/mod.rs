@@ -323,9 +323,11 @@ impl LastRecord {
         len + len / 32 + 64
     }
 
+    /// At most 14 (a header's longest), as the writer requires: said here so that the
+    /// compiler drops the writer's check (and the copy of the writer its panic path needs).
     #[inline(always)]
     fn head(self) -> usize {
-        self.0 & 15
+        (self.0 & 15).min(bytewright_graph::header::MAX_HEADER_LEN)
     }
 }
 
