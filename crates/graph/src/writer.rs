@@ -180,6 +180,24 @@ impl Writer {
     /// its header fit: positions [`Writer::str_deferred`] gave move with it.
     #[inline(always)]
     pub fn finish_front(&mut self, signed: bool) -> (usize, isize) {
+        let flags = if signed { FLAG_SIGNED } else { 0 };
+        let n = self.body_len();
+        if n < 0x80 && self.head == 5 {
+            // Most records: a short body behind room for exactly its header, which is
+            // written with one constant and its length, in place.
+            // SAFETY: the buffer starts with `head` (5) bytes kept for the header (every
+            // writer is made, and restarted, with them).
+            unsafe {
+                self.buf
+                    .as_mut_ptr()
+                    .cast::<[u8; 5]>()
+                    .write_unaligned([MAGIC[0], MAGIC[1], VERSION, flags, n as u8]);
+            }
+            if signed {
+                self.buf.reserve(integrity::TAG_LEN);
+            }
+            return (self.buf.len(), 0);
+        }
         let shift = self.make_room_for_header(true);
         let start = self.put_header(signed);
         debug_assert_eq!(start, 0);
