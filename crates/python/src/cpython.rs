@@ -756,21 +756,43 @@ pub fn bytes_result(
     w: &mut bytewright_graph::Writer,
 ) -> Option<*mut ffi::PyObject> {
     let (obj, len) = w.take_external()?;
-    let mut obj = obj.cast::<ffi::PyObject>();
+    let obj = obj.cast::<ffi::PyObject>();
     // SAFETY: the writer's bytes object, now ours alone; `len` of its bytes are written.
     unsafe {
         let cap = ffi::Py_SIZE(obj) as usize;
         let spare = cap - len;
-        if spare > 256 && spare > len / 8 {
+        // Tested in turn, the second only when the first holds (most records leave
+        // little room: one compare and branch).
+        if spare > 256 {
+            return Some(cut_bytes(obj, len, spare));
+        }
+        // The size a bytes object reports, and its terminating NUL, as
+        // `_PyBytes_Resize` would set them (its hash is not computed yet).
+        (*obj.cast::<ffi::PyVarObject>()).ob_size = len as ffi::Py_ssize_t;
+        *bytes_data(obj).as_ptr().add(len) = 0;
+    }
+    Some(obj)
+}
+
+/// [`bytes_result`] of a bytes object with more than 256 bytes of room beyond the `len`
+/// written: reallocated to `len` if that frees more than an eighth of it, else only cut.
+///
+/// # Safety
+/// As in `bytes_result`: `obj` is a bytes object only we reference, `len` of its bytes
+/// written, `spare` more unused.
+#[cold]
+#[inline(never)]
+unsafe fn cut_bytes(mut obj: *mut ffi::PyObject, len: usize, spare: usize) -> *mut ffi::PyObject {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if spare > len / 8 {
             if _PyBytes_Resize(&mut obj, len as ffi::Py_ssize_t) != 0 {
-                return Some(std::ptr::null_mut());
+                return std::ptr::null_mut();
             }
         } else {
-            // The size a bytes object reports, and its terminating NUL, as
-            // `_PyBytes_Resize` would set them (its hash is not computed yet).
             (*obj.cast::<ffi::PyVarObject>()).ob_size = len as ffi::Py_ssize_t;
             *bytes_data(obj).as_ptr().add(len) = 0;
         }
     }
-    Some(obj)
+    obj
 }
