@@ -535,6 +535,12 @@ impl<'py> Encoder<'py> {
                 self.dict_items(obj, tags::DICT)
             };
         }
+        // SAFETY: comparing addresses with the interpreter's singleton.
+        if obj == unsafe { ffi::Py_None() } {
+            // `dumps(None)`, a sentinel: one tag, past the set-up of `encode`.
+            self.w.tag(tags::NONE);
+            return Ok(());
+        }
         self.encode(obj)
     }
 
