@@ -396,3 +396,20 @@ def test_stored_class_definitions_write_what_the_general_path_writes(names, data
         if extra is None:
             back = pickle.loads(out, classes=[declared])
             assert back == records and {type(r) for r in back} == {declared}
+
+
+def test_classes_made_and_dropped_in_turn_are_each_written_as_themselves():
+    # A class met in one call is known in the next; a class that died may leave its
+    # address to a new one, which must still be written with its own name and fields.
+    import gc
+
+    for i in range(40):
+        fields = [(f"f{i}_{j}", int) for j in range(i % 3 + 1)]
+        cls = dataclasses.make_dataclass(f"Made{i}", fields)
+        value = cls(*range(len(fields)))
+        for _ in range(2):
+            back = pickle.loads(pickle.dumps(value), classes=[cls])
+            assert type(back) is cls
+            assert back == value
+        del cls, value, back
+        gc.collect()

@@ -253,3 +253,42 @@ def test_random_namespaces_arrays_and_user_dicts(attrs, ints):
     value = [types.SimpleNamespace(**attrs), array.array("l", ints), collections.UserDict(attrs)]
     back = pickle.loads(pickle.dumps(value))
     assert all(same(x, y) for x, y in zip(back, value, strict=True))
+
+
+class Packed:
+    """A `__getstate__` that pickles its payload with `dumps` itself: a call inside a call,
+    which must find the outer call's kept buffers and class storage taken and leave them
+    as the outer call expects."""
+
+    def __init__(self, payload, inner=None):
+        self.payload = payload
+        self.inner = inner
+
+    def __getstate__(self):
+        return {"blob": pickle.dumps(self.payload), "inner": self.inner}
+
+    def __setstate__(self, state):
+        self.payload = pickle.loads(state["blob"], classes=NESTED_CLASSES)
+        self.inner = state["inner"]
+
+
+NESTED_CLASSES = [Packed, Plain]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_getstate_that_calls_dumps(shared):
+    leaf = Packed(["x" * 40, 1, 2.5, None, Plain(1, "b")])
+    middle = Packed({"k": [leaf, "v"], "big": b"z" * 70_000}, inner=leaf)
+    value = [middle, middle, "tail"] if shared else [middle, "tail"]
+    for _ in range(3):  # the kept buffers of each depth are reused on the next call
+        data = pickle.dumps(value)
+        assert data == pickle.dumps(value)
+        back = pickle.loads(data, classes=NESTED_CLASSES)
+        got = back[0]
+        assert got.payload["k"][1] == "v" and got.payload["big"] == b"z" * 70_000
+        assert got.payload["k"][0].payload[:4] == ["x" * 40, 1, 2.5, None]
+        assert vars(got.payload["k"][0].payload[4]) == {"a": 1, "b": "b"}
+        assert got.inner.payload[0] == "x" * 40
+        assert (back[1] is got) == shared
+        signed = pickle.dumps(value, hmac_key=b"k" * 16, deterministic=True)
+        assert pickle.loads(signed, hmac_key=b"k" * 16, classes=NESTED_CLASSES)[-1] == "tail"

@@ -146,7 +146,12 @@ impl Writer {
     /// Header length for the body written so far.
     #[inline(always)]
     fn header_len(&self) -> usize {
-        4 + varint::len(self.body_len() as u64)
+        let n = self.body_len();
+        // Most records: a one-byte length, known without counting the varint's bytes.
+        if n < 0x80 {
+            return 5;
+        }
+        4 + varint::len(n as u64)
     }
 
     /// Moves the body so that the header fits in front of it (exactly, if `exact`);
@@ -175,6 +180,24 @@ impl Writer {
     /// its header fit: positions [`Writer::str_deferred`] gave move with it.
     #[inline(always)]
     pub fn finish_front(&mut self, signed: bool) -> (usize, isize) {
+        let flags = if signed { FLAG_SIGNED } else { 0 };
+        let n = self.body_len();
+        if n < 0x80 && self.head == 5 {
+            // Most records: a short body behind room for exactly its header, which is
+            // written with one constant and its length, in place.
+            // SAFETY: the buffer starts with `head` (5) bytes kept for the header (every
+            // writer is made, and restarted, with them).
+            unsafe {
+                self.buf
+                    .as_mut_ptr()
+                    .cast::<[u8; 5]>()
+                    .write_unaligned([MAGIC[0], MAGIC[1], VERSION, flags, n as u8]);
+            }
+            if signed {
+                self.buf.reserve(integrity::TAG_LEN);
+            }
+            return (self.buf.len(), 0);
+        }
         let shift = self.make_room_for_header(true);
         let start = self.put_header(signed);
         debug_assert_eq!(start, 0);
@@ -487,6 +510,18 @@ impl Writer {
     #[inline]
     pub fn share(&mut self) {
         self.buf.push(SHARE);
+    }
+
+    /// [`Writer::share`] then [`Writer::str`], in one call.
+    pub fn shared_str(&mut self, utf8: &[u8]) {
+        self.share();
+        self.str(utf8);
+    }
+
+    /// [`Writer::share`] then [`Writer::bytes`], in one call.
+    pub fn shared_bytes(&mut self, data: &[u8]) {
+        self.share();
+        self.bytes(data);
     }
 
     /// A second occurrence of the value in memo `slot`.

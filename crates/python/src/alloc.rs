@@ -644,7 +644,7 @@ pub(crate) fn prefault(ptr: *mut u8, len: usize) {
 
 /// The most calls of a thread in a row that skip [`prefault`]'s look.
 #[cfg(target_os = "linux")]
-const SKIP_MAX: u32 = 15;
+const SKIP_MAX: u32 = 255;
 
 #[cfg(target_os = "linux")]
 thread_local! {

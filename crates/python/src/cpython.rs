@@ -713,6 +713,39 @@ pub fn bytes_writer(_py: Python<'_>, cap: usize, head: usize) -> Option<bytewrig
     }
 }
 
+/// [`bytes_writer`] in two steps, so that the writer can be built where it is used: a new
+/// bytes object of `cap` bytes for a writer (NULL, with no exception set, on the portable
+/// path or if it cannot be made), then [`bytes_object_writer`] over it.
+#[inline(always)]
+pub fn bytes_for_writer(_py: Python<'_>, cap: usize) -> *mut ffi::PyObject {
+    if !BYTES_IN_PLACE.load(Ordering::Relaxed) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: plain constructor; the GIL is held (`_py`).
+    let obj = unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), cap as ffi::Py_ssize_t) };
+    if obj.is_null() {
+        // SAFETY: the GIL is held.
+        unsafe { ffi::PyErr_Clear() };
+    }
+    obj
+}
+
+/// The writer of [`bytes_writer`] over `obj`, from [`bytes_for_writer`].
+///
+/// # Safety
+/// `obj` is a non-NULL result of `bytes_for_writer(cap)`, given to the writer alone.
+#[inline(always)]
+pub unsafe fn bytes_object_writer(
+    obj: *mut ffi::PyObject,
+    cap: usize,
+    head: usize,
+) -> bytewright_graph::Writer {
+    // SAFETY: as the caller guarantees (see `bytes_writer`).
+    unsafe {
+        bytewright_graph::Writer::external(bytes_data(obj), cap, &BYTES_STORAGE, obj.cast(), head)
+    }
+}
+
 /// The bytes object of a finished [`bytes_writer`] writer, cut to the bytes written (only
 /// its size is set when little would be freed: reallocating costs more than the spare
 /// room); NULL with an exception set on failure. `None` for a writer with a buffer of
@@ -723,21 +756,43 @@ pub fn bytes_result(
     w: &mut bytewright_graph::Writer,
 ) -> Option<*mut ffi::PyObject> {
     let (obj, len) = w.take_external()?;
-    let mut obj = obj.cast::<ffi::PyObject>();
+    let obj = obj.cast::<ffi::PyObject>();
     // SAFETY: the writer's bytes object, now ours alone; `len` of its bytes are written.
     unsafe {
         let cap = ffi::Py_SIZE(obj) as usize;
         let spare = cap - len;
-        if spare > 256 && spare > len / 8 {
+        // Tested in turn, the second only when the first holds (most records leave
+        // little room: one compare and branch).
+        if spare > 256 {
+            return Some(cut_bytes(obj, len, spare));
+        }
+        // The size a bytes object reports, and its terminating NUL, as
+        // `_PyBytes_Resize` would set them (its hash is not computed yet).
+        (*obj.cast::<ffi::PyVarObject>()).ob_size = len as ffi::Py_ssize_t;
+        *bytes_data(obj).as_ptr().add(len) = 0;
+    }
+    Some(obj)
+}
+
+/// [`bytes_result`] of a bytes object with more than 256 bytes of room beyond the `len`
+/// written: reallocated to `len` if that frees more than an eighth of it, else only cut.
+///
+/// # Safety
+/// As in `bytes_result`: `obj` is a bytes object only we reference, `len` of its bytes
+/// written, `spare` more unused.
+#[cold]
+#[inline(never)]
+unsafe fn cut_bytes(mut obj: *mut ffi::PyObject, len: usize, spare: usize) -> *mut ffi::PyObject {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if spare > len / 8 {
             if _PyBytes_Resize(&mut obj, len as ffi::Py_ssize_t) != 0 {
-                return Some(std::ptr::null_mut());
+                return std::ptr::null_mut();
             }
         } else {
-            // The size a bytes object reports, and its terminating NUL, as
-            // `_PyBytes_Resize` would set them (its hash is not computed yet).
             (*obj.cast::<ffi::PyVarObject>()).ob_size = len as ffi::Py_ssize_t;
             *bytes_data(obj).as_ptr().add(len) = 0;
         }
     }
-    Some(obj)
+    obj
 }

@@ -535,6 +535,12 @@ impl<'py> Encoder<'py> {
                 self.dict_items(obj, tags::DICT)
             };
         }
+        // SAFETY: comparing addresses with the interpreter's singleton.
+        if obj == unsafe { ffi::Py_None() } {
+            // `dumps(None)`, a sentinel: one tag, past the set-up of `encode`.
+            self.w.tag(tags::NONE);
+            return Ok(());
+        }
         self.encode(obj)
     }
 
@@ -646,6 +652,17 @@ impl<'py> Encoder<'py> {
     /// dispatch: writing a str runs no Python code, so the walker takes no reference).
     #[inline(never)]
     fn shared_ascii(&mut self, obj: *mut ffi::PyObject, text: &[u8]) {
+        if self.first_sharing(obj) {
+            self.w.shared_str(text);
+            return;
+        }
+        self.shared_ascii_again(obj, text);
+    }
+
+    /// [`Encoder::shared_ascii`] past its common case.
+    #[cold]
+    #[inline(never)]
+    fn shared_ascii_again(&mut self, obj: *mut ffi::PyObject, text: &[u8]) {
         if self.memo_begin_shared_inline(obj, true).is_some() {
             self.w.str(text);
         }
@@ -654,9 +671,35 @@ impl<'py> Encoder<'py> {
     /// [`Encoder::shared_ascii`] for short bytes.
     #[inline(never)]
     fn shared_bytes(&mut self, obj: *mut ffi::PyObject, data: &[u8]) {
+        if self.first_sharing(obj) {
+            self.w.shared_bytes(data);
+            return;
+        }
+        self.shared_bytes_again(obj, data);
+    }
+
+    /// [`Encoder::shared_bytes`] past its common case.
+    #[cold]
+    #[inline(never)]
+    fn shared_bytes_again(&mut self, obj: *mut ffi::PyObject, data: &[u8]) {
         if self.memo_begin_shared_inline(obj, true).is_some() {
             self.w.bytes(data);
         }
+    }
+
+    /// The common case of [`Encoder::memo_begin_shared_inline`] for a shared atom (not
+    /// the root, so remembered before it is written): no sharing rules (no [`Rare`]
+    /// maps) and its first memo bucket free, so it was not met before. Then it is
+    /// remembered under a new slot (the caller writes the slot's mark and the value);
+    /// otherwise nothing is done and `false` returned.
+    #[inline(always)]
+    fn first_sharing(&mut self, obj: *mut ffi::PyObject) -> bool {
+        if self.rare.is_some() || obj == self.root || !self.memo.insert_at_home(obj, self.next_slot)
+        {
+            return false;
+        }
+        self.next_slot += 1;
+        true
     }
 
     /// Encodes an item of a container that holds it: atoms directly, anything else under a
@@ -1205,6 +1248,18 @@ impl<'py> Encoder<'py> {
         if let Some(index) = self.known_class(unsafe { ffi::Py_TYPE(obj) }.cast()) {
             return self.class_instance(&bound, index);
         }
+        // The size of the reducers table: a class found to be one of yours is known as
+        // such while the table keeps it (entries are only ever added).
+        // SAFETY: reading the size of a live dict.
+        let stamp = unsafe { (*cfg.reducers.as_ptr().cast::<ffi::PyDictObject>()).ma_used };
+        // A class of yours met in an earlier call: past the checks below, which depend on
+        // the class alone (and that table).
+        // SAFETY: obj is live; its type is held by it.
+        if let Some(facts) = infocache::plain_facts(py, unsafe { ffi::Py_TYPE(obj) }.cast(), stamp)
+        {
+            let index = self.push_class(&bound.get_type(), facts);
+            return self.class_instance(&bound, index);
+        }
         if let Some(r) = self.builtin_value(&bound) {
             return r;
         }
@@ -1235,6 +1290,7 @@ impl<'py> Encoder<'py> {
             )));
         }
         let index = self.class_entry(&ty)?;
+        infocache::mark_plain(&ty, stamp);
         self.class_instance(&bound, index)
     }
 
@@ -1351,6 +1407,11 @@ impl<'py> Encoder<'py> {
             EncodeError::caused(format!("cannot pickle '{name}' object: {reason}"), e)
         };
         let facts = infocache::facts(self.cfg, ty).map_err(cannot)?;
+        Ok(self.push_class(ty, facts))
+    }
+
+    /// Adds the class `ty`, of `facts`, to this record's classes; returns its index.
+    fn push_class(&mut self, ty: &Bound<'py, pyo3::types::PyType>, facts: Rc<Facts>) -> usize {
         let kind = match facts.kind {
             KIND_DICT | KIND_SLOTS if facts.builtin_base.is_some() => KIND_DERIVED,
             kind => kind,
@@ -1376,7 +1437,7 @@ impl<'py> Encoder<'py> {
                 index_of.insert(ty.as_ptr() as usize, index);
             }
         }
-        Ok(index)
+        index
     }
 
     /// Writes the class reference for a record of `names` (live strs), defining a new shape

@@ -6,7 +6,7 @@
 //! ClassInfo is immutable once built, and `describe` keeps one per class for the class's
 //! lifetime, so a hit gives exactly what calling `describe` again would.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use bytewright_graph::writer::{class_definition, ClassDefinition};
@@ -75,9 +75,16 @@ pub struct Facts {
 }
 
 struct Entry {
+    /// The class's address: compared before its weak reference is read, so a lookup
+    /// reads the weak reference of the one entry that may be its class's, not of each.
+    addr: usize,
     cls: Py<PyWeakrefReference>,
     info: Py<PyWeakrefReference>,
     facts: Rc<Facts>,
+    /// The encoder found this class to be written as a class of yours (not a builtin,
+    /// not one of the standard library's reducers) when the reducers table held this many
+    /// entries (see [`plain_facts`]); -1: not yet.
+    plain: Cell<isize>,
 }
 
 /// The cache. A plain static rather than a thread-local (which costs a call to find on
@@ -183,7 +190,8 @@ fn get<'py>(cls: &Bound<'py, PyType>) -> Option<(Bound<'py, PyAny>, Rc<Facts>)> 
         // temporary strong references never drop an object to zero: each referent is
         // alive, held elsewhere), so this borrow cannot be re-entered.
         let cache = cache.try_borrow().ok()?;
-        for e in cache.iter() {
+        let addr = cls.as_ptr() as usize;
+        for e in cache.iter().filter(|e| e.addr == addr) {
             let Some(c) = e.cls.bind(py).upgrade() else {
                 continue;
             };
@@ -208,9 +216,11 @@ fn put(cls: &Bound<'_, PyType>, info: &Bound<'_, PyAny>, facts: &Rc<Facts>) {
         return;
     };
     let entry = Entry {
+        addr: cls.as_ptr() as usize,
         cls: wcls.unbind(),
         info: winfo.unbind(),
         facts: Rc::clone(facts),
+        plain: Cell::new(-1),
     };
     // Entries removed here are dropped after the borrow ends: dropping a reference may
     // run arbitrary code (a weakref callback), which could re-enter this cache.
@@ -241,4 +251,48 @@ fn put(cls: &Bound<'_, PyType>, info: &Bound<'_, PyAny>, facts: &Rc<Facts>) {
         evicted
     });
     drop(evicted);
+}
+
+/// The facts of `cls` if the encoder marked it ([`mark_plain`]) as a class of yours while
+/// the reducers table held `stamp` entries: its instances then go straight to the class
+/// writer, past the checks for builtins and reducers (which depend on the class alone, and
+/// on that table, to which the library only adds). `cls` is a live type the caller holds.
+#[inline]
+pub fn plain_facts(
+    py: Python<'_>,
+    cls: *mut pyo3::ffi::PyObject,
+    stamp: isize,
+) -> Option<Rc<Facts>> {
+    with_cache(py, |cache| {
+        // As in `get`: nothing here runs Python code.
+        let cache = cache.try_borrow().ok()?;
+        let addr = cls as usize;
+        let e = cache
+            .iter()
+            .find(|e| e.addr == addr && e.plain.get() == stamp)?;
+        // The entry is this class's only if its class is alive (a class that died may
+        // have left its address to this one).
+        let c = e.cls.bind(py).upgrade()?;
+        if c.as_ptr() != cls {
+            return None;
+        }
+        Some(Rc::clone(&e.facts))
+    })
+}
+
+/// Marks `cls` (a live type) as a class of yours while the reducers table holds `stamp`
+/// entries (see [`plain_facts`]); nothing if it has no cache entry.
+pub fn mark_plain(cls: &Bound<'_, PyType>, stamp: isize) {
+    let py = cls.py();
+    with_cache(py, |cache| {
+        let Ok(cache) = cache.try_borrow() else {
+            return;
+        };
+        let addr = cls.as_ptr() as usize;
+        for e in cache.iter().filter(|e| e.addr == addr) {
+            if e.cls.bind(py).upgrade().is_some_and(|c| c.is(cls)) {
+                e.plain.set(stamp);
+            }
+        }
+    });
 }

@@ -23,7 +23,9 @@ pub struct Memo {
     used: u32,
     keys: [MaybeUninit<usize>; BUCKETS],
     slots: [MaybeUninit<u32>; BUCKETS],
-    spill: PtrMap<u32>,
+    /// Allocated on the first spill (a `None` costs one store to make and one test to
+    /// check for every `dumps`, an empty map four and three).
+    spill: Option<Box<PtrMap<u32>>>,
 }
 
 impl Default for Memo {
@@ -33,7 +35,7 @@ impl Default for Memo {
             used: 0,
             keys: [MaybeUninit::uninit(); BUCKETS],
             slots: [MaybeUninit::uninit(); BUCKETS],
-            spill: PtrMap::default(),
+            spill: None,
         }
     }
 }
@@ -50,7 +52,7 @@ impl Memo {
     /// Whether nothing was ever remembered (no reference held, no map allocated).
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
-        self.used == 0 && self.spill.capacity() == 0
+        self.used == 0 && self.spill.is_none()
     }
 
     #[inline]
@@ -75,10 +77,9 @@ impl Memo {
     /// [`Memo::get`] for a key whose buckets are all taken by others.
     #[inline(never)]
     fn get_spilled(&self, key: usize) -> Option<u32> {
-        if self.spill.is_empty() {
-            None
-        } else {
-            self.spill.get(&key).copied()
+        match &self.spill {
+            Some(spill) if !spill.is_empty() => spill.get(&key).copied(),
+            _ => None,
         }
     }
 
@@ -100,6 +101,24 @@ impl Memo {
             i = (i + 1) % BUCKETS;
         }
         self.spill_insert(obj, slot);
+    }
+
+    /// Remembers `obj` under `slot` (as [`Memo::insert`]) if its first bucket is free,
+    /// which also shows it is not remembered yet (keys never leave the table: it would
+    /// have taken that bucket); `false`, and nothing done, otherwise.
+    #[inline(always)]
+    pub fn insert_at_home(&mut self, obj: *mut ffi::PyObject, slot: u32) -> bool {
+        let key = obj as usize;
+        let i = home(key);
+        if self.used & (1 << i) != 0 {
+            return false;
+        }
+        // SAFETY: as in `insert`.
+        unsafe { ffi::Py_INCREF(obj) };
+        self.keys[i] = MaybeUninit::new(key);
+        self.slots[i] = MaybeUninit::new(slot);
+        self.used |= 1 << i;
+        true
     }
 
     /// The slot of `obj` if it is remembered; otherwise remembers it under `slot` (as
@@ -142,7 +161,8 @@ impl Memo {
 
     #[inline(never)]
     fn spill_insert(&mut self, obj: *mut ffi::PyObject, slot: u32) {
-        if let Some(old) = self.spill.insert(obj as usize, slot) {
+        let spill = self.spill.get_or_insert_with(Box::default);
+        if let Some(old) = spill.insert(obj as usize, slot) {
             // Already a key: keep a single reference.
             let _ = old;
             // SAFETY: we just took a second reference to the same live object.
@@ -169,13 +189,13 @@ impl Memo {
 impl Drop for Memo {
     fn drop(&mut self) {
         self.release_inline();
-        if self.spill.is_empty() {
+        let Some(spill) = &self.spill else {
             return;
-        }
+        };
         // SAFETY: every key holds one reference taken in `insert`; the memo only lives
         // inside a native call, with the GIL held.
         unsafe {
-            for &key in self.spill.keys() {
+            for &key in spill.keys() {
                 ffi::Py_DECREF(key as *mut ffi::PyObject);
             }
         }

@@ -196,10 +196,19 @@ fn dumps_args<'py>(
             ))
         })?,
     };
+    if !deterministic && hmac_key.is_none_or(|k| k.is_none()) {
+        let cfg = config::get(py)?;
+        let hint = LAST_RECORD.load(Ordering::Relaxed);
+        let out = crate::cpython::bytes_for_writer(py, hint.cap());
+        if !out.is_null() {
+            return dumps_plain(py, cfg, obj, out, hint).map(Bound::into_any);
+        }
+    }
     dumps(py, obj, hmac_key, deterministic).map(Bound::into_any)
 }
 
 /// Serialize `obj` to one record.
+#[inline(never)]
 fn dumps<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
@@ -228,10 +237,10 @@ fn dumps<'py>(
     }
     if in_place {
         let out = match enc.undeferred_output() {
-            Some(w) => finish_in_bytes(py, w, key.as_deref(), &Chunks::new()),
+            Some(w) => finish_in_bytes(py, w, key.as_deref(), None),
             None => {
                 let (mut w, chunks, _) = enc.take_output();
-                finish_in_bytes(py, &mut w, key.as_deref(), &chunks)
+                finish_in_bytes(py, &mut w, key.as_deref(), Some(&chunks))
             }
         };
         // SAFETY: a new bytes object, or NULL with an exception set.
@@ -254,6 +263,33 @@ fn dumps<'py>(
             let out = new_bytes(py, &buf[start..]);
             give_back(py, buf);
             out
+        }
+    };
+    // SAFETY: a new bytes object, or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, out).map(|b| b.cast_into_unchecked()) }
+}
+
+/// [`dumps`] of the common call (no key, not deterministic) into `out`, a new bytes
+/// object of the size `hint` gives, returned with the record in it: the writer is built
+/// in the encoder, and no key or second pass is looked at.
+#[inline(always)]
+fn dumps_plain<'py>(
+    py: Python<'py>,
+    cfg: &'static config::Config,
+    obj: &Bound<'py, PyAny>,
+    out: *mut ffi::PyObject,
+    hint: LastRecord,
+) -> PyResult<Bound<'py, PyBytes>> {
+    // SAFETY: `out` is a new bytes object of that size, given to the writer alone.
+    let w = unsafe { crate::cpython::bytes_object_writer(out, hint.cap(), hint.head()) };
+    let mut enc = Walker::new(Encoder::new(py, cfg, false, w));
+    enc.encode_root(obj.as_ptr())
+        .map_err(|e| e.into_py(py, cfg))?;
+    let out = match enc.undeferred_output() {
+        Some(w) => finish_in_bytes(py, w, None, None),
+        None => {
+            let (mut w, chunks, _) = enc.take_output();
+            finish_in_bytes(py, &mut w, None, Some(&chunks))
         }
     };
     // SAFETY: a new bytes object, or NULL with an exception set.
@@ -287,9 +323,11 @@ impl LastRecord {
         len + len / 32 + 64
     }
 
+    /// At most 14 (a header's longest), as the writer requires: said here so that the
+    /// compiler drops the writer's check (and the copy of the writer its panic path needs).
     #[inline(always)]
     fn head(self) -> usize {
-        self.0 & 15
+        (self.0 & 15).min(bytewright_graph::header::MAX_HEADER_LEN)
     }
 }
 
@@ -319,10 +357,10 @@ fn finish_in_bytes(
     py: Python<'_>,
     w: &mut Writer,
     key: Option<&[u8]>,
-    chunks: &Chunks<'_>,
+    chunks: Option<&Chunks<'_>>,
 ) -> *mut ffi::PyObject {
     let (len, shift) = w.finish_front(key.is_some());
-    if !chunks.is_empty() {
+    if let Some(chunks) = chunks.filter(|c| !c.is_empty()) {
         fill_chunks(py, w, chunks, shift);
     }
     let mut total = len;
