@@ -399,8 +399,26 @@ impl<'py> Encoder<'py> {
         let mut classes = std::mem::take(&mut self.classes);
         let mut fields = std::mem::take(&mut self.fields);
         // Releasing the classes may run code (a weakref callback) that pickles: it finds
-        // the slot empty, and whatever it stores there is simply replaced.
-        classes.clear();
+        // the slot empty, and whatever it stores there is simply replaced. Each entry is
+        // released field by field in line: its shapes (most often none) only when it has
+        // some, not through a call to drop every entry's vector.
+        let n = classes.len();
+        // SAFETY: the entries are read out below, each once; none is read through the vector
+        // again (its length is 0 from here).
+        unsafe { classes.set_len(0) };
+        for i in 0..n {
+            // SAFETY: `i < n`, the entries' count before the length was cleared.
+            let ClassEntry {
+                ty, facts, shapes, ..
+            } = unsafe { std::ptr::read(classes.as_ptr().add(i)) };
+            drop(ty);
+            drop(facts);
+            if shapes.capacity() != 0 {
+                drop(shapes);
+            } else {
+                std::mem::forget(shapes);
+            }
+        }
         // Plain pointers: each entry's references were released when its instance was done.
         fields.clear();
         if classes.capacity() <= SCRATCH_KEEP && fields.capacity() <= SCRATCH_KEEP {
