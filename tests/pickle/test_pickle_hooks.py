@@ -292,3 +292,30 @@ def test_a_getstate_that_calls_dumps(shared):
         assert (back[1] is got) == shared
         signed = pickle.dumps(value, hmac_key=b"k" * 16, deterministic=True)
         assert pickle.loads(signed, hmac_key=b"k" * 16, classes=NESTED_CLASSES)[-1] == "tail"
+
+
+def _make_classes(n, tag):
+    return [type(f"{tag}{i}", (Plain,), {"__module__": __name__}) for i in range(n)]
+
+
+@pytest.mark.parametrize("inner_count", [1, 9, 300])
+def test_nested_dumps_with_many_classes_keeps_storage_apart(inner_count):
+    """The kept class storage is taken by the outer call; a nested call of few, many (past
+    the list lookup) or very many classes (past the kept size) allocates its own, and both
+    calls, then the next ones, write what they would alone."""
+    inner = [cls(i, "x") for i, cls in enumerate(_make_classes(inner_count, "In"))]
+    outer_classes = _make_classes(12, "Out")
+
+    class Wrap:
+        def __getstate__(self):
+            return {"blob": pickle.dumps(inner)}
+
+    value = [cls(i, "o") for i, cls in enumerate(outer_classes)]
+    value[5:5] = [Wrap()]
+    alone = pickle.dumps(inner)
+    first = pickle.dumps(value)
+    for _ in range(3):
+        assert pickle.dumps(value) == first
+        assert pickle.dumps(inner) == alone
+    blob = pickle.loads(first, classes=[*outer_classes, Wrap])[5].__dict__["blob"]
+    assert blob == alone

@@ -129,10 +129,13 @@ const NO_SLOT: u32 = u32::MAX;
 /// The writer kind of a class of yours that subclasses a builtin type (a DERIVED record).
 const KIND_DERIVED: u8 = u8::MAX;
 /// What an encoder allocates, kept between calls so that writing a small
-/// graph of class instances allocates nothing but its result. Always empty while stored.
+/// graph of class instances allocates nothing but its result: the storage of two empty
+/// vectors, each as its pointer and capacity (0: none kept; its pointer is then unused).
 struct Scratch {
-    classes: Vec<ClassEntry<'static>>,
-    fields: Vec<(*mut ffi::PyObject, *mut ffi::PyObject)>,
+    classes: *mut ClassEntry<'static>,
+    classes_cap: usize,
+    fields: *mut (*mut ffi::PyObject, *mut ffi::PyObject),
+    fields_cap: usize,
 }
 
 /// Storage beyond this many entries (after an unusual graph) is freed rather than kept.
@@ -142,12 +145,17 @@ const SCRATCH_KEEP: usize = 256;
 /// find on every `dumps` of a class instance): it is only taken or put back with the GIL
 /// held, so no two threads touch it at once; a call that finds it taken (a nested one, or
 /// another thread's while the first released the GIL) allocates its own.
-struct ScratchSlot(std::cell::UnsafeCell<Option<Scratch>>);
+struct ScratchSlot(std::cell::UnsafeCell<Scratch>);
 
 // SAFETY: only touched with the GIL held (see `adopt_scratch` and `keep_scratch`).
 unsafe impl Sync for ScratchSlot {}
 
-static SCRATCH: ScratchSlot = ScratchSlot(std::cell::UnsafeCell::new(None));
+static SCRATCH: ScratchSlot = ScratchSlot(std::cell::UnsafeCell::new(Scratch {
+    classes: std::ptr::null_mut(),
+    classes_cap: 0,
+    fields: std::ptr::null_mut(),
+    fields_cap: 0,
+}));
 
 /// Up to this many classes a record's class lookup scans a list; beyond, a map.
 const FEW_CLASSES: usize = 8;
@@ -320,18 +328,24 @@ impl<'py> Encoder<'py> {
     fn adopt_scratch(&mut self) {
         // SAFETY: the GIL is held (the encoder lives in a native call), so this is the only
         // access to the slot.
-        if let Some(s) = unsafe { (*SCRATCH.0.get()).take() } {
-            // SAFETY: the vector is empty (cleared before it was stored), and lifetimes do
-            // not change a type's layout: only capacity is carried over.
+        let s = unsafe { &mut *SCRATCH.0.get() };
+        // Only called while `classes` has no storage (nothing to drop); `fields` may.
+        debug_assert_eq!(self.classes.capacity(), 0);
+        if s.classes_cap != 0 {
+            // SAFETY: the storage came from an emptied `Vec<ClassEntry>` of this capacity
+            // (see `keep_scratch`), and lifetimes do not change a type's layout; the slot
+            // gives it up here.
             let classes = unsafe {
-                std::mem::transmute::<Vec<ClassEntry<'static>>, Vec<ClassEntry<'py>>>(s.classes)
+                Vec::from_raw_parts(s.classes.cast::<ClassEntry<'py>>(), 0, s.classes_cap)
             };
-            // Only called while `classes` has no storage (nothing to drop); `fields` may.
-            debug_assert_eq!(self.classes.capacity(), 0);
+            s.classes_cap = 0;
             std::mem::forget(std::mem::replace(&mut self.classes, classes));
-            if self.fields.capacity() == 0 {
-                std::mem::forget(std::mem::replace(&mut self.fields, s.fields));
-            }
+        }
+        if s.fields_cap != 0 && self.fields.capacity() == 0 {
+            // SAFETY: as above, from an emptied vector of fields of this capacity.
+            let fields = unsafe { Vec::from_raw_parts(s.fields, 0, s.fields_cap) };
+            s.fields_cap = 0;
+            std::mem::forget(std::mem::replace(&mut self.fields, fields));
         }
     }
 
@@ -396,21 +410,46 @@ impl<'py> Encoder<'py> {
     /// Keeps the class and field storage for the next call (see [`Scratch`]).
     #[cold]
     fn keep_scratch(&mut self) {
-        let mut classes = std::mem::take(&mut self.classes);
-        let mut fields = std::mem::take(&mut self.fields);
-        // Releasing the classes may run code (a weakref callback) that pickles: it finds
-        // the slot empty, and whatever it stores there is simply replaced.
-        classes.clear();
+        // Released in place: releasing the classes may run code (a weakref callback) that
+        // pickles, with an encoder of its own (it may fill the slot first). Each entry is released field by field in line:
+        // its shapes (most often none) only when it has some, not through a call to drop
+        // every entry's vector.
+        let n = self.classes.len();
+        // SAFETY: the entries are read out below, each once; none is read through the vector
+        // again (its length is 0 from here).
+        unsafe { self.classes.set_len(0) };
+        let base = self.classes.as_ptr();
+        for i in 0..n {
+            // SAFETY: `i < n`, the entries' count before the length was cleared.
+            let ClassEntry {
+                ty, facts, shapes, ..
+            } = unsafe { std::ptr::read(base.add(i)) };
+            drop(ty);
+            drop(facts);
+            if shapes.capacity() != 0 {
+                drop(shapes);
+            } else {
+                std::mem::forget(shapes);
+            }
+        }
         // Plain pointers: each entry's references were released when its instance was done.
-        fields.clear();
-        if classes.capacity() <= SCRATCH_KEEP && fields.capacity() <= SCRATCH_KEEP {
-            // SAFETY: the vector was just cleared; only its capacity is kept (see `new`).
-            let classes = unsafe {
-                std::mem::transmute::<Vec<ClassEntry<'py>>, Vec<ClassEntry<'static>>>(classes)
-            };
-            // SAFETY: the GIL is held, so this is the only access to the slot. What it held
-            // (a nested call's storage) is empty: dropping it frees memory and runs no code.
-            drop(unsafe { (*SCRATCH.0.get()).replace(Scratch { classes, fields }) });
+        self.fields.clear();
+        // SAFETY: the GIL is held, so this is the only access to the slot (read only now:
+        // the releases above may have run a nested call that filled it). Storage the slot
+        // cannot take stays with the encoder, whose drop frees it.
+        let s = unsafe { &mut *SCRATCH.0.get() };
+        let cap = self.classes.capacity();
+        if s.classes_cap == 0 && cap <= SCRATCH_KEEP {
+            // The vector is empty (see above): only its storage is kept, for `adopt_scratch`.
+            s.classes = self.classes.as_mut_ptr().cast::<ClassEntry<'static>>();
+            s.classes_cap = cap;
+            std::mem::forget(std::mem::take(&mut self.classes));
+        }
+        let cap = self.fields.capacity();
+        if s.fields_cap == 0 && cap <= SCRATCH_KEEP {
+            s.fields = self.fields.as_mut_ptr();
+            s.fields_cap = cap;
+            std::mem::forget(std::mem::take(&mut self.fields));
         }
     }
 
