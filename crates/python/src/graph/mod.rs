@@ -236,15 +236,7 @@ fn dumps<'py>(
             .map_err(|e| e.into_py(py, cfg))?;
     }
     if in_place {
-        let out = match enc.undeferred_output() {
-            Some(w) => finish_in_bytes(py, w, key.as_deref(), None),
-            None => {
-                let (mut w, chunks, _) = enc.take_output();
-                finish_in_bytes(py, &mut w, key.as_deref(), Some(&chunks))
-            }
-        };
-        // SAFETY: a new bytes object, or NULL with an exception set.
-        return unsafe { Bound::from_owned_ptr_or_err(py, out).map(|b| b.cast_into_unchecked()) };
+        return finish_walker_in_bytes(py, &mut enc, key.as_deref());
     }
     let out = match enc.undeferred_output() {
         // The common case: finished, copied out and handed back in place.
@@ -285,11 +277,22 @@ fn dumps_plain<'py>(
     let mut enc = Walker::new(Encoder::new(py, cfg, false, w));
     enc.encode_root(obj.as_ptr())
         .map_err(|e| e.into_py(py, cfg))?;
+    finish_walker_in_bytes(py, &mut enc, None)
+}
+
+/// The record of an encoder that wrote into a bytes object of its own
+/// ([`crate::cpython::bytes_writer`]), finished in that object (signed with `key`).
+#[inline(always)]
+fn finish_walker_in_bytes<'py>(
+    py: Python<'py>,
+    enc: &mut Walker<'py>,
+    key: Option<&[u8]>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let out = match enc.undeferred_output() {
-        Some(w) => finish_in_bytes(py, w, None, None),
+        Some(w) => finish_in_bytes(py, w, key, None),
         None => {
             let (mut w, chunks, _) = enc.take_output();
-            finish_in_bytes(py, &mut w, None, Some(&chunks))
+            finish_in_bytes(py, &mut w, key, Some(&chunks))
         }
     };
     // SAFETY: a new bytes object, or NULL with an exception set.
