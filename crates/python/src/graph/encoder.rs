@@ -411,9 +411,9 @@ impl<'py> Encoder<'py> {
     #[cold]
     fn keep_scratch(&mut self) {
         // Released in place: releasing the classes may run code (a weakref callback) that
-        // pickles, with an encoder of its own (it may fill the slot first). Each entry is released field by field in line:
-        // its shapes (most often none) only when it has some, not through a call to drop
-        // every entry's vector.
+        // pickles, with an encoder of its own (it may fill the slot first). Each entry is
+        // released field by field in line: its shapes (most often none) only when it has
+        // some, not through a call to drop every entry's vector.
         let n = self.classes.len();
         // SAFETY: the entries are read out below, each once; none is read through the vector
         // again (its length is 0 from here).
