@@ -5,7 +5,8 @@ measures means "the fastest of them". A `{shape}` placeholder makes the target h
 shape found among the metrics; the worst shape is reported and shapes marked `n/a` are
 skipped. `floor` names a floor per shape (a one-copy floor unless `floor_name` says
 otherwise; a list of them means the largest): with `below_floor = "explain"` a miss where
-even the floor could not meet the target says so; with `"exclude"` such shapes do not count.
+even the floor could not meet the target says so (on a single ratio too: `measure` over the
+floor instead of over `over`); with `"exclude"` such shapes do not count.
 """
 
 from __future__ import annotations
@@ -66,7 +67,12 @@ def _single(t: dict[str, Any], run: _Run) -> Outcome:
     if a <= 0 or b <= 0:
         return Outcome(t["text"], f"not resolvable ({a:.3g} / {b:.3g} {unit})", NOT_MEASURED)
     text = f"{named}{a / b:.2f}x ({a:,.1f} / {b:,.1f} {unit})"
-    return Outcome(t["text"], text, MET if _passes(t, a / b) else MISSED)
+    if _passes(t, a / b):
+        return Outcome(t["text"], text, MET)
+    floor = max((run.values.get(f, 0.0) for f in _listed(t.get("floor", []))), default=0.0)
+    if t.get("below_floor") == "explain" and floor > 0 and not _passes(t, a / floor):
+        text += f"; below the {_floor_name(t)}: even at the floor at most {a / floor:.2f}x"
+    return Outcome(t["text"], text, MISSED)
 
 
 def _every_shape(t: dict[str, Any], run: _Run) -> Outcome:

@@ -103,6 +103,9 @@ def test_bytewright_arms_are_measured_once_their_api_exists(metrics: dict[str, f
     if columns:
         for workload in ("lab unpack", "telemetry", "threads fixed", "threads variable"):
             assert any(k.startswith(f"columns/{workload}/bytewright") for k in metrics), workload
+        for threads in (1, 2):
+            floor = f"memory floor: one copy, {threads} thread{'s' if threads > 1 else ''} (numpy)"
+            assert f"columns/threads fixed/{floor}" in metrics
     if hasattr(bytewright.Struct, "pack_table"):
         assert "columns/lab pack/bytewright pack_table" in metrics
     if hasattr(importlib.import_module("bytewright.formats.pcap"), "read_table") and columns:
