@@ -50,8 +50,14 @@ def status(exc: BaseException) -> str:
     return f"{kind}: {describe(exc)}"
 
 
+@functools.cache
 def need(module: str, *attributes: str) -> Any:
-    """Imports `module` and checks its (dotted) `attributes`, or raises Unavailable."""
+    """Imports `module` and checks its (dotted) `attributes`, or raises Unavailable.
+
+    Remembered once found: arms call it inside timed code too (the build cost defines its
+    classes from nothing on every call), where checking nine attributes of one library and
+    none of another's would charge the harness's checks to the first.
+    """
     try:
         found = importlib.import_module(module)
     except ImportError as exc:
