@@ -790,7 +790,7 @@ impl Compiler<'_> {
             }
             _ => self.node(&f.ty, order, fname)?,
         };
-        let konst = match &f.konst {
+        let konst = match f.konst.as_deref() {
             None => None,
             Some(ConstDesc::Int(v)) => match node {
                 Node::Scalar(s @ (Scalar::Int { .. } | Scalar::Bits { .. })) => {
@@ -842,7 +842,7 @@ impl Compiler<'_> {
         };
         let frame = self.frames.last_mut().expect("inside a struct");
         if let Some(c) = &f.checksum {
-            frame.sums.push((field, c.clone()));
+            frame.sums.push((field, (**c).clone()));
         }
         frame.steps.push(FieldStep {
             field,

@@ -148,6 +148,8 @@ pub struct StructDesc {
     pub fields: Arc<Vec<FieldDesc>>,
 }
 
+/// What most fields lack (a constant, a condition, a window, a checksum) is boxed: a class
+/// keeps its fields' descriptions, so the common field stays small.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct FieldDesc {
     /// `None` for unnamed padding.
@@ -157,20 +159,20 @@ pub struct FieldDesc {
     pub ty: TypeDesc,
     /// A constant (magic) written on pack and verified on unpack.
     #[serde(default, rename = "const")]
-    pub konst: Option<ConstDesc>,
+    pub konst: Option<Box<ConstDesc>>,
     /// The field is present only when this predicate over earlier fields holds.
     #[serde(default)]
-    pub when: Option<serde_json::Value>,
+    pub when: Option<Box<serde_json::Value>>,
     /// The field is confined to a window of exactly this many bytes.
     #[serde(default)]
-    pub size: Option<serde_json::Value>,
+    pub size: Option<Box<serde_json::Value>>,
     /// Zero padding before the field so it starts at a multiple of this many bytes
     /// from the start of its struct.
     #[serde(default)]
     pub align: Option<u64>,
     /// The field holds a checksum or digest, computed on pack and verified on unpack.
     #[serde(default)]
-    pub checksum: Option<ChecksumDesc>,
+    pub checksum: Option<Box<ChecksumDesc>>,
 }
 
 /// A checksum or digest over named fields of the struct, or over the whole struct; the

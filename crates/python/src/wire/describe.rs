@@ -893,11 +893,11 @@ impl<'py> Builder<'py> {
         Ok(FieldDesc {
             name: Some(name.to_str()?.into()),
             ty,
-            konst,
-            when,
-            size,
+            konst: konst.map(Box::new),
+            when: when.map(Box::new),
+            size: size.map(Box::new),
             align,
-            checksum,
+            checksum: checksum.map(Box::new),
         })
     }
 
