@@ -93,11 +93,12 @@ pub fn compile_with(schema: &Schema, parts: &[(u32, &Program)]) -> Result<Progra
         unknown_name: None,
     };
     let root = c.node(&schema.root, Order::Big, "")?;
-    let structs: Vec<StructProg> = c
+    let mut structs: Vec<StructProg> = c
         .structs
         .into_iter()
         .map(|s| s.expect("every struct is finished"))
         .collect();
+    structs.shrink_to_fit(); // a codec keeps its program
     let min_size = node_min(&root, &structs[..]);
     let static_size = node_static(&root, &structs[..]);
     Ok(Program {
@@ -1082,13 +1083,16 @@ fn coalesce(steps: Vec<FieldStep>) -> Vec<Step> {
                         Scalar::Int { .. } | Scalar::Float { .. } | Scalar::Bool
                     )
             });
-            run.checked = (0..run.items.len() as u32)
-                .filter_map(|i| {
-                    let it = &run.items[i as usize];
-                    (it.slot.is_some() || it.konst.is_some() || matches!(it.scalar, Scalar::Bool))
-                        .then(|| Check::of(i, it))
-                })
-                .collect();
+            let checked = |it: &RunItem| {
+                it.slot.is_some() || it.konst.is_some() || matches!(it.scalar, Scalar::Bool)
+            };
+            // Exactly as many as there are (a codec keeps them; most runs have one or none).
+            run.checked = Vec::with_capacity(run.items.iter().filter(|it| checked(it)).count());
+            for (i, it) in run.items.iter().enumerate() {
+                if checked(it) {
+                    run.checked.push(Check::of(i as u32, it));
+                }
+            }
         }
     }
     out
