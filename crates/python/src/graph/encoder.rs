@@ -261,6 +261,14 @@ unsafe fn may_start_run(item: *mut ffi::PyObject) -> bool {
         || item == unsafe { ffi::Py_None() }
 }
 
+/// `e` at item `i` of a list: out of line, so that the loop of a short list carries no
+/// error path of its own.
+#[cold]
+#[inline(never)]
+fn at_index(e: EncodeError, i: ffi::Py_ssize_t) -> EncodeError {
+    e.at(Step::Index(i as usize))
+}
+
 fn type_name(obj: *mut ffi::PyObject) -> String {
     // SAFETY: obj is a live object; tp_name is a NUL-terminated C string owned by its type.
     unsafe {
@@ -1035,8 +1043,7 @@ impl<'py> Encoder<'py> {
                     return Err(EncodeError::new("list changed size during pickling"));
                 }
                 let item = ffi::PyList_GET_ITEM(obj, i);
-                self.short_item(item)
-                    .map_err(|e| e.at(Step::Index(i as usize)))?;
+                self.short_item(item).map_err(|e| at_index(e, i))?;
             }
             if ffi::PyList_GET_SIZE(obj) != n {
                 return Err(EncodeError::new("list changed size during pickling"));
