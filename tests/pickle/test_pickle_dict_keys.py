@@ -59,6 +59,22 @@ def test_many_distinct_keys_replace_each_other_safely():
     assert kept[-1] == {"k2999": 2999, "j3": [2999]}
 
 
+def test_keys_of_every_length_differing_in_one_byte_stay_apart():
+    # The table matches a key by its length and its bytes read a word at a time: keys of
+    # 1 to 24 bytes that differ in a single byte (anywhere, also past a word's end), or
+    # only in length, each load as themselves, in a first call and from the table after.
+    keys = []
+    for n in range(1, 25):
+        base = "".join(chr(ord("a") + (i * 7) % 26) for i in range(n))
+        keys.append(base)
+        keys += [base[:i] + "Z" + base[i + 1 :] for i in range(n)]
+        keys.append(base[:-1] + "é")
+    for _ in range(3):
+        for key in keys:
+            got = pickle.loads(pickle.dumps({key: 1}))
+            assert list(got) == [key]
+
+
 def test_a_shared_key_keeps_its_identity_within_the_record():
     key = "shared-key"
     value = [{key: 1}, {key: 2}, key]

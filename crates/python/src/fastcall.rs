@@ -193,48 +193,39 @@ pub unsafe fn enter<const N: usize>(
 
 /// The unwind payload of memory that ran out where no error can be returned (a writer
 /// growing its bytes object or its own buffer): every entry point here ([`run`],
-/// [`enter_direct`]) raises MemoryError for it.
+/// [`enter_one`]) raises MemoryError for it.
 pub use bytewright_graph::OutOfMemory;
 
-/// [`enter`] with the body called directly rather than through the function's pointer (so
-/// it can be inlined), and its result turned into the returned pointer inside the unwind
-/// guard: the plain call `f(x)` moves no `PyResult` around. Any other call shape goes
-/// through [`FastFunction::call`].
+/// [`enter`] with a body of its own for the plain positional call `f(x)`, called by name
+/// (so it can be inlined): `one` takes the argument and returns the result as [`enter`]
+/// does (a new reference, or NULL with the error raised), so that call builds no argument
+/// array and moves no `PyResult`. Any other call shape goes through
+/// [`FastFunction::call`].
 ///
 /// # Safety
-/// As [`enter`]; `body` is `function.body`.
+/// As [`enter`]; `one(py, x)` does what `function.body` does for the positional `x` alone.
 #[inline(always)]
-pub unsafe fn enter_direct<const N: usize, B>(
+pub unsafe fn enter_one<const N: usize>(
     function: &FastFunction<N>,
-    body: B,
+    one: for<'py> fn(Python<'py>, *mut ffi::PyObject) -> *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargs: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject
-where
-    B: for<'py> FnOnce(
-        Python<'py>,
-        &Bound<'py, PyAny>,
-        [Option<&Bound<'py, PyAny>>; N],
-    ) -> PyResult<Bound<'py, PyAny>>,
-{
+) -> *mut ffi::PyObject {
     // SAFETY: CPython calls us with the GIL held.
     let py = Python::assume_attached();
     let guarded = AssertUnwindSafe(|| {
         // SAFETY: vectorcall arguments as CPython passes them (see `FastFunction::call`).
-        let result = unsafe {
+        unsafe {
             if kwnames.is_null() && ffi::PyVectorcall_NARGS(nargs as usize) == 1 {
-                let data = Borrowed::from_ptr(py, *args);
-                body(py, &data, [None; N])
-            } else {
-                function.call(py, args, nargs, kwnames)
+                return one(py, *args);
             }
-        };
-        match result {
-            Ok(value) => value.into_ptr(),
-            Err(err) => {
-                err.restore(py);
-                std::ptr::null_mut()
+            match function.call(py, args, nargs, kwnames) {
+                Ok(value) => value.into_ptr(),
+                Err(err) => {
+                    err.restore(py);
+                    std::ptr::null_mut()
+                }
             }
         }
     });
@@ -314,8 +305,8 @@ pub fn add_method_o(
 }
 
 /// Defines a `FastFunction` static and its C trampoline: `trampoline` parses every call
-/// through [`enter`]; `[direct] trampoline` calls the body by name for the plain positional
-/// call ([`enter_direct`]).
+/// through [`enter`]; `[direct = one] trampoline` calls `one` by name for the plain
+/// positional call ([`enter_one`]).
 macro_rules! fast_function {
     (
         $vis:vis static $static_name:ident: [$n:literal] = {
@@ -326,7 +317,7 @@ macro_rules! fast_function {
             doc: $doc:expr,
             body: $body:path $(,)?
         };
-        $([$direct:ident])? trampoline $tramp:ident;
+        $([direct = $one:path])? trampoline $tramp:ident;
     ) => {
         $vis static $static_name: $crate::fastcall::FastFunction<$n> =
             $crate::fastcall::FastFunction {
@@ -347,15 +338,15 @@ macro_rules! fast_function {
         ) -> *mut pyo3::ffi::PyObject {
             // SAFETY: CPython calls this with the GIL held and vectorcall arguments.
             unsafe {
-                $crate::fastcall::fast_function!(@enter $($direct)? $static_name, $body, args, nargs, kwnames)
+                $crate::fastcall::fast_function!(@enter $($one,)? $static_name, $body, args, nargs, kwnames)
             }
         }
     };
     (@enter $static_name:ident, $body:path, $args:ident, $nargs:ident, $kw:ident) => {
         $crate::fastcall::enter(&$static_name, $args, $nargs, $kw)
     };
-    (@enter direct $static_name:ident, $body:path, $args:ident, $nargs:ident, $kw:ident) => {
-        $crate::fastcall::enter_direct(&$static_name, $body, $args, $nargs, $kw)
+    (@enter $one:path, $static_name:ident, $body:path, $args:ident, $nargs:ident, $kw:ident) => {
+        $crate::fastcall::enter_one(&$static_name, $one, $args, $nargs, $kw)
     };
 }
 pub(crate) use fast_function;

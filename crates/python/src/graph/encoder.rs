@@ -261,6 +261,14 @@ unsafe fn may_start_run(item: *mut ffi::PyObject) -> bool {
         || item == unsafe { ffi::Py_None() }
 }
 
+/// `e` at item `i` of a list: out of line, so that the loop of a short list carries no
+/// error path of its own.
+#[cold]
+#[inline(never)]
+fn at_index(e: EncodeError, i: ffi::Py_ssize_t) -> EncodeError {
+    e.at(Step::Index(i as usize))
+}
+
 fn type_name(obj: *mut ffi::PyObject) -> String {
     // SAFETY: obj is a live object; tp_name is a NUL-terminated C string owned by its type.
     unsafe {
@@ -620,43 +628,77 @@ impl<'py> Encoder<'py> {
     /// `obj` is live and the GIL is held.
     #[inline(always)]
     unsafe fn atom(&mut self, obj: *mut ffi::PyObject, held: ffi::Py_ssize_t) -> bool {
+        // SAFETY: as the function contract.
+        unsafe {
+            match self.common_atom(obj, held) {
+                Some(done) => done,
+                None => self.other_atom(obj, held),
+            }
+        }
+    }
+
+    /// [`Encoder::atom`] for the commonest types, str, int and float: `None` if `obj` is
+    /// of none of them, else whether it was written.
+    ///
+    /// # Safety
+    /// As [`Encoder::atom`].
+    #[inline(always)]
+    unsafe fn common_atom(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        held: ffi::Py_ssize_t,
+    ) -> Option<bool> {
         // SAFETY (whole block): see the function contract; each branch reads `obj` through
         // the API of its exact type.
         unsafe {
             let ty = ffi::Py_TYPE(obj);
             if ty == addr_of_mut!(ffi::PyUnicode_Type) {
                 let Some(text) = cpython::ascii_text(obj) else {
-                    return false;
+                    return Some(false);
                 };
                 // A one-character str is never memoized (the reader's are singletons too).
                 let unshared = text.len() <= 1 || ffi::Py_REFCNT(obj) <= 1 + held || !self.use_memo;
                 if text.len() >= DEFER_FROM {
-                    return false;
+                    return Some(false);
                 }
                 if unshared {
                     self.w.str(text);
-                    return true;
+                    return Some(true);
                 }
                 self.shared_ascii(obj, text);
-                return true;
+                return Some(true);
             }
             if ty == addr_of_mut!(ffi::PyLong_Type) {
                 if let Some(v) = cpython::small_i64(obj) {
                     self.w.int(v);
-                    return true;
+                    return Some(true);
                 }
                 let mut overflow: c_int = 0;
                 let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
                 if overflow != 0 {
-                    return false;
+                    return Some(false);
                 }
                 self.w.int(v);
-                return true;
+                return Some(true);
             }
             if ty == addr_of_mut!(ffi::PyFloat_Type) {
                 self.w.float(ffi::PyFloat_AS_DOUBLE(obj));
-                return true;
+                return Some(true);
             }
+        }
+        None
+    }
+
+    /// [`Encoder::atom`] past [`Encoder::common_atom`]: `None`, bools and bytes.
+    ///
+    /// # Safety
+    /// As [`Encoder::atom`].
+    #[inline(always)]
+    unsafe fn other_atom(&mut self, obj: *mut ffi::PyObject, held: ffi::Py_ssize_t) -> bool {
+        // SAFETY (whole block): see the function contract; each branch reads `obj` through
+        // the API of its exact type.
+        unsafe {
+            let ty = ffi::Py_TYPE(obj);
             if obj == ffi::Py_None() {
                 self.w.tag(tags::NONE);
                 return true;
@@ -753,6 +795,48 @@ impl<'py> Encoder<'py> {
             if self.atom(obj, 0) {
                 return Ok(());
             }
+            self.held(obj)
+        }
+    }
+
+    /// [`Encoder::item`] for an item of a short list or a tuple: a list among them is
+    /// tested for before the rarer atoms, and written past [`Encoder::encode`]'s dispatch
+    /// (the long lists of [`Encoder::list_in_runs`], whose other items are mostly dicts or
+    /// instances, keep [`Encoder::item`]).
+    ///
+    /// # Safety
+    /// `obj` is live and the GIL is held.
+    #[inline(always)]
+    unsafe fn short_item(&mut self, obj: *mut ffi::PyObject) -> R {
+        // SAFETY (whole block): see the function contract.
+        unsafe {
+            match self.common_atom(obj, 0) {
+                Some(true) => return Ok(()),
+                Some(false) => {}
+                None => {
+                    if ffi::Py_TYPE(obj) == addr_of_mut!(ffi::PyList_Type) {
+                        ffi::Py_INCREF(obj);
+                        let r = self.item_list(obj);
+                        ffi::Py_DECREF(obj);
+                        return r;
+                    }
+                    if self.other_atom(obj, 0) {
+                        return Ok(());
+                    }
+                }
+            }
+            self.held(obj)
+        }
+    }
+
+    /// Encodes `obj` (not an atom) under a reference of the walker's own.
+    ///
+    /// # Safety
+    /// `obj` is live and the GIL is held.
+    #[inline(always)]
+    unsafe fn held(&mut self, obj: *mut ffi::PyObject) -> R {
+        // SAFETY: as the function contract; the reference taken is released after.
+        unsafe {
             ffi::Py_INCREF(obj);
             let r = self.encode(obj);
             ffi::Py_DECREF(obj);
@@ -925,11 +1009,20 @@ impl<'py> Encoder<'py> {
         Ok(())
     }
 
+    #[inline(always)]
     fn list(&mut self, obj: *mut ffi::PyObject) -> R {
         if self.memo_begin(obj, true).is_none() {
             return Ok(());
         }
         self.list_items(obj)
+    }
+
+    /// [`Encoder::list`] out of line, for a list that is an item of a list or tuple
+    /// ([`Encoder::item`] tests for one before the rarer atoms): in line in
+    /// [`Encoder::encode`], a list of a dict value or field costs no call of its own.
+    #[inline(never)]
+    fn item_list(&mut self, obj: *mut ffi::PyObject) -> R {
+        self.list(obj)
     }
 
     /// [`Encoder::list`] after the memo: the header and the items.
@@ -950,7 +1043,7 @@ impl<'py> Encoder<'py> {
                     return Err(EncodeError::new("list changed size during pickling"));
                 }
                 let item = ffi::PyList_GET_ITEM(obj, i);
-                self.item(item).map_err(|e| e.at(Step::Index(i as usize)))?;
+                self.short_item(item).map_err(|e| at_index(e, i))?;
             }
             if ffi::PyList_GET_SIZE(obj) != n {
                 return Err(EncodeError::new("list changed size during pickling"));
@@ -1181,7 +1274,8 @@ impl<'py> Encoder<'py> {
             self.enter()?;
             for i in 0..n {
                 let item = ffi::PyTuple_GET_ITEM(obj, i);
-                self.item(item).map_err(|e| e.at(Step::Index(i as usize)))?;
+                self.short_item(item)
+                    .map_err(|e| e.at(Step::Index(i as usize)))?;
             }
         }
         self.leave();

@@ -173,7 +173,48 @@ fastcall::fast_function! {
         doc: c"pickle_dumps(obj, protocol=None, *, hmac_key=None, deterministic=False)\n--\n\nSerialize `obj` to one record. `protocol` is accepted for call-shape compatibility.",
         body: dumps_args,
     };
-    [direct] trampoline dumps_trampoline;
+    [direct = dumps_one] trampoline dumps_trampoline;
+}
+
+/// `dumps(obj)`, the plain call, for [`fastcall::enter_one`]: what [`dumps_args`] does
+/// with no keyword given, returning the new bytes object (NULL with the error raised).
+fn dumps_one(py: Python<'_>, obj: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    let cfg = match config::get(py) {
+        Ok(cfg) => cfg,
+        Err(e) => return raised(py, e),
+    };
+    let hint = LAST_RECORD.load(Ordering::Relaxed);
+    let out = crate::cpython::bytes_for_writer(py, hint.cap());
+    if out.is_null() {
+        return dumps_one_portable(py, obj);
+    }
+    // SAFETY: `out` is a new bytes object of that size, given to the writer alone.
+    let w = unsafe { crate::cpython::bytes_object_writer(out, hint.cap(), hint.head()) };
+    let mut enc = Walker::new(Encoder::new(py, cfg, false, w));
+    if let Err(e) = enc.encode_root(obj) {
+        return raised(py, e.into_py(py, cfg));
+    }
+    finish_walker_ptr(py, &mut enc, None)
+}
+
+/// [`dumps_one`] on the portable path (no bytes object written in place).
+#[cold]
+#[inline(never)]
+fn dumps_one_portable(py: Python<'_>, obj: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: `obj` is the caller's live argument.
+    let obj = unsafe { Borrowed::from_ptr(py, obj) };
+    match dumps(py, &obj, None, false) {
+        Ok(out) => out.into_ptr(),
+        Err(e) => raised(py, e),
+    }
+}
+
+/// NULL with `e` raised.
+#[cold]
+#[inline(never)]
+fn raised(py: Python<'_>, e: PyErr) -> *mut ffi::PyObject {
+    e.restore(py);
+    std::ptr::null_mut()
 }
 
 fn dumps_args<'py>(
@@ -288,15 +329,25 @@ fn finish_walker_in_bytes<'py>(
     enc: &mut Walker<'py>,
     key: Option<&[u8]>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let out = match enc.undeferred_output() {
+    let out = finish_walker_ptr(py, enc, key);
+    // SAFETY: a new bytes object, or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, out).map(|b| b.cast_into_unchecked()) }
+}
+
+/// [`finish_walker_in_bytes`] as the new bytes object, or NULL with an exception set.
+#[inline(always)]
+fn finish_walker_ptr<'py>(
+    py: Python<'py>,
+    enc: &mut Walker<'py>,
+    key: Option<&[u8]>,
+) -> *mut ffi::PyObject {
+    match enc.undeferred_output() {
         Some(w) => finish_in_bytes(py, w, key, None),
         None => {
             let (mut w, chunks, _) = enc.take_output();
             finish_in_bytes(py, &mut w, key, Some(&chunks))
         }
-    };
-    // SAFETY: a new bytes object, or NULL with an exception set.
-    unsafe { Bound::from_owned_ptr_or_err(py, out).map(|b| b.cast_into_unchecked()) }
+    }
 }
 
 /// The size of the last record `dumps` wrote in place and the length of its header: the
