@@ -188,13 +188,7 @@ fn dumps_one(py: Python<'_>, obj: *mut ffi::PyObject) -> *mut ffi::PyObject {
     if out.is_null() {
         return dumps_one_portable(py, obj);
     }
-    // SAFETY: `out` is a new bytes object of that size, given to the writer alone.
-    let w = unsafe { crate::cpython::bytes_object_writer(out, hint.cap(), hint.head()) };
-    let mut enc = Walker::new(Encoder::new(py, cfg, false, w));
-    if let Err(e) = enc.encode_root(obj) {
-        return raised(py, e.into_py(py, cfg));
-    }
-    finish_walker_ptr(py, &mut enc, None)
+    dumps_plain(py, cfg, obj, out, hint)
 }
 
 /// [`dumps_one`] on the portable path (no bytes object written in place).
@@ -242,7 +236,9 @@ fn dumps_args<'py>(
         let hint = LAST_RECORD.load(Ordering::Relaxed);
         let out = crate::cpython::bytes_for_writer(py, hint.cap());
         if !out.is_null() {
-            return dumps_plain(py, cfg, obj, out, hint).map(Bound::into_any);
+            let done = dumps_plain(py, cfg, obj.as_ptr(), out, hint);
+            // SAFETY: a new bytes object, or NULL with an exception set.
+            return unsafe { Bound::from_owned_ptr_or_err(py, done) };
         }
     }
     dumps(py, obj, hmac_key, deterministic).map(Bound::into_any)
@@ -303,22 +299,23 @@ fn dumps<'py>(
 }
 
 /// [`dumps`] of the common call (no key, not deterministic) into `out`, a new bytes
-/// object of the size `hint` gives, returned with the record in it: the writer is built
-/// in the encoder, and no key or second pass is looked at.
+/// object of the size `hint` gives, returned with the record in it (NULL with the error
+/// raised): the writer is built in the encoder, and no key or second pass is looked at.
 #[inline(always)]
-fn dumps_plain<'py>(
-    py: Python<'py>,
+fn dumps_plain(
+    py: Python<'_>,
     cfg: &'static config::Config,
-    obj: &Bound<'py, PyAny>,
+    obj: *mut ffi::PyObject,
     out: *mut ffi::PyObject,
     hint: LastRecord,
-) -> PyResult<Bound<'py, PyBytes>> {
+) -> *mut ffi::PyObject {
     // SAFETY: `out` is a new bytes object of that size, given to the writer alone.
     let w = unsafe { crate::cpython::bytes_object_writer(out, hint.cap(), hint.head()) };
     let mut enc = Walker::new(Encoder::new(py, cfg, false, w));
-    enc.encode_root(obj.as_ptr())
-        .map_err(|e| e.into_py(py, cfg))?;
-    finish_walker_in_bytes(py, &mut enc, None)
+    if let Err(e) = enc.encode_root(obj) {
+        return raised(py, e.into_py(py, cfg));
+    }
+    finish_walker_ptr(py, &mut enc, None)
 }
 
 /// The record of an encoder that wrote into a bytes object of its own
