@@ -45,6 +45,11 @@ class _Run:
         return list(dict.fromkeys(found))
 
 
+def _num(x: float) -> str:
+    """Three decimals below 10 (0.050 ms, not 0.1), one above."""
+    return f"{x:,.3f}" if abs(x) < 10 else f"{x:,.1f}"
+
+
 def _passes(t: dict[str, Any], r: float) -> bool:
     return r <= t["at_most"] if "at_most" in t else r >= t["at_least"]
 
@@ -59,14 +64,14 @@ def _single(t: dict[str, Any], run: _Run) -> Outcome:
     a = known[fastest]
     named = f"{fastest.rsplit('/', 1)[-1]}: " if len(measures) > 1 else ""
     if "over" not in t:
-        text = f"{a:,.3f} {unit}" if abs(a) < 10 else f"{a:,.1f} {unit}"
+        text = f"{_num(a)} {unit}"
         return Outcome(t["text"], named + text, MET if _passes(t, a) else MISSED)
     b = run.values.get(t["over"])
     if b is None:
         return Outcome(t["text"], run.why(t["over"]), NOT_MEASURED)
     if a <= 0 or b <= 0:
         return Outcome(t["text"], f"not resolvable ({a:.3g} / {b:.3g} {unit})", NOT_MEASURED)
-    text = f"{named}{a / b:.2f}x ({a:,.1f} / {b:,.1f} {unit})"
+    text = f"{named}{a / b:.2f}x ({_num(a)} / {_num(b)} {unit})"
     if _passes(t, a / b):
         return Outcome(t["text"], text, MET)
     floor = max((run.values.get(f, 0.0) for f in _listed(t.get("floor", []))), default=0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from multiprocessing.pool import ThreadPool
 from pathlib import Path
@@ -20,6 +21,13 @@ PICKLE, PYSAFE, MSGSPEC = "pickle", "pysafe-pickle", "msgspec"
 HMAC_KEY = b"bytewright-benchmark-key-32bytes"
 THREAD_ARMS = (PICKLE, PYSAFE, BYTEWRIGHT)  # the thread case's arms (a minute each, under load)
 THREAD_DUMPS_ARMS = (PICKLE, BYTEWRIGHT)
+BYTES_1MB, RETURNED = "Bytes (1 MB)", "returned to the caller"
+THREAD_RESULTS = ("used in the worker", RETURNED)  # the second for the bytes payload only
+
+
+def _in_worker(fn: Any, job: Any) -> None:
+    """Call `fn` and drop its result on the worker thread."""
+    fn(job)
 
 
 def serializers() -> tuple[dict[str, Serializer], dict[str, str]]:
@@ -141,19 +149,24 @@ def run_threads(
         {"id": i, "name": f"user{i}", "score": i * 1.5, "active": i % 2 == 0, "tags": ["a", "b"]}
         for i in range(23_500)
     ]
-    payloads = {"Bytes (1 MB)": bytes(range(256)) * 4096, "List of Records (~1 MB)": records}
+    payloads = {BYTES_1MB: bytes(range(256)) * 4096, "List of Records (~1 MB)": records}
     table = Table(
         f"Thread case: {calls_count} calls on a ~1 MB payload split across threads",
         [
             "Call",
             "Payload",
             "Library",
+            "Result",
             *[f"{n} thread{'s' * (n > 1)} ms/call" for n in threads],
             "Best speedup",
         ],
         note=f"Wall time per call, best of {rounds} runs after a warm-up run. Only work done "
         "without the GIL (copying, hashing, validating) can use a second core; walking Python "
-        "objects cannot.",
+        "objects cannot. `used in the worker`: each worker thread drops its result, as a "
+        "thread that handles its own messages does. `returned to the caller`: the results go "
+        "back to the main thread, which frees them; with glibc's malloc a 1 MB block freed "
+        "by another thread than the one that took it shrinks that thread's heap, and the next "
+        "block pays its page faults again, whatever the library.",
     )
 
     def once(pool: ThreadPool, fn: Any, jobs: list[Any]) -> int:
@@ -172,24 +185,30 @@ def run_threads(
                     arm.loads(data)
                 except Exception as exc:
                     why = f"unavailable: {describe(exc)}"
-                    table.add(op, label, name, *["—" for _ in threads], why)
+                    table.add(op, label, name, "—", *["—" for _ in threads], why)
                     continue
-                fn, job = (arm.loads, data) if op == "loads" else (arm.dumps, value)
-                per_call = []
-                for n in threads:
-                    ui.step(f"threads {op} {label} {name} x{n}", advance=1)
-                    with ThreadPool(n) as pool:
-                        once(pool, fn, [job] * calls_count)
-                        best = min(once(pool, fn, [job] * calls_count) for _ in range(rounds))
-                    per_call.append(best / calls_count / 1e6)
-                    part.record(f"graphs/threads/{op}/{label}/{name}/x{n}", per_call[-1])
-                table.add(
-                    op,
-                    label,
-                    name,
-                    *[f"{ms:.3f}" for ms in per_call],
-                    ratio(per_call[0], min(per_call)),
-                )
+                call, job = (arm.loads, data) if op == "loads" else (arm.dumps, value)
+                for where in THREAD_RESULTS if label == BYTES_1MB else THREAD_RESULTS[:1]:
+                    fn = call if where == RETURNED else functools.partial(_in_worker, call)
+                    key = f"graphs/threads/{op}/{label}/{name}" + (
+                        "/returned" if where == RETURNED else ""
+                    )
+                    per_call = []
+                    for n in threads:
+                        ui.step(f"threads {op} {label} {name} {where} x{n}", advance=1)
+                        with ThreadPool(n) as pool:
+                            once(pool, fn, [job] * calls_count)
+                            best = min(once(pool, fn, [job] * calls_count) for _ in range(rounds))
+                        per_call.append(best / calls_count / 1e6)
+                        part.record(f"{key}/x{n}", per_call[-1])
+                    table.add(
+                        op,
+                        label,
+                        name,
+                        where,
+                        *[f"{ms:.3f}" for ms in per_call],
+                        ratio(per_call[0], min(per_call)),
+                    )
     return table
 
 
@@ -200,7 +219,8 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
         part.arm_status(f"graphs/{name}", why)
     names = list(FACTORIES)
     data = shapes()
-    thread_steps = 2 * (len(THREAD_ARMS) + len(THREAD_DUMPS_ARMS)) * len(conf["threads"])
+    # loads and dumps; each arm's bytes payload twice (both results), its records once
+    thread_steps = 3 * (len(THREAD_ARMS) + len(THREAD_DUMPS_ARMS)) * len(conf["threads"])
     ui.start("Part C: object graphs", len(data) + thread_steps)
     ns: dict[str, dict[str, float]] = {}
     statuses: dict[str, dict[str, str]] = {}

@@ -57,3 +57,9 @@ def test_a_target_whose_part_did_not_run_is_not_measured(tmp_path: Path) -> None
     path.write_text(RATIO, encoding="utf-8")
     (outcome,) = evaluate([Part("graphs")], path)
     assert (outcome.verdict, outcome.measured) == (NOT_MEASURED, "part `columns` not run")
+
+
+def test_small_times_keep_three_decimals(tmp_path: Path) -> None:
+    """0.050 / 0.116 ms, not 0.1 / 0.1: a ratio's two times stay readable below 10."""
+    metrics = {"columns/t/one": 0.05, "columns/t/two": 0.116}
+    assert _outcome(tmp_path, metrics) == (MISSED, "0.43x (0.050 / 0.116 ns)")
