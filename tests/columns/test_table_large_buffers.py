@@ -6,6 +6,9 @@ moved keeps its bytes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import bytewright as bw
 import numpy as np
 import pytest
@@ -120,3 +123,59 @@ def test_columns_sized_from_unlike_first_rows_hold_every_row(long_first: bool) -
         table = Note.unpack_table(data, threads=threads).to_arrow()
         assert table["id"].to_pylist() == list(range(len(sizes)))
         assert table["text"].to_pylist() == texts
+
+
+# Run in a fresh interpreter, so that no block kept by an earlier test is reused instead.
+MARKING = """
+import time
+import numpy as np
+import bytewright as bw
+
+
+def lazy_free_kib(addr):
+    # KiB of the mapping holding addr marked MADV_FREE and not yet taken back.
+    with open("/proc/self/smaps", encoding="ascii") as f:
+        inside = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= addr < hi
+            elif inside and head == "LazyFree:":
+                return int(line.split()[1])
+    raise SystemExit("no LazyFree in /proc/self/smaps")
+
+
+class Wide(bw.Struct):
+    v: bw.U64
+
+
+rows = 500_000  # a 4 MB column: two 2 MiB units of a large block
+data = np.arange(rows, dtype=">u8").tobytes()
+t = Wide.unpack_table(data)
+addr = np.asarray(t["v"]).ctypes.data
+del t  # the block is kept for the next table
+for _ in range(5):
+    assert lazy_free_kib(addr) == 0, "a block just freed was marked"
+    t = Wide.unpack_table(data)
+    assert np.asarray(t["v"]).ctypes.data == addr, "the kept block was not reused"
+    assert np.asarray(t["v"])[-1] == rows - 1
+    del t
+time.sleep(1.2)
+# Half as many rows: the block's first 2 MiB unit is taken, and the second, unused for more
+# than a second, is marked (its pages were written: they count as lazily free).
+half = Wide.unpack_table(data[: len(data) // 2])
+assert np.asarray(half["v"]).ctypes.data == addr
+assert lazy_free_kib(addr) >= 1024, "a block unused for a second was not marked"
+assert np.array_equal(np.asarray(half["v"]), np.arange(rows // 2, dtype=np.uint64))
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the extension maps large blocks on Linux"
+)
+def test_a_freed_block_reused_at_once_is_not_marked_free_and_one_left_a_second_is() -> None:
+    """A kept block is marked MADV_FREE only after waiting unused (docs/columns.md): decoding
+    again and again marks nothing, and a block left a second is marked at the next one."""
+    run = subprocess.run([sys.executable, "-c", MARKING], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]

@@ -263,9 +263,16 @@ unsafe impl GlobalAlloc for Allocator {
 /// A block of `size` bytes is `span(size)` bytes of its own mapping, so freeing it needs
 /// only its size. A freed block goes into the cache (up to [`CACHE_BYTES`] in `SLOTS`
 /// blocks, unmapping the blocks cached longest ago to make room: the sizes freed last are the
-/// ones the next calls ask for again); it is marked `MADV_FREE` there, so under memory pressure the kernel
-/// takes its pages back without writing them anywhere (a page it took is a fresh zeroed
-/// page when the block is used again; one it did not take is reused without a fault). An
+/// ones the next calls ask for again). It is cached as it is, and marked `MADV_FREE` only
+/// once it has waited [`DIRTY_FOR`] unused, or when more than [`DIRTY_BYTES`] wait unmarked
+/// (the longest-waiting first): under memory pressure the kernel takes a marked block's
+/// pages back without writing them anywhere (a page it took is a fresh zeroed page when the
+/// block is used again; one it did not take is reused without a fault). Marking is not
+/// free: the call walks the block's page table, and the first write to each of its pages
+/// afterwards sets the page's dirty bit again, which cost a 200,000-row `unpack_table`
+/// (3.2 MB of columns, freed and allocated again every call) about a fifth of its time.
+/// A block reused soon after it was freed, as a table decoded again and again is, is never
+/// marked. The cache is checked for blocks to mark when a block is freed or taken. An
 /// allocation takes the smallest cached block that is large enough, split to the size it
 /// needs (the rest stays cached). The cache is behind a try-lock: a thread that finds it
 /// taken maps or unmaps directly, so no thread ever waits for another, and a child process
@@ -275,6 +282,7 @@ mod big {
     use std::cell::UnsafeCell;
     use std::ffi::{c_int, c_void};
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
 
     use super::{advise, madvise, HUGE_PAGE};
 
@@ -288,6 +296,10 @@ mod big {
 
     /// The most bytes of freed blocks kept for reuse.
     pub const CACHE_BYTES: usize = 256 << 20;
+    /// The most bytes of cached blocks not yet marked `MADV_FREE`.
+    pub const DIRTY_BYTES: usize = 64 << 20;
+    /// How long a cached block waits before it is marked `MADV_FREE`.
+    pub const DIRTY_FOR: Duration = Duration::from_secs(1);
     /// Cached blocks at most.
     const SLOTS: usize = 32;
 
@@ -336,8 +348,12 @@ mod big {
         slots: [(usize, usize); SLOTS],
         /// When each slot's block was cached ([`Cache::clock`] then).
         ages: [u64; SLOTS],
+        /// Since when each slot's block waits without `MADV_FREE` (`None`: marked).
+        dirty: [Option<Instant>; SLOTS],
         clock: u64,
         bytes: usize,
+        /// The bytes of the blocks not marked.
+        dirty_bytes: usize,
     }
 
     impl Cache {
@@ -345,13 +361,54 @@ mod big {
         /// where they start; the rest, if any, stays cached.
         fn cut(&mut self, i: usize, len: usize) -> usize {
             let (start, have) = self.slots[i];
-            self.slots[i] = if have > len {
-                (start + len, have - len)
+            if self.dirty[i].is_some() {
+                self.dirty_bytes -= len;
+            }
+            if have > len {
+                self.slots[i] = (start + len, have - len);
             } else {
-                (0, 0)
-            };
+                self.slots[i] = (0, 0);
+                self.dirty[i] = None;
+            }
             self.bytes -= len;
             start
+        }
+
+        /// Empties slot `i`, returning its block.
+        fn clear(&mut self, i: usize) -> (usize, usize) {
+            let (s, l) = self.slots[i];
+            self.slots[i] = (0, 0);
+            self.bytes -= l;
+            if self.dirty[i].take().is_some() {
+                self.dirty_bytes -= l;
+            }
+            (s, l)
+        }
+
+        /// Marks `MADV_FREE` the blocks that waited [`DIRTY_FOR`], then the longest-waiting
+        /// ones while more than [`DIRTY_BYTES`] wait unmarked; a block the kernel refuses
+        /// to mark is unmapped.
+        fn mark(&mut self, now: Instant) {
+            loop {
+                let oldest = (0..SLOTS)
+                    .filter_map(|i| Some((self.dirty[i]?, i)))
+                    .min_by_key(|&(t, _)| t);
+                let Some((since, i)) = oldest else { return };
+                if self.dirty_bytes <= DIRTY_BYTES && now.duration_since(since) < DIRTY_FOR {
+                    return;
+                }
+                let (s, l) = self.slots[i];
+                self.dirty[i] = None;
+                self.dirty_bytes -= l;
+                // SAFETY: a cached block is a whole unused range of this module's mappings
+                // (the cache's lock is held, so no thread takes it meanwhile); MADV_FREE
+                // keeps it mapped.
+                if unsafe { madvise(s as *mut c_void, l, MADV_FREE) } != 0 {
+                    self.clear(i);
+                    // SAFETY: as above; the block just left the cache.
+                    unsafe { munmap(s as *mut c_void, l) };
+                }
+            }
         }
     }
 
@@ -368,8 +425,10 @@ mod big {
         cache: UnsafeCell::new(Cache {
             slots: [(0, 0); SLOTS],
             ages: [0; SLOTS],
+            dirty: [None; SLOTS],
             clock: 0,
             bytes: 0,
+            dirty_bytes: 0,
         }),
     };
 
@@ -402,11 +461,14 @@ mod big {
 
     /// A cached block of exactly `len` bytes, if one large enough is cached.
     fn take(len: usize) -> Option<usize> {
+        let now = Instant::now();
         with(|c| {
             let i = (0..SLOTS)
                 .filter(|&i| c.slots[i].1 >= len)
-                .min_by_key(|&i| c.slots[i].1)?;
-            Some(c.cut(i, len))
+                .min_by_key(|&i| c.slots[i].1);
+            let got = i.map(|i| c.cut(i, len));
+            c.mark(now);
+            got
         })
         .flatten()
     }
@@ -429,6 +491,7 @@ mod big {
     /// fit otherwise (what was freed last is what the next calls are likely to ask for
     /// again); false if it still does not fit (the caller unmaps it).
     fn keep(start: usize, len: usize) -> bool {
+        let now = Instant::now();
         with(|c| {
             c.clock += 1;
             while c.bytes + len > CACHE_BYTES || c.slots.iter().all(|s| s.1 != 0) {
@@ -438,22 +501,20 @@ mod big {
                 else {
                     return false;
                 };
-                let (s, l) = c.slots[i];
-                c.slots[i] = (0, 0);
-                c.bytes -= l;
+                let (s, l) = c.clear(i);
                 // SAFETY: a cached block is a whole unused range of this module's mappings.
                 unsafe { munmap(s as *mut c_void, l) };
             }
             // Join the block to cached neighbours, so a block split by `take` is whole
-            // again once all of it is back.
+            // again once all of it is back (the whole of it waits unmarked, as the block
+            // just freed does: marking again what was marked is harmless).
             let (mut start, mut len) = (start, len);
             for i in 0..SLOTS {
                 let (s, l) = c.slots[i];
                 if l > 0 && (s + l == start || start + len == s) {
+                    c.clear(i);
                     start = start.min(s);
                     len += l;
-                    c.slots[i] = (0, 0);
-                    c.bytes -= l;
                 }
             }
             let Some(i) = c.slots.iter().position(|s| s.1 == 0) else {
@@ -461,7 +522,10 @@ mod big {
             };
             c.slots[i] = (start, len);
             c.ages[i] = c.clock;
+            c.dirty[i] = Some(now);
             c.bytes += len;
+            c.dirty_bytes += len;
+            c.mark(now);
             true
         })
         .unwrap_or(false)
@@ -527,16 +591,11 @@ mod big {
         if len == 0 {
             return;
         }
-        // SAFETY: the caller's range is ours and unused; MADV_FREE keeps it mapped.
-        unsafe {
-            if len <= CACHE_BYTES
-                && madvise(start as *mut c_void, len, MADV_FREE) == 0
-                && keep(start, len)
-            {
-                return;
-            }
-            munmap(start as *mut c_void, len);
+        if len <= CACHE_BYTES && keep(start, len) {
+            return;
         }
+        // SAFETY: the caller's range is ours and unused.
+        unsafe { munmap(start as *mut c_void, len) };
     }
 
     /// A block of `size` bytes; zeroed when asked.
