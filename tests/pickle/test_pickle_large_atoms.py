@@ -155,3 +155,20 @@ def test_dumps_out_of_memory_while_growing_is_memory_error(portable: str) -> Non
         env=env,
     )
     assert (r.returncode, r.stdout.split(), r.stderr) == (0, ["MemoryError", "ok"], "")
+
+
+@pytest.mark.parametrize("n", [4095, 4096, 4097, 4259, 100_003, 524_288, 524_289])
+def test_large_data_copied_at_every_placement(n: int) -> None:
+    """Large str and bytes data is copied by the extension's own loop when the source and
+    the destination sit differently within 32 bytes: a prefix of 0-32 bytes moves the data's
+    place in the record through every such difference, at sizes around the loop's bounds."""
+    blob = bytes((i * 7 + n) % 251 for i in range(n))
+    text = "".join(chr(32 + (i * 13 + n) % 95) for i in range(n))
+    for k in range(33):
+        for value in (blob, text):
+            out = pickle.dumps([b"p" * k, value])
+            data = value if isinstance(value, bytes) else value.encode("ascii")
+            assert out.endswith(data)  # the record ends with the data, copied whole
+            assert pickle.loads(out) == [b"p" * k, value]
+        top = pickle.dumps(blob[k:])
+        assert top.endswith(blob[k:]) and pickle.loads(top) == blob[k:]

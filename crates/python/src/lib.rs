@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 
 mod alloc;
 mod columns;
+mod copy;
 mod cpython;
 mod fastcall;
 mod graph;

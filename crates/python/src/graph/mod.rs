@@ -97,7 +97,7 @@ fn new_bytes_inline(py: Python<'_>, data: &[u8]) -> *mut ffi::PyObject {
             crate::alloc::prefault(dst as *mut u8, n as usize);
             // SAFETY: nobody else references the new object yet, and `data` (immutable
             // bytes of an object the caller holds, or memory of its own) outlives the call.
-            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n as usize) }
+            unsafe { crate::copy::copy(dst as *mut u8, src as *const u8, n as usize) }
         });
     }
     p
@@ -458,7 +458,7 @@ fn copy_pieces(py: Python<'_>, pieces: &[(usize, usize, usize)]) {
             // SAFETY: the writer left `len` bytes of room at `dst` for this chunk (nothing
             // else is written there), and `data` points at `len` bytes of an immutable
             // str/bytes kept alive by its chunk's owner for the whole call.
-            unsafe { std::ptr::copy_nonoverlapping(data as *const u8, dst as *mut u8, len) };
+            unsafe { crate::copy::copy(dst as *mut u8, data as *const u8, len) };
         }
     };
     if pieces.iter().map(|p| p.2).sum::<usize>() >= RELEASE_GIL_FROM {
