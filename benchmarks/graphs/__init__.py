@@ -21,7 +21,8 @@ PICKLE, PYSAFE, MSGSPEC = "pickle", "pysafe-pickle", "msgspec"
 HMAC_KEY = b"bytewright-benchmark-key-32bytes"
 THREAD_ARMS = (PICKLE, PYSAFE, BYTEWRIGHT)  # the thread case's arms (a minute each, under load)
 THREAD_DUMPS_ARMS = (PICKLE, BYTEWRIGHT)
-BYTES_1MB, RETURNED = "Bytes (1 MB)", "returned to the caller"
+BYTES_1MB, RECORDS_1MB = "Bytes (1 MB)", "List of Records (~1 MB)"
+RETURNED = "returned to the caller"
 THREAD_RESULTS = ("used in the worker", RETURNED)  # the second for the bytes payload only
 
 
@@ -140,7 +141,7 @@ def run_hmac(
 def run_threads(
     arms: dict[str, Serializer],
     threads: list[int],
-    calls_count: int,
+    calls: dict[str, int],
     ui: Ui,
     rounds: int,
     part: Part,
@@ -149,9 +150,10 @@ def run_threads(
         {"id": i, "name": f"user{i}", "score": i * 1.5, "active": i % 2 == 0, "tags": ["a", "b"]}
         for i in range(23_500)
     ]
-    payloads = {BYTES_1MB: bytes(range(256)) * 4096, "List of Records (~1 MB)": records}
+    payloads = {BYTES_1MB: bytes(range(256)) * 4096, RECORDS_1MB: records}
     table = Table(
-        f"Thread case: {calls_count} calls on a ~1 MB payload split across threads",
+        "Thread case: calls on a ~1 MB payload split across threads "
+        f"({calls[BYTES_1MB]} of the bytes, {calls[RECORDS_1MB]} of the records)",
         [
             "Call",
             "Payload",
@@ -196,10 +198,11 @@ def run_threads(
                     per_call = []
                     for n in threads:
                         ui.step(f"threads {op} {label} {name} {where} x{n}", advance=1)
+                        jobs = [job] * calls[label]
                         with ThreadPool(n) as pool:
-                            once(pool, fn, [job] * calls_count)
-                            best = min(once(pool, fn, [job] * calls_count) for _ in range(rounds))
-                        per_call.append(best / calls_count / 1e6)
+                            once(pool, fn, jobs)
+                            best = min(once(pool, fn, jobs) for _ in range(rounds))
+                        per_call.append(best / len(jobs) / 1e6)
                         part.record(f"{key}/x{n}", per_call[-1])
                     table.add(
                         op,
@@ -302,7 +305,12 @@ def run(conf: dict[str, Any], sampling: Sampling, out: Path, ui: Ui) -> Part:
         )
     hmac = run_hmac(arms, conf["hmac_mb"], sampling, part)
     threads = run_threads(
-        arms, conf["threads"], conf["thread_calls"], ui, conf["thread_rounds"], part
+        arms,
+        conf["threads"],
+        {BYTES_1MB: conf["thread_bytes_calls"], RECORDS_1MB: conf["thread_calls"]},
+        ui,
+        conf["thread_rounds"],
+        part,
     )
     ui.finish()
     section = Section(
