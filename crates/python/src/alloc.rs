@@ -28,8 +28,6 @@
 //! classes defined, then one pack) about 4% cheaper. A block freed on another thread goes
 //! back to the pages of the thread that made it.
 
-#[cfg(target_os = "linux")]
-use mimalloc::MiMalloc as Small;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::{c_int, c_void};
 
@@ -160,6 +158,98 @@ unsafe impl GlobalAlloc for Allocator {
         } else {
             unsafe { System.dealloc(ptr, layout) }
         }
+    }
+}
+
+/// mimalloc, through its plain entry points whenever they give the alignment asked for.
+///
+/// `mimalloc::MiMalloc` calls `mi_malloc_aligned` for every layout, which is as fast as
+/// `mi_malloc` only up to 1 KiB: above that it takes an over-allocating slow path even for an
+/// alignment of 8 or 16, and a compiled program's step vectors (16-aligned, a few KiB) went
+/// through it on every class definition. Every mimalloc block of 16 bytes or more is
+/// 16-aligned (its size classes are multiples of 16 from there) and smaller ones 8-aligned, so
+/// `mi_malloc` serves those alignments; a block that comes back less aligned all the same
+/// (a different mimalloc) is freed and asked for again through the aligned entry point.
+#[cfg(target_os = "linux")]
+struct Small;
+
+#[cfg(target_os = "linux")]
+impl Small {
+    /// Whether mimalloc's own alignment suffices for a block of `size` bytes.
+    #[inline]
+    fn plain(size: usize, align: usize) -> bool {
+        align <= 8 || (align <= 16 && size >= 16)
+    }
+
+    /// `p` if it is aligned as asked, else (after freeing it) an aligned block from `aligned`.
+    #[inline]
+    fn checked(p: *mut u8, align: usize, aligned: impl FnOnce() -> *mut u8) -> *mut u8 {
+        if (p as usize) & (align - 1) == 0 {
+            return p;
+        }
+        // SAFETY: `p` is a live mimalloc block (null is aligned, so it never reaches here).
+        unsafe { libmimalloc_sys::mi_free(p.cast()) };
+        aligned()
+    }
+
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        use libmimalloc_sys::{mi_malloc, mi_malloc_aligned};
+        let (size, align) = (layout.size(), layout.align());
+        // SAFETY: plain allocation calls; the caller frees the block through `dealloc`.
+        unsafe {
+            if Self::plain(size, align) {
+                let p = mi_malloc(size).cast::<u8>();
+                Self::checked(p, align, || mi_malloc_aligned(size, align).cast())
+            } else {
+                mi_malloc_aligned(size, align).cast()
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        use libmimalloc_sys::{mi_zalloc, mi_zalloc_aligned};
+        let (size, align) = (layout.size(), layout.align());
+        // SAFETY: as in `alloc`.
+        unsafe {
+            if Self::plain(size, align) {
+                let p = mi_zalloc(size).cast::<u8>();
+                Self::checked(p, align, || mi_zalloc_aligned(size, align).cast())
+            } else {
+                mi_zalloc_aligned(size, align).cast()
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        use libmimalloc_sys::{mi_free, mi_malloc_aligned, mi_realloc, mi_realloc_aligned};
+        let align = layout.align();
+        // SAFETY: `ptr` is a live mimalloc block of `layout`; a block grown or moved by
+        // `mi_realloc` keeps the old contents, and one that came back less aligned is copied
+        // into an aligned block before it is freed (the caller's block is then the new one).
+        unsafe {
+            if !Self::plain(new_size, align) {
+                return mi_realloc_aligned(ptr.cast(), new_size, align).cast();
+            }
+            let p = mi_realloc(ptr.cast(), new_size).cast::<u8>();
+            if p.is_null() || (p as usize) & (align - 1) == 0 {
+                return p;
+            }
+            let q = mi_malloc_aligned(new_size, align).cast::<u8>();
+            if !q.is_null() {
+                std::ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
+            }
+            mi_free(p.cast());
+            q
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // SAFETY: `ptr` is a live mimalloc block.
+        unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
     }
 }
 
