@@ -23,6 +23,7 @@ FAST_PATHS = {
     "int_to_bytes",
     "dict_entries",
     "bytes_in_place",
+    "class_from_spec",
 }
 
 
@@ -47,6 +48,7 @@ def test_this_run_takes_the_paths_its_environment_asks_for():
         assert paths["list_internals"] and paths["private_functions"], paths
         assert paths["dict_entries"], paths
         assert paths["bytes_in_place"], paths
+        assert paths["class_from_spec"], paths
 
 
 def test_the_variable_is_read_once_at_import(monkeypatch):

@@ -23,6 +23,8 @@ __all__ = [
     "check_align",
     "check_pickle",
     "checksum_names",
+    "class_layout",
+    "classes_from_spec",
     "compile_info",
     "compile_struct",
     "declare",
@@ -31,6 +33,7 @@ __all__ = [
     "loads_pickle",
     "loads_pickle_at",
     "loads_pickle_carrying",
+    "new_class",
     "new_info",
     "new_spec",
     "pickle_dumps",
@@ -44,6 +47,9 @@ _T = TypeVar("_T", default=Any)
 
 # --- CPython fast paths and their portable fallbacks (crates/python/src/cpython.rs) ---
 def fast_paths() -> dict[str, bool]: ...
+def new_class(meta: type[_T], name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> _T: ...
+def class_layout(cls: type) -> dict[str, Any]: ...
+def classes_from_spec() -> int: ...
 
 # --- wire codecs (crates/python/src/wire) ---
 def checksum_names() -> list[str]: ...

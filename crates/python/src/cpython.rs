@@ -29,6 +29,23 @@
 //!   CPython 3.11 to 3.13; `_PyLong_AsByteArray` gained an argument in 3.13, so only 3.11
 //!   and 3.12 call it.
 //!
+//! - **Classes made from a spec** (`new_class`, CPython 3.11): a Struct class whose
+//!   namespace holds only its fields' slots, its own `__init__`, plain attributes and the
+//!   names a class statement adds is made by `PyType_FromSpecWithBases` (with its base's
+//!   `tp_dealloc`, `tp_traverse` and `tp_clear`, and the slots in sorted order at the offsets
+//!   `type.__new__` gives them), then given the metaclass, name, qualified name, `ht_slots`
+//!   and namespace `type.__new__` would give it, and `__init__` set through `type.__setattr__`
+//!   (which wires `tp_init`). `type.__new__` spends most of its time looking up some ninety
+//!   special method names along the new class's MRO to fill its slots; a class made from a
+//!   spec inherits them from its base instead, which gives the same slots when the namespace
+//!   defines none of those names (the condition checked). The metaclass must have `type`'s
+//!   instance size (the object is allocated as a `type` and then given it), no `mro` of its
+//!   own, the base no `__init_subclass__`, and no value but a property a `__set_name__`
+//!   (a property's is called, as `type.__new__` calls it). 3.11 only: the heap type's
+//!   fields set here (`ht_name`, `ht_qualname`, `ht_slots`, `tp_name` pointing into
+//!   `ht_name`) are checked against its headers only, and later versions change how types
+//!   are made from specs (3.12 checks the metaclass itself).
+//!
 //! Which of these hold is decided once, when `bytewright._native` is imported ([`init`]).
 //! On any other interpreter or version, and whenever the environment holds
 //! `BYTEWRIGHT_PORTABLE=1` at that moment, every helper here takes its portable path, which
@@ -46,7 +63,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pyo3::exceptions::PyMemoryError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyInt};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyType};
 
 extern "C" {
     fn _PyDict_NewPresized(minused: ffi::Py_ssize_t) -> *mut ffi::PyObject;
@@ -82,6 +99,10 @@ static BYTES_IN_PLACE: AtomicBool = AtomicBool::new(false);
 static DICT_ENTRIES: AtomicBool = AtomicBool::new(false);
 /// `_PyLong_AsByteArray` is called with its 3.11/3.12 signature.
 static INT_TO_BYTES: AtomicBool = AtomicBool::new(false);
+/// Struct classes are made from a spec (see [`new_class`]).
+static CLASS_FROM_SPEC: AtomicBool = AtomicBool::new(false);
+/// How many classes [`new_class`] made from a spec (what a test checks).
+static CLASSES_FROM_SPEC: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The environment variable that forces every portable path.
 pub const PORTABLE_ENV: &str = "BYTEWRIGHT_PORTABLE";
@@ -116,7 +137,11 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     DICT_ENTRIES.store(fast && minor == 11, Ordering::Relaxed);
     BYTES_IN_PLACE.store(fast, Ordering::Relaxed);
     INT_TO_BYTES.store(fast && (11..=12).contains(&minor), Ordering::Relaxed);
+    CLASS_FROM_SPEC.store(fast && minor == 11, Ordering::Relaxed);
     m.add_function(wrap_pyfunction!(fast_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(new_class, m)?)?;
+    m.add_function(wrap_pyfunction!(class_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(classes_from_spec, m)?)?;
     Ok(())
 }
 
@@ -130,6 +155,7 @@ fn fast_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("int_to_bytes", INT_TO_BYTES.load(Ordering::Relaxed))?;
     d.set_item("dict_entries", DICT_ENTRIES.load(Ordering::Relaxed))?;
     d.set_item("bytes_in_place", BYTES_IN_PLACE.load(Ordering::Relaxed))?;
+    d.set_item("class_from_spec", CLASS_FROM_SPEC.load(Ordering::Relaxed))?;
     Ok(d)
 }
 
@@ -795,4 +821,436 @@ unsafe fn cut_bytes(mut obj: *mut ffi::PyObject, len: usize, spare: usize) -> *m
         }
     }
     obj
+}
+
+// ---- classes ----
+
+/// The names a class statement (and `declare`) puts in a Struct class's namespace that no
+/// type slot reads (besides the fields' `__slots__` and plain attributes); `__init__` is
+/// wired to `tp_init` after the class is made.
+const PLAIN_DUNDERS: [&str; 7] = [
+    "__module__",
+    "__qualname__",
+    "__doc__",
+    "__slots__",
+    "__annotations__",
+    "__match_args__",
+    "__bw__",
+];
+
+/// `type.__new__(meta, name, bases, ns)`: a new class. On CPython 3.11 a Struct class (see
+/// the module comment for which) is made from a spec, at a third of the cost; anything else,
+/// and every class on the portable path, goes to `type.__new__`, which also reports every
+/// error.
+#[pyfunction]
+pub fn new_class<'py>(
+    meta: &Bound<'py, PyType>,
+    name: &Bound<'py, PyAny>,
+    bases: &Bound<'py, PyAny>,
+    ns: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = meta.py();
+    if CLASS_FROM_SPEC.load(Ordering::Relaxed) {
+        if let Some(cls) = class_from_spec(meta, name, bases, ns)? {
+            CLASSES_FROM_SPEC.fetch_add(1, Ordering::Relaxed);
+            return Ok(cls);
+        }
+    }
+    py.get_type::<PyType>()
+        .call_method1(pyo3::intern!(py, "__new__"), (meta, name, bases, ns))
+}
+
+/// [`new_class`] from a spec, or `None` when the class is not one this path makes exactly
+/// as `type.__new__` would.
+fn class_from_spec<'py>(
+    meta: &Bound<'py, PyType>,
+    name: &Bound<'py, PyAny>,
+    bases: &Bound<'py, PyAny>,
+    ns: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    use pyo3::types::{PyString, PyTuple};
+    let py = meta.py();
+    let (Ok(name), Ok(bases), Ok(ns)) = (
+        name.cast_exact::<PyString>(),
+        bases.cast_exact::<PyTuple>(),
+        ns.cast_exact::<PyDict>(),
+    ) else {
+        return Ok(None);
+    };
+    let (Ok(base), 1) = (bases.get_item(0), bases.len()) else {
+        return Ok(None);
+    };
+    let Ok(base) = base.cast_into::<PyType>() else {
+        return Ok(None);
+    };
+    let type_type = std::ptr::addr_of_mut!(ffi::PyType_Type);
+    let (mt, bt) = (meta.as_type_ptr(), base.as_type_ptr());
+    // SAFETY: `mt` and `bt` are live types (held by `meta` and `base`); reading their slots
+    // and looking names up along their MROs (borrowed results, no code runs).
+    let fits = unsafe {
+        let heap = ffi::Py_TPFLAGS_HEAPTYPE | ffi::Py_TPFLAGS_BASETYPE | ffi::Py_TPFLAGS_HAVE_GC;
+        (*mt).tp_basicsize == (*type_type).tp_basicsize
+            && (*mt).tp_itemsize == (*type_type).tp_itemsize
+            && ffi::PyType_IsSubtype(mt, type_type) != 0
+            && _PyType_Lookup(mt, pyo3::intern!(py, "mro").as_ptr())
+                == _PyType_Lookup(type_type, pyo3::intern!(py, "mro").as_ptr())
+            && (*bt).tp_flags & heap == heap
+            && (*bt).tp_itemsize == 0
+            && (*bt).tp_dictoffset == 0
+            && (*bt).tp_weaklistoffset == 0
+            && (*bt).tp_dealloc.is_some()
+            && (*bt).tp_traverse.is_some()
+            && (*bt).tp_clear.is_some()
+            && _PyType_Lookup(bt, pyo3::intern!(py, "__init_subclass__").as_ptr())
+                == _PyType_Lookup(
+                    std::ptr::addr_of_mut!(ffi::PyBaseObject_Type),
+                    pyo3::intern!(py, "__init_subclass__").as_ptr(),
+                )
+    };
+    if !fits {
+        return Ok(None);
+    }
+    // The namespace: exact str keys; dunders only those no slot reads (and `__init__`); no
+    // value with a `__set_name__`; `__slots__` a tuple of plain names none of which is a
+    // key; `__qualname__` a str.
+    let (Some(qualname), Some(slots)) = (
+        ns.get_item(pyo3::intern!(py, "__qualname__"))?,
+        ns.get_item(pyo3::intern!(py, "__slots__"))?,
+    ) else {
+        return Ok(None);
+    };
+    let (Ok(qualname), Ok(slots)) = (
+        qualname.cast_into_exact::<PyString>(),
+        slots.cast_into_exact::<PyTuple>(),
+    ) else {
+        return Ok(None);
+    };
+    if ns.get_item(pyo3::intern!(py, "__module__"))?.is_none() {
+        return Ok(None);
+    }
+    let mut init = None;
+    let mut named = Vec::new();
+    let set_name = pyo3::intern!(py, "__set_name__");
+    for (k, v) in ns.iter() {
+        let Ok(k) = k.cast_into_exact::<PyString>() else {
+            return Ok(None);
+        };
+        let key = k.to_str()?;
+        if key.starts_with("__") && key.ends_with("__") {
+            if key == "__init__" {
+                init = Some(v.clone());
+            } else if !PLAIN_DUNDERS.contains(&key) {
+                return Ok(None);
+            }
+        }
+        // SAFETY: `v` is live; a borrowed result, no code runs.
+        if !unsafe { _PyType_Lookup(ffi::Py_TYPE(v.as_ptr()), set_name.as_ptr()) }.is_null() {
+            // A property only records its name (and cannot fail); any other is left to
+            // `type.__new__`, which reports its errors its own way.
+            if v.get_type().as_type_ptr() != std::ptr::addr_of_mut!(ffi::PyProperty_Type) {
+                return Ok(None);
+            }
+            named.push((k.clone(), v.clone()));
+        }
+    }
+    let mut names: Vec<Bound<'py, PyString>> = Vec::with_capacity(slots.len());
+    for s in slots.iter() {
+        let Ok(s) = s.cast_into_exact::<PyString>() else {
+            return Ok(None);
+        };
+        let t = s.to_str()?;
+        // SAFETY: `s` is a live str.
+        if t.starts_with("__")
+            || unsafe { ffi::PyUnicode_IsIdentifier(s.as_ptr()) } != 1
+            || ns.contains(&s)?
+        {
+            return Ok(None);
+        }
+        names.push(s);
+    }
+    // `type.__new__` sorts the slots (by code point) and lays them out in that order.
+    names.sort_by(|a, b| a.to_str().unwrap_or("").cmp(b.to_str().unwrap_or("")));
+    if names
+        .windows(2)
+        .any(|w| w[0].to_str().ok() == w[1].to_str().ok())
+    {
+        return Ok(None);
+    }
+    let sorted = PyTuple::new(py, &names)?;
+    let doc = match ns.get_item(pyo3::intern!(py, "__doc__"))? {
+        Some(d) => match d.cast_into_exact::<PyString>() {
+            Ok(d) => Some(std::ffi::CString::new(d.to_str()?).ok()),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    // SAFETY: `bt` is live.
+    let base_size = unsafe { (*bt).tp_basicsize };
+    let word = std::mem::size_of::<*mut ffi::PyObject>() as ffi::Py_ssize_t;
+    let mut members: Vec<ffi::PyMemberDef> = Vec::with_capacity(names.len() + 1);
+    for (i, n) in sorted.iter().enumerate() {
+        // SAFETY: `n` is an exact str held by `sorted` (kept as the class's `ht_slots`), so its
+        // cached UTF-8 lives as long as the class.
+        let utf8 = unsafe { ffi::PyUnicode_AsUTF8(n.as_ptr()) };
+        if utf8.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        members.push(ffi::PyMemberDef {
+            name: utf8,
+            type_code: ffi::Py_T_OBJECT_EX,
+            offset: base_size + word * i as ffi::Py_ssize_t,
+            flags: 0,
+            doc: std::ptr::null(),
+        });
+    }
+    members.push(ffi::PyMemberDef {
+        name: std::ptr::null(),
+        type_code: 0,
+        offset: 0,
+        flags: 0,
+        doc: std::ptr::null(),
+    });
+    // SAFETY: `bt` is live; its slot functions are copied as they are.
+    let mut spec_slots = unsafe {
+        vec![
+            ffi::PyType_Slot {
+                slot: ffi::Py_tp_members,
+                pfunc: members.as_mut_ptr().cast(),
+            },
+            ffi::PyType_Slot {
+                slot: ffi::Py_tp_dealloc,
+                pfunc: (*bt)
+                    .tp_dealloc
+                    .map_or(std::ptr::null_mut(), |f| f as *mut _),
+            },
+            ffi::PyType_Slot {
+                slot: ffi::Py_tp_traverse,
+                pfunc: (*bt)
+                    .tp_traverse
+                    .map_or(std::ptr::null_mut(), |f| f as *mut _),
+            },
+            ffi::PyType_Slot {
+                slot: ffi::Py_tp_clear,
+                pfunc: (*bt).tp_clear.map_or(std::ptr::null_mut(), |f| f as *mut _),
+            },
+        ]
+    };
+    if let Some(Some(doc)) = &doc {
+        spec_slots.push(ffi::PyType_Slot {
+            slot: ffi::Py_tp_doc,
+            pfunc: doc.as_ptr() as *mut _,
+        });
+    }
+    spec_slots.push(ffi::PyType_Slot {
+        slot: 0,
+        pfunc: std::ptr::null_mut(),
+    });
+    // A dotted name (one without a dot warns); name, module and qualified name are set below.
+    let spec_name = c"bytewright.Struct";
+    let mut spec = ffi::PyType_Spec {
+        name: spec_name.as_ptr(),
+        basicsize: (base_size + word * names.len() as ffi::Py_ssize_t) as c_int,
+        itemsize: 0,
+        flags: (ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_BASETYPE | ffi::Py_TPFLAGS_HAVE_GC)
+            as std::os::raw::c_uint,
+        slots: spec_slots.as_mut_ptr(),
+    };
+    // SAFETY: the spec, its slots and members are live for the call (the members are copied
+    // into the new type; their names live in `sorted`, kept below). The new type is then
+    // completed before any other code sees it: its metaclass (allocated as a `type`, whose
+    // instance size the metaclass shares, checked above; a reference of its own, as
+    // `type.__new__` takes), its names (`tp_name` pointed at the spec's name until now),
+    // `ht_slots`, and its namespace.
+    unsafe {
+        let cls = ffi::PyType_FromSpecWithBases(&mut spec, bases.as_ptr());
+        if cls.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let cls = Bound::from_owned_ptr(py, cls);
+        let ht = cls.as_ptr().cast::<ffi::PyHeapTypeObject>();
+        ffi::Py_INCREF(mt.cast());
+        (*cls.as_ptr()).ob_type = mt;
+        let utf8 = ffi::PyUnicode_AsUTF8(name.as_ptr());
+        if utf8.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let old = (*ht).ht_name;
+        (*ht).ht_name = name.clone().into_ptr();
+        (*ht).ht_type.tp_name = utf8;
+        ffi::Py_XDECREF(old);
+        let old = (*ht).ht_qualname;
+        (*ht).ht_qualname = qualname.into_ptr();
+        ffi::Py_XDECREF(old);
+        let old = (*ht).ht_slots;
+        (*ht).ht_slots = sorted.into_ptr();
+        ffi::Py_XDECREF(old);
+        // The namespace in `type.__new__`'s order: the class body's names (but
+        // `__qualname__`), then the slots' descriptors, then `__doc__` if the body had none.
+        let dict = Bound::from_borrowed_ptr(py, (*ht).ht_type.tp_dict).cast_into::<PyDict>()?;
+        let mut descriptors = Vec::with_capacity(names.len());
+        for n in &names {
+            descriptors.push((n, dict.get_item(n)?));
+        }
+        dict.clear();
+        let qualname_key = pyo3::intern!(py, "__qualname__");
+        for (k, v) in ns.iter() {
+            if k.as_ptr() != qualname_key.as_ptr() && !k.eq(qualname_key)? {
+                dict.set_item(k, v)?;
+            }
+        }
+        for (n, d) in descriptors {
+            let Some(d) = d else {
+                return Err(pyo3::exceptions::PySystemError::new_err(
+                    "a slot has no descriptor",
+                ));
+            };
+            dict.set_item(n, d)?;
+        }
+        if !ns.contains(pyo3::intern!(py, "__doc__"))? {
+            dict.set_item(pyo3::intern!(py, "__doc__"), py.None())?;
+        }
+        ffi::PyType_Modified(cls.as_ptr().cast());
+        for (k, v) in named {
+            v.call_method1(set_name, (&cls, k))?;
+        }
+        if let Some(init) = init {
+            let setattr = (*type_type).tp_setattro.expect("type has tp_setattro");
+            if setattr(
+                cls.as_ptr(),
+                pyo3::intern!(py, "__init__").as_ptr(),
+                init.as_ptr(),
+            ) < 0
+            {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        Ok(Some(cls))
+    }
+}
+
+/// How many classes [`new_class`] has made from a spec in this process.
+#[pyfunction]
+fn classes_from_spec() -> usize {
+    CLASSES_FROM_SPEC.load(Ordering::Relaxed)
+}
+
+/// What a test compares between a class `new_class` made from a spec and one
+/// `type.__new__` made from the same namespace: its metaclass, flags, sizes, offsets, every
+/// slot function and the slot tables, as integers.
+#[pyfunction]
+fn class_layout<'py>(cls: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyDict>> {
+    let py = cls.py();
+    let d = PyDict::new(py);
+    let t = cls.as_type_ptr();
+    macro_rules! f {
+        ($($name:ident),*) => {
+            // SAFETY: `t` is a live type; only addresses and numbers are read.
+            unsafe { $( d.set_item(stringify!($name), (*t).$name.map_or(0usize, |f| f as usize))?; )* }
+        };
+    }
+    // SAFETY: as above.
+    unsafe {
+        d.set_item("ob_type", ffi::Py_TYPE(t.cast()) as usize)?;
+        d.set_item("tp_flags", (*t).tp_flags)?;
+        d.set_item("tp_basicsize", (*t).tp_basicsize)?;
+        d.set_item("tp_itemsize", (*t).tp_itemsize)?;
+        d.set_item("tp_dictoffset", (*t).tp_dictoffset)?;
+        d.set_item("tp_weaklistoffset", (*t).tp_weaklistoffset)?;
+        d.set_item("tp_vectorcall_offset", (*t).tp_vectorcall_offset)?;
+        d.set_item("tp_base", (*t).tp_base as usize)?;
+        d.set_item(
+            "tp_name",
+            std::ffi::CStr::from_ptr((*t).tp_name)
+                .to_string_lossy()
+                .into_owned(),
+        )?;
+        let bytes = |p: *const u8, n: usize| PyBytes::new(py, std::slice::from_raw_parts(p, n));
+        let heap = t.cast::<ffi::PyHeapTypeObject>();
+        d.set_item(
+            "as_number",
+            bytes(
+                (&raw const (*heap).as_number).cast(),
+                std::mem::size_of::<ffi::PyNumberMethods>(),
+            ),
+        )?;
+        d.set_item(
+            "as_mapping",
+            bytes(
+                (&raw const (*heap).as_mapping).cast(),
+                std::mem::size_of::<ffi::PyMappingMethods>(),
+            ),
+        )?;
+        d.set_item(
+            "as_sequence",
+            bytes(
+                (&raw const (*heap).as_sequence).cast(),
+                std::mem::size_of::<ffi::PySequenceMethods>(),
+            ),
+        )?;
+        d.set_item(
+            "as_async",
+            bytes(
+                (&raw const (*heap).as_async).cast(),
+                std::mem::size_of::<ffi::PyAsyncMethods>(),
+            ),
+        )?;
+        d.set_item(
+            "as_buffer",
+            bytes(
+                (&raw const (*heap).as_buffer).cast(),
+                std::mem::size_of::<ffi::PyBufferProcs>(),
+            ),
+        )?;
+        d.set_item(
+            "ht_slots",
+            Bound::from_borrowed_ptr_or_opt(py, (*heap).ht_slots),
+        )?;
+        let n = ffi::Py_SIZE(t.cast());
+        let members = (*t).tp_members;
+        let mut m = Vec::new();
+        if !members.is_null() {
+            let mut i = 0;
+            while !(*members.add(i)).name.is_null() {
+                let e = &*members.add(i);
+                m.push((
+                    std::ffi::CStr::from_ptr(e.name)
+                        .to_string_lossy()
+                        .into_owned(),
+                    e.type_code,
+                    e.offset,
+                    e.flags,
+                ));
+                i += 1;
+            }
+        }
+        d.set_item("members", m)?;
+        d.set_item("ob_size", n)?;
+    }
+    f!(
+        tp_dealloc,
+        tp_getattr,
+        tp_setattr,
+        tp_repr,
+        tp_hash,
+        tp_call,
+        tp_str,
+        tp_getattro,
+        tp_setattro,
+        tp_traverse,
+        tp_clear,
+        tp_richcompare,
+        tp_iter,
+        tp_iternext,
+        tp_descr_get,
+        tp_descr_set,
+        tp_init,
+        tp_alloc,
+        tp_new,
+        tp_free,
+        tp_is_gc,
+        tp_del,
+        tp_finalize,
+        tp_vectorcall
+    );
+    Ok(d)
 }
