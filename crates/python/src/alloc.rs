@@ -192,33 +192,48 @@ impl Small {
         aligned()
     }
 
-    #[inline]
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        use libmimalloc_sys::{mi_malloc, mi_malloc_aligned};
+    /// A block of `layout` from `plain(size)` when that aligns it enough, else from
+    /// `aligned(size, align)` (the allocating pair of [`Small::alloc`] or
+    /// [`Small::alloc_zeroed`]).
+    #[inline(always)]
+    unsafe fn get(
+        layout: Layout,
+        plain: unsafe extern "C" fn(usize) -> *mut c_void,
+        aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+    ) -> *mut u8 {
         let (size, align) = (layout.size(), layout.align());
         // SAFETY: plain allocation calls; the caller frees the block through `dealloc`.
         unsafe {
             if Self::plain(size, align) {
-                let p = mi_malloc(size).cast::<u8>();
-                Self::checked(p, align, || mi_malloc_aligned(size, align).cast())
+                let p = plain(size).cast::<u8>();
+                Self::checked(p, align, || aligned(size, align).cast())
             } else {
-                mi_malloc_aligned(size, align).cast()
+                aligned(size, align).cast()
             }
         }
     }
 
     #[inline]
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        use libmimalloc_sys::{mi_zalloc, mi_zalloc_aligned};
-        let (size, align) = (layout.size(), layout.align());
-        // SAFETY: as in `alloc`.
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as `get` asks.
         unsafe {
-            if Self::plain(size, align) {
-                let p = mi_zalloc(size).cast::<u8>();
-                Self::checked(p, align, || mi_zalloc_aligned(size, align).cast())
-            } else {
-                mi_zalloc_aligned(size, align).cast()
-            }
+            Self::get(
+                layout,
+                libmimalloc_sys::mi_malloc,
+                libmimalloc_sys::mi_malloc_aligned,
+            )
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as `get` asks.
+        unsafe {
+            Self::get(
+                layout,
+                libmimalloc_sys::mi_zalloc,
+                libmimalloc_sys::mi_zalloc_aligned,
+            )
         }
     }
 

@@ -1164,43 +1164,38 @@ fn class_layout<'py>(cls: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyDict>> {
                 .to_string_lossy()
                 .into_owned(),
         )?;
-        let bytes = |p: *const u8, n: usize| PyBytes::new(py, std::slice::from_raw_parts(p, n));
+        // The slot tables, byte for byte (their function addresses).
         let heap = t.cast::<ffi::PyHeapTypeObject>();
-        d.set_item(
-            "as_number",
-            bytes(
+        let tables: [(&str, *const u8, usize); 5] = [
+            (
+                "as_number",
                 (&raw const (*heap).as_number).cast(),
-                std::mem::size_of::<ffi::PyNumberMethods>(),
+                size_of::<ffi::PyNumberMethods>(),
             ),
-        )?;
-        d.set_item(
-            "as_mapping",
-            bytes(
+            (
+                "as_mapping",
                 (&raw const (*heap).as_mapping).cast(),
-                std::mem::size_of::<ffi::PyMappingMethods>(),
+                size_of::<ffi::PyMappingMethods>(),
             ),
-        )?;
-        d.set_item(
-            "as_sequence",
-            bytes(
+            (
+                "as_sequence",
                 (&raw const (*heap).as_sequence).cast(),
-                std::mem::size_of::<ffi::PySequenceMethods>(),
+                size_of::<ffi::PySequenceMethods>(),
             ),
-        )?;
-        d.set_item(
-            "as_async",
-            bytes(
+            (
+                "as_async",
                 (&raw const (*heap).as_async).cast(),
-                std::mem::size_of::<ffi::PyAsyncMethods>(),
+                size_of::<ffi::PyAsyncMethods>(),
             ),
-        )?;
-        d.set_item(
-            "as_buffer",
-            bytes(
+            (
+                "as_buffer",
                 (&raw const (*heap).as_buffer).cast(),
-                std::mem::size_of::<ffi::PyBufferProcs>(),
+                size_of::<ffi::PyBufferProcs>(),
             ),
-        )?;
+        ];
+        for (name, p, n) in tables {
+            d.set_item(name, PyBytes::new(py, std::slice::from_raw_parts(p, n)))?;
+        }
         d.set_item(
             "ht_slots",
             Bound::from_borrowed_ptr_or_opt(py, (*heap).ht_slots),
