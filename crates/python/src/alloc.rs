@@ -174,6 +174,13 @@ unsafe impl GlobalAlloc for Allocator {
 struct Small;
 
 #[cfg(target_os = "linux")]
+unsafe extern "C" {
+    /// mimalloc's usable size of a block (`libmimalloc-sys` declares it only with its
+    /// `extended` feature; the library always has it).
+    fn mi_usable_size(p: *const c_void) -> usize;
+}
+
+#[cfg(target_os = "linux")]
 impl Small {
     /// Whether mimalloc's own alignment suffices for a block of `size` bytes.
     #[inline]
@@ -239,25 +246,26 @@ impl Small {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        use libmimalloc_sys::{mi_free, mi_malloc_aligned, mi_realloc, mi_realloc_aligned};
+        use libmimalloc_sys::{mi_free, mi_realloc_aligned};
         let align = layout.align();
-        // SAFETY: `ptr` is a live mimalloc block of `layout`; a block grown or moved by
-        // `mi_realloc` keeps the old contents, and one that came back less aligned is copied
-        // into an aligned block before it is freed (the caller's block is then the new one).
+        // SAFETY: `ptr` is a live mimalloc block of `layout`. It is kept when the new size
+        // still fits it and uses at least half of it (as `mi_realloc` decides); otherwise a
+        // new block is made as `alloc` makes one, the contents copied and the old block freed
+        // (left as it was when no new block can be had, as `realloc` must).
         unsafe {
             if !Self::plain(new_size, align) {
                 return mi_realloc_aligned(ptr.cast(), new_size, align).cast();
             }
-            let p = mi_realloc(ptr.cast(), new_size).cast::<u8>();
-            if p.is_null() || (p as usize) & (align - 1) == 0 {
-                return p;
+            let usable = mi_usable_size(ptr.cast());
+            if new_size <= usable && new_size >= usable / 2 && new_size > 0 {
+                return ptr;
             }
-            let q = mi_malloc_aligned(new_size, align).cast::<u8>();
-            if !q.is_null() {
-                std::ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
+            let new = self.alloc(Layout::from_size_align_unchecked(new_size, align));
+            if !new.is_null() {
+                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                mi_free(ptr.cast());
             }
-            mi_free(p.cast());
-            q
+            new
         }
     }
 
