@@ -192,3 +192,36 @@ def test_the_fast_path_is_taken_on_cpython_311():
 
     assert _native.classes_from_spec() == before + 1
     assert P(x=3).pack() == b"\x03"
+
+
+def test_a_name_no_utf8_holds_is_left_to_type_new(made):
+    namespace = {"\ud800": 1}
+
+    class Odd(bw.Struct):
+        a: bw.U8
+        vars().update(namespace)
+
+    assert getattr(Odd, "\ud800") == 1
+    assert Odd(a=2).pack() == b"\x02"
+    assert made == [("Odd", False, {})]
+
+
+def test_a_docstring_no_utf8_holds_fails_as_type_new_fails():
+    with pytest.raises(UnicodeEncodeError):
+        type.__new__(bw_struct.StructMeta, "T", (), {"__doc__": "\ud800"})
+    with pytest.raises(UnicodeEncodeError):
+
+        class Bad(bw.Struct):
+            """\ud800"""
+
+            a: bw.U8
+
+
+def test_a_docstring_with_a_nul_is_kept(made):
+    class Nul(bw.Struct):
+        """a\0b"""
+
+        a: bw.U8
+
+    assert Nul.__doc__ == "a\0b" and Nul(a=1).pack() == b"\x01"
+    assert made == [("Nul", False, {})]

@@ -936,7 +936,10 @@ fn class_from_spec<'py>(
         let Ok(k) = k.cast_into_exact::<PyString>() else {
             return Ok(None);
         };
-        let key = k.to_str()?;
+        // A name that is not valid UTF-8 (a lone surrogate) is left to `type.__new__`.
+        let Ok(key) = k.to_str() else {
+            return Ok(None);
+        };
         if key.starts_with("__") && key.ends_with("__") {
             if key == "__init__" {
                 init = Some(v.clone());
@@ -959,7 +962,9 @@ fn class_from_spec<'py>(
         let Ok(s) = s.cast_into_exact::<PyString>() else {
             return Ok(None);
         };
-        let t = s.to_str()?;
+        let Ok(t) = s.to_str() else {
+            return Ok(None);
+        };
         // SAFETY: `s` is a live str.
         if t.starts_with("__")
             || unsafe { ffi::PyUnicode_IsIdentifier(s.as_ptr()) } != 1
@@ -978,9 +983,14 @@ fn class_from_spec<'py>(
         return Ok(None);
     }
     let sorted = PyTuple::new(py, &names)?;
+    // `tp_doc`, as `type.__new__` sets it from a str docstring; one no C string holds (a
+    // lone surrogate, which `type.__new__` refuses, or a NUL) is left to `type.__new__`.
     let doc = match ns.get_item(pyo3::intern!(py, "__doc__"))? {
         Some(d) => match d.cast_into_exact::<PyString>() {
-            Ok(d) => Some(std::ffi::CString::new(d.to_str()?).ok()),
+            Ok(d) => match d.to_str().ok().and_then(|t| std::ffi::CString::new(t).ok()) {
+                Some(c) => Some(c),
+                None => return Ok(None),
+            },
             Err(_) => None,
         },
         None => None,
@@ -1036,7 +1046,7 @@ fn class_from_spec<'py>(
             },
         ]
     };
-    if let Some(Some(doc)) = &doc {
+    if let Some(doc) = &doc {
         spec_slots.push(ffi::PyType_Slot {
             slot: ffi::Py_tp_doc,
             pfunc: doc.as_ptr() as *mut _,
