@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,10 @@ def _name(path: Path) -> str:
 
 
 @pytest.mark.parametrize("path", DOCS, ids=_name)
-def test_doc_examples_run(path: Path) -> None:
+def test_doc_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Examples make their folders with ``tempfile``: under this test's own folder, which
+    # pytest prunes, and not left behind in the system's temporary directory.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     blocks = BLOCK.findall(path.read_text(encoding="utf-8"))
     namespace: dict[str, object] = {"__name__": f"doc_{_name(path)}"}
     for i, code in enumerate(blocks):

@@ -14,6 +14,7 @@ import ast
 import doctest
 import importlib
 import inspect
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,11 @@ def _modules() -> list[str]:
 
 
 @pytest.mark.parametrize("module", _modules())
-def test_docstring_examples_run(module: str) -> None:
+def test_docstring_examples_run(
+    module: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As in test_docs: the examples' ``tempfile`` folders go under this test's folder.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     mod = importlib.import_module(module)
     finder = doctest.DocTestFinder(recurse=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
