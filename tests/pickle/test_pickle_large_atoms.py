@@ -1,5 +1,6 @@
-"""A record that is one large bytes or str (built without the general reader) behaves as
-any other: the same values, the same limits, the same errors, with or without other threads."""
+"""A record that is one bytes or str too long for the small-record pass (built without the
+general reader, from a few KiB up) behaves as any other: the same values, the same limits,
+the same errors, with or without other threads."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from bytewright import pickle
 
 BIG = 200_000  # above the size from which loads copies with the GIL released
+MID = 4_000  # above the small-record pass's longest body, below that size
 
 
 def _other_thread() -> tuple[threading.Thread, threading.Event]:
@@ -32,8 +34,25 @@ def _other_thread() -> tuple[threading.Thread, threading.Event]:
         "x" * (BIG - 1) + "\u20ac",
         b"",
         "q" * 70_000,
+        bytes(range(256)) * (MID // 256),
+        "a" * MID,
+        "é" * MID,
+        "x" * (MID - 1) + "\u20ac",
+        b"m" * 1_025,
     ],
-    ids=["bytes", "ascii", "latin", "ascii-then-euro", "empty", "just-above"],
+    ids=[
+        "bytes",
+        "ascii",
+        "latin",
+        "ascii-then-euro",
+        "empty",
+        "just-above",
+        "mid-bytes",
+        "mid-ascii",
+        "mid-latin",
+        "mid-ascii-then-euro",
+        "mid-just-above-small",
+    ],
 )
 def test_single_large_atom_round_trips(value: object, threads: bool) -> None:
     other = _other_thread() if threads else None
@@ -50,44 +69,49 @@ def test_single_large_atom_round_trips(value: object, threads: bool) -> None:
             other[0].join()
 
 
+@pytest.mark.parametrize("n", [BIG, MID])
 @pytest.mark.parametrize(
-    ("value", "limit", "name"),
+    ("kind", "field", "name"),
     [
-        (b"b" * BIG, {"max_bytes_len": BIG - 1}, "bytes"),
-        ("s" * BIG, {"max_str_len": BIG - 1}, "str"),
-        (b"b" * BIG, {"max_items": 0}, "objects"),
+        (bytes, "max_bytes_len", "bytes"),
+        (str, "max_str_len", "str"),
+        (bytes, "max_items", "objects"),
     ],
 )
-def test_single_large_atom_limits(value: object, limit: dict[str, int], name: str) -> None:
+def test_single_large_atom_limits(n: int, kind: type, field: str, name: str) -> None:
+    value: object = b"b" * n if kind is bytes else "s" * n
+    below = 0 if field == "max_items" else n - 1
     data = pickle.dumps(value)
     with pytest.raises(pickle.LimitError, match=name):
-        pickle.loads(data, limits=pickle.Limits(**limit))
+        pickle.loads(data, limits=pickle.Limits(**{field: below}))
     with pytest.raises(pickle.LimitError, match=name):
-        pickle.Decoder(limits=pickle.Limits(**limit)).loads(data)
-    exact = {k: v + 1 for k, v in limit.items()}
-    assert pickle.loads(data, limits=pickle.Limits(**exact)) == value
+        pickle.Decoder(limits=pickle.Limits(**{field: below})).loads(data)
+    assert pickle.loads(data, limits=pickle.Limits(**{field: below + 1})) == value
 
 
-def test_single_large_str_that_is_not_utf8_is_an_error() -> None:
-    data = bytearray(pickle.dumps("a" * BIG))
+@pytest.mark.parametrize("n", [BIG, MID])
+def test_single_large_str_that_is_not_utf8_is_an_error(n: int) -> None:
+    data = bytearray(pickle.dumps("a" * n))
     data[-1] = 0xFF  # the str's last byte: no longer UTF-8
     with pytest.raises(pickle.UnpicklingValueError, match="cannot rebuild str") as e:
         pickle.loads(bytes(data))
     assert "at byte" in str(e.value)
 
 
-@pytest.mark.parametrize("cut", [1, 2, 100, BIG // 2])
-def test_single_large_atom_truncated_or_padded(cut: int) -> None:
-    data = pickle.dumps(b"z" * BIG)
+@pytest.mark.parametrize("n", [BIG, MID])
+@pytest.mark.parametrize("cut", [1, 2, 100, MID // 2])
+def test_single_large_atom_truncated_or_padded(n: int, cut: int) -> None:
+    data = pickle.dumps(b"z" * n)
     with pytest.raises(pickle.UnpicklingError):
         pickle.loads(data[:-cut])
     with pytest.raises(pickle.UnpicklingError):
         pickle.loads(data + b"\0" * cut)
 
 
-def test_single_large_atom_signed() -> None:
+@pytest.mark.parametrize("n", [BIG, MID])
+def test_single_large_atom_signed(n: int) -> None:
     key = b"k" * 32
-    value = b"s" * BIG
+    value = b"s" * n
     data = pickle.dumps(value, hmac_key=key)
     assert pickle.loads(data, hmac_key=key) == value
     bad = bytearray(data)
@@ -157,7 +181,7 @@ def test_dumps_out_of_memory_while_growing_is_memory_error(portable: str) -> Non
     assert (r.returncode, r.stdout.split(), r.stderr) == (0, ["MemoryError", "ok"], "")
 
 
-@pytest.mark.parametrize("n", [4095, 4096, 4097, 4259, 100_003, 524_288, 524_289])
+@pytest.mark.parametrize("n", [4095, 4096, 4097, 4259, 12_001, 100_003, 524_288, 524_289])
 def test_large_data_copied_at_every_placement(n: int) -> None:
     """Large str and bytes data is copied by the extension's own loop when the source and
     the destination sit differently within 32 bytes: a prefix of 0-32 bytes moves the data's

@@ -195,11 +195,13 @@ impl Buf {
         // SAFETY: room for data.len() bytes after len (reserved above); data is not in
         // this buffer (it is borrowed while the buffer is borrowed mutably).
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                data.as_ptr(),
-                self.ptr.as_ptr().add(self.len),
-                data.len(),
-            );
+            let dst = self.ptr.as_ptr().add(self.len);
+            if data.len() >= crate::copy::OWN_FROM {
+                // A str or bytes of some KiB: placed as the record's header puts it.
+                crate::copy::copy(dst, data.as_ptr(), data.len());
+            } else {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
+            }
         }
         self.len += data.len();
     }

@@ -5,6 +5,7 @@
 //! the record [`header`] and HMAC-SHA256 [`integrity`]. `docs/format.md` is the spec.
 
 mod buf;
+pub mod copy;
 pub mod error;
 pub mod header;
 pub mod integrity;

@@ -18,7 +18,6 @@ use pyo3::prelude::*;
 
 mod alloc;
 mod columns;
-mod copy;
 mod cpython;
 mod fastcall;
 mod graph;

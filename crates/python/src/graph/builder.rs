@@ -66,7 +66,7 @@ fn new_large_str(s: &[u8]) -> *mut ffi::PyObject {
         }
         crate::alloc::prefault(dst as *mut u8, n);
         // SAFETY: nobody else references the new str yet; src holds n bytes.
-        unsafe { crate::copy::copy(dst as *mut u8, src as *const u8, n) };
+        unsafe { bytewright_graph::copy::copy(dst as *mut u8, src as *const u8, n) };
         true
     });
     if ascii {
