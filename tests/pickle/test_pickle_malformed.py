@@ -269,6 +269,34 @@ def test_input_types():
         pickle.loads(data.decode("latin-1"))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("size", [10, 4_000, 300_000])
+def test_memoryview_inputs_read_in_place_or_copied(size):
+    """A memoryview of bytes is read in place (a slice of a larger message): the same values,
+    and the view can be released at once after (no export is left behind); views of
+    anything that may change, and strided views, are read as before."""
+    value = [b"v" * size, "s" * size, size]
+    record = pickle.dumps(value)
+    message = b"head" + record + b"tail"
+    decoder = pickle.Decoder()
+    for loads in (pickle.loads, decoder.loads):
+        whole = memoryview(message)
+        view = whole[4 : 4 + len(record)]
+        assert loads(view) == value
+        assert loads(view.toreadonly()) == value
+        assert loads(memoryview(view)) == value
+        view.release()
+        whole.release()  # raises BufferError if an export were still held
+        mutable = bytearray(message)
+        view = memoryview(mutable)[4 : 4 + len(record)]
+        assert loads(view) == value
+        view.release()
+        mutable.extend(b"more")  # raises BufferError if an export were still held
+        with pytest.raises(pickle.UnpicklingError):
+            loads(memoryview(message)[5 : 4 + len(record)])
+    strided = bytes(b for pair in zip(record, b"x" * len(record), strict=True) for b in pair)
+    assert pickle.loads(memoryview(strided)[::2]) == value
+
+
 def test_error_classes_subclass_the_stdlib():
     assert issubclass(pickle.UnpicklingError, std_pickle.UnpicklingError)
     assert issubclass(pickle.PicklingError, std_pickle.PicklingError)

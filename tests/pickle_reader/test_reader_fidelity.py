@@ -209,6 +209,11 @@ def test_inputs_bytes_like_and_file(tmp_path):
     data = pickle.dumps({"x": [1, 2]})
     assert loads_pickle(bytearray(data)) == {"x": [1, 2]}
     assert loads_pickle(memoryview(data)) == {"x": [1, 2]}
+    # A slice of a larger message is read in place, and leaves no export behind.
+    message = b"head" + data + b"tail"
+    whole = memoryview(message)
+    assert loads_pickle(whole[4 : 4 + len(data)]) == {"x": [1, 2]}
+    whole.release()
     path = tmp_path / "f.pkl"
     path.write_bytes(data)
     from bytewright.pickle import load_pickle

@@ -528,37 +528,75 @@ fn assemble<'py>(
     Ok(out)
 }
 
-/// The bytes of a `data` argument: bytes as they are; bytearray and memoryview, which may
-/// change under us, as a private copy in `copy`. `function` names the caller in the error.
+/// What [`input_bytes`] keeps alive for the bytes it hands out: a private copy of a buffer
+/// that may change, or the export of a memoryview of a bytes object, read in place.
+#[derive(Default)]
+pub(crate) struct Held {
+    copy: Vec<u8>,
+    view: Option<PyBuffer<u8>>,
+}
+
+/// The bytes of a `data` argument: bytes as they are, and a memoryview of bytes (a slice of
+/// a larger message, say) in place, since the data of a bytes object never changes; a
+/// bytearray, a memoryview of one and any other buffer, which may change under us (another
+/// thread writes to it while this one has handed over the GIL), as a private copy in `held`.
+/// `function` names the caller in the error.
 #[inline(always)]
 pub(crate) fn input_bytes<'a>(
     data: &'a Bound<'_, PyAny>,
-    copy: &'a mut Vec<u8>,
+    held: &'a mut Held,
     function: &str,
 ) -> PyResult<&'a [u8]> {
     if let Ok(b) = data.cast::<PyBytes>() {
         return Ok(b.as_bytes());
     }
-    input_buffer(data, copy, function)
+    input_buffer(data, held, function)
 }
 
 /// [`input_bytes`] for anything but bytes.
 #[inline(never)]
 fn input_buffer<'a>(
     data: &'a Bound<'_, PyAny>,
-    copy: &'a mut Vec<u8>,
+    held: &'a mut Held,
     function: &str,
 ) -> PyResult<&'a [u8]> {
     if !data.is_instance_of::<pyo3::types::PyString>() {
         if let Ok(buffer) = PyBuffer::<u8>::get(data) {
-            *copy = buffer.to_vec(data.py())?;
-            return Ok(copy);
+            if views_bytes(data, &buffer) {
+                let view = held.view.insert(buffer);
+                if view.len_bytes() == 0 {
+                    return Ok(&[]);
+                }
+                // SAFETY: a C-contiguous buffer of `len_bytes` bytes from a bytes object,
+                // whose data never changes or moves; the export held in `held` keeps the
+                // memoryview from being released (its `release()` refuses while a buffer
+                // is exported), and so the bytes object alive, as long as the slice.
+                return Ok(unsafe {
+                    std::slice::from_raw_parts(view.buf_ptr().cast::<u8>(), view.len_bytes())
+                });
+            }
+            held.copy = buffer.to_vec(data.py())?;
+            return Ok(&held.copy);
         }
     }
     Err(PyTypeError::new_err(format!(
         "{function}() takes bytes, bytearray or memoryview, not {}",
         data.get_type().name()?
     )))
+}
+
+/// Whether `data` is a memoryview over a bytes object (its `obj`) whose `buffer` is one
+/// read-only, C-contiguous run of memory.
+fn views_bytes(data: &Bound<'_, PyAny>, buffer: &PyBuffer<u8>) -> bool {
+    // SAFETY: a type check of a live object.
+    if unsafe { ffi::PyMemoryView_Check(data.as_ptr()) } == 0
+        || !buffer.readonly()
+        || !buffer.is_c_contiguous()
+    {
+        return false;
+    }
+    data.getattr(pyo3::intern!(data.py(), "obj"))
+        .is_ok_and(|base| base.is_instance_of::<PyBytes>())
 }
 
 /// The `pickle.Limits` a caller passed (or the defaults), shared by `loads` and `loads_pickle`.
@@ -647,8 +685,8 @@ fn load_record<'py>(
     limits: &Limits,
     kept: Option<&Kept>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut copied = Vec::new();
-    let input = input_bytes(data, &mut copied, "loads")?;
+    let mut held = Held::default();
+    let input = input_bytes(data, &mut held, "loads")?;
     if input.len() >= RELEASE_GIL_FROM {
         // Unsigned: opening is reading the header (a signed record is verified with the
         // GIL released, in `load_large`).

@@ -24,7 +24,7 @@ use pyo3::types::PyDict;
 
 use crate::graph::config;
 use crate::graph::errors::read_error;
-use crate::graph::{input_bytes, limits_from};
+use crate::graph::{input_bytes, limits_from, Held};
 use loader::Loader;
 use resolver::{Codec, Resolver};
 
@@ -352,8 +352,8 @@ fn read_pickle_carrying<'py>(
     let cfg = config::get(py)?;
     let helpers = helpers(py)?;
     let limits = limits_from(cfg, limits)?;
-    let mut copy = Vec::new();
-    let input = input_bytes(data, &mut copy, "loads_pickle")?;
+    let mut held = Held::default();
+    let input = input_bytes(data, &mut held, "loads_pickle")?;
     let mut bufs = BUFFERS.with(|s| s.take()).unwrap_or_default();
     let mut res = Resolver::new(py, cfg, classes, allow);
     res.codec = python2;
@@ -432,8 +432,8 @@ thread_local! {
 /// bytes; `(2, at, 0)` when it needs the rest of a line; `(3, at, 0)` when it cannot be read.
 #[pyfunction]
 fn pickle_extent(data: &Bound<'_, PyAny>, pos: usize) -> PyResult<(u8, usize, u64)> {
-    let mut copy = Vec::new();
-    let input = input_bytes(data, &mut copy, "pickle_extent")?;
+    let mut held = Held::default();
+    let input = input_bytes(data, &mut held, "pickle_extent")?;
     Ok(match core::extent(input, pos.min(input.len())) {
         core::Extent::Stop(end) => (0, end, 0),
         core::Extent::Bytes { at, n } => (1, at, n),
@@ -456,8 +456,8 @@ fn check_pickle<'py>(
     let cfg = config::get(py)?;
     let allow = allow_dict(helpers(py)?, allow)?;
     let limits = limits_from(cfg, limits)?;
-    let mut copy = Vec::new();
-    let input = input_bytes(data, &mut copy, "loads_pickle")?;
+    let mut held = Held::default();
+    let input = input_bytes(data, &mut held, "loads_pickle")?;
     let mut resolver = Resolver::new(py, cfg, classes, allow);
     match core::check(input, limits, &mut resolver) {
         Ok(_) => Ok(None),
