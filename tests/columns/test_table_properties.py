@@ -56,7 +56,12 @@ def build(kinds: list[str], order: str, name: str) -> tuple[type[bw.Struct], Any
             fields.append((f, inner))
             values[f] = st.builds(inner, a=st.integers(0, 65535), b=st.integers(-128, 127))
         elif kind == "bits":
-            # Bit fields and flags sharing a 3-byte group, between whole-byte fields.
+            # Bit fields and flags sharing a 3-byte group, between whole-byte fields (after
+            # another group, a byte of its own: adjacent groups would make one, and more
+            # than five of them one longer than a group may be).
+            if i and kinds[i - 1] == "bits":
+                fields.append((f"{f}_gap", bw.U8))
+                values[f"{f}_gap"] = st.integers(0, 255)
             fields.append((f"{f}_a", int, bw.bits(5)))
             fields.append((f"{f}_b", bool, bw.flag()))
             fields.append((f"{f}_c", int, bw.bits(14)))
@@ -158,6 +163,22 @@ def test_tables_equal_per_record_unpack(schema: Any, data: Any) -> None:
         assert 0 < len(part) <= rows
         got.extend(chosen(r) for r in table_rows(part))
     assert got == want
+
+
+def test_many_bit_groups_in_a_row_are_spaced() -> None:
+    """Six bit groups in a row (the most the schemas above draw) make a valid class: each
+    after the first gets a byte of its own, as one group of 144 bits could not be."""
+    cls, _ = build(["bits"] * 6, "little", "Groups")
+    kwargs: dict[str, Any] = {}
+    for i in range(6):
+        kwargs |= {f"f{i}_a": i, f"f{i}_b": True, f"f{i}_c": 1000 + i, f"f{i}_d": False}
+        kwargs[f"f{i}_e"] = -i % 4 - (4 if i % 2 else 0)
+        if i:
+            kwargs[f"f{i}_gap"] = 250 + i % 6
+    items = [cls(**kwargs)] * 3
+    wire = b"".join(x.pack() for x in items)
+    assert len(wire) == 3 * (6 * 3 + 5)
+    assert [chosen(r) for r in table_rows(cls.unpack_table(wire))] == per_record(cls, wire)
 
 
 def test_iter_tables_reads_files_and_paths(tmp_path: Any) -> None:
