@@ -776,9 +776,8 @@ fn load_large<'py>(
 /// The value of a record whose body is one bytes or str (the whole of a 1 MB blob, or one
 /// of a few KiB too long for `small`): built straight away, its copy the only step made
 /// with the GIL released when large; checking the rest would hand the GIL over once more
-/// for nothing. `None` for any other body, and for
-/// one this cannot build (a str that is not UTF-8, a limit exceeded), which the general
-/// path then reads and reports.
+/// for nothing. `None` for any other body, and for one this cannot build (a str that is
+/// not UTF-8, a limit exceeded), which the general path then reads and reports.
 #[inline(always)]
 fn single_blob<'py>(py: Python<'py>, body: &[u8], limits: &Limits) -> Option<Bound<'py, PyAny>> {
     use bytewright_graph::tags::{BYTES, STR};
